@@ -1,0 +1,78 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// ggml tensor types as stored in GGUF files: ids, block geometry, and row dequantization.
+
+#ifndef OPENCV_DNN_SRC_LLM_GGML_TYPES_HPP
+#define OPENCV_DNN_SRC_LLM_GGML_TYPES_HPP
+
+#include <opencv2/core.hpp>
+#include <string>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+//! ggml type ids (ggml.h's enum ggml_type; gaps are ids that ggml retired).
+enum GGMLType
+{
+    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7,
+    GGML_Q8_0 = 8, GGML_Q8_1 = 9, GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12,
+    GGML_Q5_K = 13, GGML_Q6_K = 14, GGML_Q8_K = 15, GGML_IQ2_XXS = 16, GGML_IQ2_XS = 17,
+    GGML_IQ3_XXS = 18, GGML_IQ1_S = 19, GGML_IQ4_NL = 20, GGML_IQ3_S = 21, GGML_IQ2_S = 22,
+    GGML_IQ4_XS = 23, GGML_I8 = 24, GGML_I16 = 25, GGML_I32 = 26, GGML_I64 = 27,
+    GGML_F64 = 28, GGML_IQ1_M = 29, GGML_BF16 = 30, GGML_TQ1_0 = 34, GGML_TQ2_0 = 35,
+    GGML_MXFP4 = 39
+};
+
+struct GGMLTypeTraits
+{
+    const char* name;     //!< nullptr for ids that are not ggml types
+    int blockSize;        //!< elements per block
+    int typeSize;         //!< bytes per block
+    bool dequantizable;   //!< this project can dequantize it (and so compute with it)
+};
+
+//! IEEE half to float, exact (subnormals, infinities and NaNs included).
+inline float halfBitsToFloat(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+    Cv32suf out;
+    if (exponent == 0)
+    {
+        out.f = (float)mantissa * (1.0f / 16777216.0f);  // zero or subnormal: mantissa * 2^-24
+        out.u |= sign;
+    }
+    else if (exponent == 31)
+        out.u = sign | 0x7F800000u | (mantissa << 13);
+    else
+        out.u = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    return out.f;
+}
+
+//! bfloat16 to float (the high half of a float).
+inline float bf16BitsToFloat(uint16_t b)
+{
+    Cv32suf out;
+    out.u = (uint32_t)b << 16;
+    return out.f;
+}
+
+//! Traits of a type id; name is nullptr for an unknown id.
+const GGMLTypeTraits& ggmlTypeTraits(uint32_t type);
+
+//! Name of a type id, or "type <id>" for an unknown one.
+std::string ggmlTypeName(uint32_t type);
+
+//! Bytes of a row of n elements (n must be a multiple of the block size).
+size_t ggmlRowBytes(GGMLType type, int64 n);
+
+/** Dequantizes one row of n elements (a multiple of the type's block size) to float.
+    Throws for types that are not dequantizable. */
+void dequantizeRow(GGMLType type, const void* src, float* dst, int64 n);
+
+}}} // namespace cv::dnn::llm
+
+#endif

@@ -1,0 +1,330 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Builds a cv::dnn::Net for a Llama-family GGUF (architectures `llama` and `qwen2`) out of
+// ordinary dnn layers: token embedding, then per block
+//   x += o_proj(attention(rope(q_proj(norm(x))), rope(k_proj(..)), v_proj(..)))
+//   x += down(silu(gate(norm(x))) * up(norm(x)))
+// then the final norm and the output projection (tied to the embedding when output.weight
+// is absent). Weights are wrapped from the mapping, not copied, except small norm vectors.
+
+#include "../../precomp.hpp"
+#include "../llm_layers.hpp"
+#include "gguf_model_file.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+namespace {
+
+struct ArchInfo
+{
+    const char* name;
+    bool neoxRope;
+};
+
+const ArchInfo kArchitectures[] = {
+    {"llama", false},  // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
+    {"qwen2", true},
+};
+
+std::string supportedArchitectures()
+{
+    std::string s;
+    for (const ArchInfo& a : kArchitectures)
+        s += (s.empty() ? "" : ", ") + std::string(a.name);
+    return s;
+}
+
+std::string supportedTypes()
+{
+    std::string s;
+    for (uint32_t t = 0; t < 64; t++)
+        if (ggmlTypeTraits(t).dequantizable)
+            s += (s.empty() ? "" : ", ") + ggmlTypeName(t);
+    return s;
+}
+
+class NetBuilder
+{
+public:
+    NetBuilder(const GGUFModelFile& file, bool allLogits) : f_(file), allLogits_(allLogits) {}
+
+    Net build()
+    {
+        readHyperParameters();
+        net_.setInputsNames({"input_ids"});
+        const Mat embd = weight("token_embd.weight", nEmbd_, -1);
+        vocab_ = embd.rows;
+
+        LayerParams lp = params("token_embd", "LLMTokenEmbedding");
+        lp.set("ggml_type", (int)tensor("token_embd.weight").type);
+        lp.set("embedding_length", nEmbd_);
+        lp.set("vocab_size", vocab_);
+        lp.blobs.push_back(embd);
+        Pin x = add(lp, {Pin{0, 0}});
+
+        for (int i = 0; i < nLayer_; i++)
+            x = block(i, x);
+
+        x = rmsNorm("output_norm", "output_norm.weight", x);
+        const bool tied = !f_.findTensor("output.weight");
+        lp = params("output", "LLMMatMul");
+        const std::string outName = tied ? "token_embd.weight" : "output.weight";
+        lp.set("ggml_type", (int)tensor(outName).type);
+        lp.set("in_features", nEmbd_);
+        lp.set("out_features", vocab_);
+        lp.set("last_row_only", !allLogits_);
+        lp.blobs.push_back(tied ? embd : weight(outName, nEmbd_, vocab_));
+        add(lp, {x});
+        return net_;
+    }
+
+private:
+    struct Pin
+    {
+        int layer, output;
+    };
+
+    [[noreturn]] void fail(const std::string& msg) const
+    {
+        CV_Error(Error::StsParseError, format("GGUF '%s': %s", f_.path().c_str(), msg.c_str()));
+    }
+
+    // A positive integer hyper-parameter `<arch>.<key>`.
+    int hparam(const std::string& key, int def = -1) const
+    {
+        const std::string full = arch_ + "." + key;
+        if (!f_.hasMetadata(full))
+        {
+            if (def < 0)
+                fail("metadata key '" + full + "' is missing");
+            return def;
+        }
+        const int64 v = f_.getInt(full);
+        if (v <= 0 || v > INT_MAX)
+            fail(format("metadata '%s' = %lld is out of range", full.c_str(), (long long)v));
+        return (int)v;
+    }
+
+    float hparamFloat(const std::string& key, float def) const
+    {
+        const std::string full = arch_ + "." + key;
+        return f_.hasMetadata(full) ? (float)f_.getNumber(full) : def;
+    }
+
+    void readHyperParameters()
+    {
+        arch_ = f_.hasMetadata("general.architecture") ? f_.getString("general.architecture") : std::string();
+        const ArchInfo* info = nullptr;
+        for (const ArchInfo& a : kArchitectures)
+            if (arch_ == a.name)
+                info = &a;
+        if (!info)
+            fail("architecture '" + arch_ + "' is not supported (supported: " + supportedArchitectures() + ")");
+        neox_ = info->neoxRope;
+        if (f_.hasMetadata(arch_ + ".expert_count") && f_.getInt(arch_ + ".expert_count") > 0)
+            fail("mixture-of-experts models are not supported");
+
+        nEmbd_ = hparam("embedding_length");
+        nLayer_ = hparam("block_count");
+        nFF_ = hparam("feed_forward_length");
+        nHead_ = hparam("attention.head_count");
+        nKV_ = hparam("attention.head_count_kv", nHead_);
+        nCtx_ = hparam("context_length");
+        if (nHead_ % nKV_ != 0)
+            fail(format("head_count %d is not a multiple of head_count_kv %d", nHead_, nKV_));
+        headDim_ = hparam("attention.key_length", nEmbd_ / nHead_);
+        if (hparam("attention.value_length", headDim_) != headDim_)
+            fail("attention.value_length != attention.key_length is not supported");
+        ropeDim_ = hparam("rope.dimension_count", headDim_);
+        if (ropeDim_ > headDim_ || ropeDim_ % 2 != 0)
+            fail(format("rope.dimension_count %d must be even and at most the head size %d", ropeDim_, headDim_));
+        if (nLayer_ > 4096)
+            fail(format("block_count %d is implausible", nLayer_));
+        eps_ = hparamFloat("attention.layer_norm_rms_epsilon", 1e-5f);
+        if (!(eps_ >= 0.f && eps_ < 1.f))
+            fail(format("layer_norm_rms_epsilon %g is out of range", eps_));
+        ropeBase_ = hparamFloat("rope.freq_base", 10000.f);
+        if (!(ropeBase_ > 1.f))
+            fail(format("rope.freq_base %g is out of range", ropeBase_));
+
+        // Linear scaling divides positions by the factor; Llama-3 scaling comes as per-pair
+        // frequency factors in rope_freqs.weight. Other schemes would give wrong results.
+        const std::string scalingKey = arch_ + ".rope.scaling.type";
+        std::string scaling = f_.hasMetadata(scalingKey) ? f_.getString(scalingKey) : std::string("none");
+        float factor = hparamFloat("rope.scaling.factor", hparamFloat("rope.scale_linear", 1.f));
+        if (scaling == "none" && factor != 1.f && factor != 0.f && !f_.hasMetadata(scalingKey))
+            scaling = "linear";
+        if (scaling == "linear")
+        {
+            if (!(factor > 0.f))
+                fail(format("rope scaling factor %g is out of range", factor));
+            ropeFreqScale_ = 1.f / factor;
+        }
+        else if (scaling != "none" && scaling != "llama3")
+            fail("rope scaling type '" + scaling + "' is not supported (none, linear, llama3 are)");
+    }
+
+    const GGUFTensor& tensor(const std::string& name) const
+    {
+        const GGUFTensor* t = f_.findTensor(name);
+        if (!t)
+            fail("tensor '" + name + "' is missing");
+        return *t;
+    }
+
+    // A matrix with rows of `cols` elements (ggml ne[0]) and `rows` rows (ne[1]; -1: any),
+    // wrapped from the mapping in its stored type.
+    Mat weight(const std::string& name, int cols, int rows) const
+    {
+        const GGUFTensor& t = tensor(name);
+        if (t.nDims > 2 || t.ne[0] != cols || (rows >= 0 && t.ne[1] != rows))
+            fail(format("tensor '%s' has shape [%lld, %lld], expected [%d, %d]", name.c_str(),
+                        (long long)t.ne[0], (long long)t.ne[1], cols, rows));
+        if (!ggmlTypeTraits(t.type).dequantizable)
+            fail("tensor '" + name + "' has type " + ggmlTypeName(t.type) +
+                 ", which is not supported (supported: " + supportedTypes() + ")");
+        return wrapMappedBytes(f_.mapping(), t.data, t.rowCount(), (int64)t.rowBytes());
+    }
+
+    // A 1-D tensor of n elements as a float32 row (a copy; these are small).
+    Mat vectorF32(const std::string& name, int n) const
+    {
+        const GGUFTensor& t = tensor(name);
+        if (t.nDims != 1 || t.ne[0] != n)
+            fail(format("tensor '%s' has %lld elements in %d dims, expected a vector of %d",
+                        name.c_str(), (long long)t.ne[0], t.nDims, n));
+        if (!ggmlTypeTraits(t.type).dequantizable)
+            fail("tensor '" + name + "' has type " + ggmlTypeName(t.type) + ", which is not supported");
+        Mat v(1, n, CV_32F);
+        dequantizeRow(t.type, t.data, v.ptr<float>(), n);
+        return v;
+    }
+
+    LayerParams params(const std::string& name, const std::string& type) const
+    {
+        LayerParams lp;
+        lp.name = name;
+        lp.type = type;
+        return lp;
+    }
+
+    Pin add(LayerParams& lp, const std::vector<Pin>& inputs)
+    {
+        const int id = net_.addLayer(lp.name, lp.type, lp);
+        for (size_t i = 0; i < inputs.size(); i++)
+            net_.connect(inputs[i].layer, inputs[i].output, id, (int)i);
+        return Pin{id, 0};
+    }
+
+    Pin rmsNorm(const std::string& name, const std::string& tensorName, Pin x)
+    {
+        LayerParams lp = params(name, "RMSNorm");
+        lp.set("epsilon", eps_);
+        lp.blobs.push_back(vectorF32(tensorName, nEmbd_));
+        return add(lp, {x});
+    }
+
+    Pin matmul(const std::string& name, const std::string& prefix, int in, int out, Pin x)
+    {
+        LayerParams lp = params(name, "LLMMatMul");
+        const std::string w = prefix + ".weight", b = prefix + ".bias";
+        lp.set("ggml_type", (int)tensor(w).type);
+        lp.set("in_features", in);
+        lp.set("out_features", out);
+        lp.blobs.push_back(weight(w, in, out));
+        if (f_.findTensor(b))
+            lp.blobs.push_back(vectorF32(b, out));
+        return add(lp, {x});
+    }
+
+    Pin residual(const std::string& name, Pin a, Pin b)
+    {
+        LayerParams lp = params(name, "Eltwise");
+        lp.set("operation", "sum");
+        return add(lp, {a, b});
+    }
+
+    Pin block(int i, Pin x)
+    {
+        const std::string p = format("blk.%d.", i);
+        const int qWidth = nHead_ * headDim_, kvWidth = nKV_ * headDim_;
+
+        Pin h = rmsNorm(p + "attn_norm", p + "attn_norm.weight", x);
+        Pin q = matmul(p + "attn_q", p + "attn_q", nEmbd_, qWidth, h);
+        Pin k = matmul(p + "attn_k", p + "attn_k", nEmbd_, kvWidth, h);
+        Pin v = matmul(p + "attn_v", p + "attn_v", nEmbd_, kvWidth, h);
+
+        LayerParams lp = params(p + "attn", "LLMAttention");
+        lp.set("num_heads", nHead_);
+        lp.set("num_kv_heads", nKV_);
+        lp.set("head_dim", headDim_);
+        lp.set("max_context", nCtx_);
+        lp.set("rope_dim", ropeDim_);
+        lp.set("rope_base", ropeBase_);
+        lp.set("rope_neox", neox_);
+        lp.set("rope_freq_scale", ropeFreqScale_);
+        if (f_.findTensor("rope_freqs.weight"))
+            lp.blobs.push_back(vectorF32("rope_freqs.weight", ropeDim_ / 2));
+        Pin a = add(lp, {q, k, v});
+        Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
+        x = residual(p + "attn_residual", x, o);
+
+        h = rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x);
+        Pin gate = matmul(p + "ffn_gate", p + "ffn_gate", nEmbd_, nFF_, h);
+        Pin up = matmul(p + "ffn_up", p + "ffn_up", nEmbd_, nFF_, h);
+        LayerParams sw = params(p + "ffn_swiglu", "LLMSwiGLU");
+        Pin m = add(sw, {gate, up});
+        Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
+        return residual(p + "ffn_residual", x, d);
+    }
+
+    const GGUFModelFile& f_;
+    bool allLogits_;
+    Net net_;
+    std::string arch_;
+    bool neox_ = false;
+    int nEmbd_ = 0, nLayer_ = 0, nFF_ = 0, nHead_ = 0, nKV_ = 0, nCtx_ = 0, headDim_ = 0, ropeDim_ = 0, vocab_ = 0;
+    float eps_ = 1e-5f, ropeBase_ = 10000.f, ropeFreqScale_ = 1.f;
+};
+
+} // namespace
+}}} // namespace cv::dnn::llm
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+Net readNetFromGGUF(const String& path, bool allLogits)
+{
+    CV_TRACE_FUNCTION();
+    llm::GGUFModelFile file(path);
+    return llm::NetBuilder(file, allLogits).build();
+}
+
+static std::vector<LLMAttentionLayer*> attentionLayers(Net& net)
+{
+    std::vector<LLMAttentionLayer*> layers;
+    for (const String& name : net.getLayerNames())
+        if (LLMAttentionLayer* a = dynamic_cast<LLMAttentionLayer*>(net.getLayer(net.getLayerId(name)).get()))
+            layers.push_back(a);
+    return layers;
+}
+
+void resetLLMState(Net& net)
+{
+    for (LLMAttentionLayer* a : attentionLayers(net))
+        a->resetSequence();
+}
+
+int getLLMSequenceLength(Net& net)
+{
+    const std::vector<LLMAttentionLayer*> layers = attentionLayers(net);
+    return layers.empty() ? 0 : layers.front()->sequenceLength();
+}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn

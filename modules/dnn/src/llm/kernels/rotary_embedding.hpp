@@ -1,0 +1,43 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#ifndef OPENCV_DNN_SRC_LLM_KERNELS_ROTARY_EMBEDDING_HPP
+#define OPENCV_DNN_SRC_LLM_KERNELS_ROTARY_EMBEDDING_HPP
+
+#include <opencv2/core.hpp>
+#include <vector>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+/** Rotary position embedding (RoPE) of the first `ropeDim` dimensions of each head.
+
+    Pair i (0 <= i < ropeDim/2) turns by pos * freqScale * base^(-2i/ropeDim) / freqFactors[i].
+    NORM style pairs adjacent dimensions (2i, 2i+1), as Llama GGUFs need (their converter
+    permuted the Q/K rows); NEOX style pairs i and i + ropeDim/2 (Qwen2, Phi-3, Gemma, and
+    Hugging Face checkpoints). freqScale = 1/factor gives linear scaling; frequency factors
+    give Llama-3 style scaling (GGUF's rope_freqs.weight).
+*/
+class RotaryEmbedding
+{
+public:
+    RotaryEmbedding() {}
+    RotaryEmbedding(int ropeDim, float base, bool neox, float freqScale = 1.f,
+                    const std::vector<float>& freqFactors = std::vector<float>());
+
+    int ropeDim() const { return (int)invFreq_.size() * 2; }
+
+    /** Rotates rows of heads in place: `rows` rows of `heads` heads of `headDim` floats each
+        (row r at x + r * rowStride, at position positions[r]). */
+    void apply(float* x, int rows, size_t rowStride, int heads, int headDim, const int* positions) const;
+
+private:
+    std::vector<float> invFreq_;  // per pair, scaling folded in
+    bool neox_ = false;
+};
+
+}}} // namespace cv::dnn::llm
+
+#endif

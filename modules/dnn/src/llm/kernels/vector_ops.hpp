@@ -1,0 +1,70 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Small float vector kernels shared by the LLM layers (universal intrinsics).
+
+#ifndef OPENCV_DNN_SRC_LLM_KERNELS_VECTOR_OPS_HPP
+#define OPENCV_DNN_SRC_LLM_KERNELS_VECTOR_OPS_HPP
+
+#include <opencv2/core/hal/intrin.hpp>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+//! sum a[i] * b[i]; four accumulators hide the FMA latency.
+inline float dotF32(const float* a, const float* b, int n)
+{
+    int i = 0;
+    float sum = 0.f;
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+    const int lanes = VTraits<v_float32>::vlanes();
+    v_float32 s0 = vx_setzero_f32(), s1 = vx_setzero_f32(), s2 = vx_setzero_f32(), s3 = vx_setzero_f32();
+    for (; i + 4 * lanes <= n; i += 4 * lanes)
+    {
+        s0 = v_fma(vx_load(a + i), vx_load(b + i), s0);
+        s1 = v_fma(vx_load(a + i + lanes), vx_load(b + i + lanes), s1);
+        s2 = v_fma(vx_load(a + i + 2 * lanes), vx_load(b + i + 2 * lanes), s2);
+        s3 = v_fma(vx_load(a + i + 3 * lanes), vx_load(b + i + 3 * lanes), s3);
+    }
+    for (; i + lanes <= n; i += lanes)
+        s0 = v_fma(vx_load(a + i), vx_load(b + i), s0);
+    sum = v_reduce_sum(v_add(v_add(s0, s1), v_add(s2, s3)));
+#endif
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+//! y[i] += alpha * x[i]
+inline void axpyF32(float alpha, const float* x, float* y, int n)
+{
+    int i = 0;
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+    const int lanes = VTraits<v_float32>::vlanes();
+    const v_float32 va = vx_setall_f32(alpha);
+    for (; i + lanes <= n; i += lanes)
+        v_store(y + i, v_fma(va, vx_load(x + i), vx_load(y + i)));
+#endif
+    for (; i < n; i++)
+        y[i] += alpha * x[i];
+}
+
+//! y[i] *= alpha
+inline void scaleF32(float alpha, float* y, int n)
+{
+    int i = 0;
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+    const int lanes = VTraits<v_float32>::vlanes();
+    const v_float32 va = vx_setall_f32(alpha);
+    for (; i + lanes <= n; i += lanes)
+        v_store(y + i, v_mul(va, vx_load(y + i)));
+#endif
+    for (; i < n; i++)
+        y[i] *= alpha;
+}
+
+}}} // namespace cv::dnn::llm
+
+#endif

@@ -1,0 +1,113 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// y = x W^T (+ b) on weights kept in their ggml block format. Each thread takes a range of
+// output rows, decodes one weight row at a time into a small float buffer and dots it with
+// every token: the weights are read once per forward, whatever the token count.
+
+#include "../../precomp.hpp"
+#include "../llm_layers.hpp"
+#include "../ggml/ggml_types.hpp"
+#include "../kernels/vector_ops.hpp"
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+class LLMMatMulLayerImpl CV_FINAL : public LLMMatMulLayer
+{
+public:
+    explicit LLMMatMulLayerImpl(const LayerParams& params)
+    {
+        setParamsFrom(params);
+        type_ = (llm::GGMLType)params.get<int>("ggml_type");
+        in_ = params.get<int>("in_features");
+        out_ = params.get<int>("out_features");
+        lastRowOnly_ = params.get<bool>("last_row_only", false);
+        CV_CheckGT(in_, 0, "LLMMatMul: in_features must be positive");
+        CV_CheckGT(out_, 0, "LLMMatMul: out_features must be positive");
+        CV_Check(type_, llm::ggmlTypeTraits(type_).dequantizable, "LLMMatMul: unsupported ggml type");
+        CV_Check(blobs.size(), blobs.size() == 1 || blobs.size() == 2, "LLMMatMul: expects weights and an optional bias");
+        CV_CheckEQ(blobs[0].rows, out_, "LLMMatMul: weight rows != out_features");
+        CV_CheckEQ((size_t)blobs[0].cols, llm::ggmlRowBytes(type_, in_), "LLMMatMul: weight row size mismatch");
+        CV_Assert(blobs[0].isContinuous() || blobs[0].rows == 1 || blobs[0].step[0] == (size_t)blobs[0].cols);
+        if (blobs.size() == 2)
+        {
+            CV_CheckTypeEQ(blobs[1].type(), CV_32F, "LLMMatMul: bias must be float32");
+            CV_CheckEQ(blobs[1].total(), (size_t)out_, "LLMMatMul: bias length != out_features");
+        }
+    }
+
+    bool supportBackend(int backendId) CV_OVERRIDE
+    {
+        return backendId == DNN_BACKEND_OPENCV;
+    }
+
+    bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
+                         std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
+    {
+        CV_CheckEQ(inputs.size(), (size_t)1, "LLMMatMul: expects one input");
+        const MatShape& x = inputs[0];
+        CV_CheckGE((int)x.size(), 1, "LLMMatMul: input must have at least one dimension");
+        CV_CheckEQ(x.back(), in_, "LLMMatMul: the input's last dimension != in_features");
+        const int rows = (int)(total(x) / in_);
+        CV_CheckGT(rows, 0, "LLMMatMul: empty input");
+        outputs.assign(1, MatShape{lastRowOnly_ ? 1 : rows, out_});
+        return false;
+    }
+
+    void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
+    {
+        CV_TRACE_FUNCTION();
+        CV_TRACE_ARG_VALUE(name, "name", name.c_str());
+        std::vector<Mat> inputs, outputs;
+        inputs_arr.getMatVector(inputs);
+        outputs_arr.getMatVector(outputs);
+        const Mat& x = inputs[0];
+        CV_CheckTypeEQ(x.type(), CV_32F, "LLMMatMul: float32 input only");
+        const int rows = (int)(x.total() / in_);
+        const int firstRow = lastRowOnly_ ? rows - 1 : 0;
+        const int nRows = rows - firstRow;
+        const float* xp = x.ptr<float>() + (size_t)firstRow * in_;
+        float* y = outputs[0].ptr<float>();
+        const float* bias = blobs.size() > 1 ? blobs[1].ptr<float>() : nullptr;
+        const Mat& w = blobs[0];
+        const size_t rowBytes = w.cols;
+        const uchar* wp = w.ptr();
+
+        // ~64 stripes per thread's worth of rows keeps threads balanced without tiny tasks.
+        const double nstripes = std::min<double>(out_, std::max(1, getNumThreads()) * 16);
+        parallel_for_(Range(0, out_), [&](const Range& r) {
+            AutoBuffer<float> rowBuf(type_ == llm::GGML_F32 ? 0 : in_);
+            for (int n = r.start; n < r.end; n++)
+            {
+                const uchar* src = wp + (size_t)n * rowBytes;
+                const float* wr;
+                if (type_ == llm::GGML_F32)
+                    wr = reinterpret_cast<const float*>(src);
+                else
+                {
+                    llm::dequantizeRow(type_, src, rowBuf.data(), in_);
+                    wr = rowBuf.data();
+                }
+                const float b = bias ? bias[n] : 0.f;
+                for (int t = 0; t < nRows; t++)
+                    y[(size_t)t * out_ + n] = llm::dotF32(wr, xp + (size_t)t * in_, in_) + b;
+            }
+        }, nstripes);
+    }
+
+private:
+    llm::GGMLType type_;
+    int in_, out_;
+    bool lastRowOnly_;
+};
+
+Ptr<LLMMatMulLayer> LLMMatMulLayer::create(const LayerParams& params)
+{
+    return makePtr<LLMMatMulLayerImpl>(params);
+}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn

@@ -1,0 +1,81 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "../llm_layers.hpp"
+#include "../ggml/ggml_types.hpp"
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+class LLMTokenEmbeddingLayerImpl CV_FINAL : public LLMTokenEmbeddingLayer
+{
+public:
+    explicit LLMTokenEmbeddingLayerImpl(const LayerParams& params)
+    {
+        setParamsFrom(params);
+        type_ = (llm::GGMLType)params.get<int>("ggml_type");
+        dim_ = params.get<int>("embedding_length");
+        vocab_ = params.get<int>("vocab_size");
+        CV_CheckGT(dim_, 0, "LLMTokenEmbedding: embedding_length must be positive");
+        CV_CheckGT(vocab_, 0, "LLMTokenEmbedding: vocab_size must be positive");
+        CV_Check(type_, llm::ggmlTypeTraits(type_).dequantizable,
+                 "LLMTokenEmbedding: unsupported ggml type");
+        CV_CheckEQ(blobs.size(), (size_t)1, "LLMTokenEmbedding: expects the table as one blob");
+        CV_CheckEQ(blobs[0].rows, vocab_, "LLMTokenEmbedding: table rows != vocab_size");
+        CV_CheckEQ((size_t)blobs[0].cols, llm::ggmlRowBytes(type_, dim_), "LLMTokenEmbedding: row size mismatch");
+    }
+
+    bool supportBackend(int backendId) CV_OVERRIDE
+    {
+        return backendId == DNN_BACKEND_OPENCV;
+    }
+
+    bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
+                         std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
+    {
+        CV_CheckEQ(inputs.size(), (size_t)1, "LLMTokenEmbedding: expects one input (token ids)");
+        const int tokens = (int)total(inputs[0]);
+        CV_CheckGT(tokens, 0, "LLMTokenEmbedding: no token ids");
+        outputs.assign(1, MatShape{tokens, dim_});
+        return false;
+    }
+
+    void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
+    {
+        CV_TRACE_FUNCTION();
+        std::vector<Mat> inputs, outputs;
+        inputs_arr.getMatVector(inputs);
+        outputs_arr.getMatVector(outputs);
+        const Mat& ids = inputs[0];
+        CV_CheckTypeEQ(ids.type(), CV_32F, "LLMTokenEmbedding: token ids must be float32");
+        const int tokens = (int)ids.total();
+        const float* idp = ids.ptr<float>();
+        for (int t = 0; t < tokens; t++)
+        {
+            const float id = idp[t];
+            if (!(id >= 0.f && id < (float)vocab_) || id != std::floor(id))
+                CV_Error(Error::StsOutOfRange, format("LLMTokenEmbedding: token id %g is not in [0, %d)", id, vocab_));
+        }
+        const Mat& table = blobs[0];
+        float* out = outputs[0].ptr<float>();
+        parallel_for_(Range(0, tokens), [&](const Range& r) {
+            for (int t = r.start; t < r.end; t++)
+                llm::dequantizeRow(type_, table.ptr((int)idp[t]), out + (size_t)t * dim_, dim_);
+        });
+    }
+
+private:
+    llm::GGMLType type_;
+    int dim_, vocab_;
+};
+
+Ptr<LLMTokenEmbeddingLayer> LLMTokenEmbeddingLayer::create(const LayerParams& params)
+{
+    return makePtr<LLMTokenEmbeddingLayerImpl>(params);
+}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn

@@ -1,0 +1,34 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Registers the LLM extension's layers with dnn's layer factory. Called once from
+// initializeLayerFactory() (patches/0001-dnn-register-llm-layers.patch).
+
+#include "../precomp.hpp"
+#include <opencv2/dnn/layer.details.hpp>
+#include "llm_layers.hpp"
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+void initializeLLMLayerFactory()
+{
+    // RMSNorm under the names ONNX (opset 23) and ONNX Runtime (contrib, default and
+    // com.microsoft domains, as the ONNX importer prefixes foreign domains) use.
+    const LayerFactory::Constructor rmsNorm = details::_layerDynamicRegisterer<RMSNormLayer>;
+    LayerFactory::registerLayer("RMSNorm", rmsNorm);
+    LayerFactory::registerLayer("RMSNormalization", rmsNorm);
+    LayerFactory::registerLayer("SimplifiedLayerNormalization", rmsNorm);
+    LayerFactory::registerLayer("com.microsoft.SimplifiedLayerNormalization", rmsNorm);
+
+    // The GGUF graph's layers (gguf/gguf_net_builder.cpp).
+    CV_DNN_REGISTER_LAYER_CLASS(LLMTokenEmbedding, LLMTokenEmbeddingLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMMatMul,         LLMMatMulLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMSwiGLU,         LLMSwiGLULayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMAttention,      LLMAttentionLayer);
+}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn

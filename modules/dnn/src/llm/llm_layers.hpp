@@ -1,0 +1,83 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Layers of the LLM extension. Each is created by dnn's layer factory from LayerParams
+// (see llm_layer_factory.cpp for the type names); the implementations live in layers/.
+
+#ifndef OPENCV_DNN_SRC_LLM_LLM_LAYERS_HPP
+#define OPENCV_DNN_SRC_LLM_LLM_LAYERS_HPP
+
+#include <opencv2/dnn.hpp>
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+/** Root-mean-square normalization: y = x / sqrt(mean(x^2) + epsilon) * scale.
+
+    The mean runs over the axes from `axis` (default -1) to the last one. `scale` (a constant
+    blob or a second input) has the normalized shape, or a suffix of it, and is broadcast.
+    Parameters: `epsilon` (default 1e-5), `axis`. A second output, when requested, holds
+    1/sqrt(mean(x^2) + epsilon) per row (ONNX Runtime's inv_std_var).
+*/
+class RMSNormLayer : public Layer
+{
+public:
+    static Ptr<RMSNormLayer> create(const LayerParams& params);
+};
+
+/** Token embedding lookup on (possibly quantized) rows.
+
+    Input: token ids (any shape, as float; T ids in all). Output: T x embedding_length.
+    blobs[0]: the table's raw rows (vocab_size x row bytes, CV_8U). Parameters: `ggml_type`,
+    `embedding_length`, `vocab_size`. An id outside [0, vocab_size) is an error.
+*/
+class LLMTokenEmbeddingLayer : public Layer
+{
+public:
+    static Ptr<LLMTokenEmbeddingLayer> create(const LayerParams& params);
+};
+
+/** y = x W^T (+ b) with W in a ggml type (F32, F16, BF16, Q4_0 ... Q6_K), kept as stored.
+
+    Input: T x in_features. Output: T x out_features, or 1 x out_features with
+    `last_row_only` (the logits of the last token). blobs[0]: W's raw rows (out_features x
+    row bytes, CV_8U); blobs[1] (optional): bias, float32. Parameters: `ggml_type`,
+    `in_features`, `out_features`, `last_row_only`.
+*/
+class LLMMatMulLayer : public Layer
+{
+public:
+    static Ptr<LLMMatMulLayer> create(const LayerParams& params);
+};
+
+/** silu(gate) * up, element-wise: the gated part of a SwiGLU MLP. Inputs: gate, up (same shape). */
+class LLMSwiGLULayer : public Layer
+{
+public:
+    static Ptr<LLMSwiGLULayer> create(const LayerParams& params);
+};
+
+/** Causal grouped-query attention with rotary embedding that keeps keys and values across
+    forward calls: a forward with T new tokens continues the sequence at the cached length.
+
+    Inputs: q (T x num_heads*head_dim), k and v (T x num_kv_heads*head_dim), before rotary.
+    Output: T x num_heads*head_dim. Parameters: `num_heads`, `num_kv_heads`, `head_dim`,
+    `max_context`, and the rotary ones (see RotaryEmbedding): `rope_dim`, `rope_base`,
+    `rope_neox`, `rope_freq_scale`; blobs[0] (optional): per-pair frequency factors.
+*/
+class LLMAttentionLayer : public Layer
+{
+public:
+    static Ptr<LLMAttentionLayer> create(const LayerParams& params);
+    //! Forgets the cached keys and values: the next forward starts at position 0.
+    virtual void resetSequence() = 0;
+    //! Number of cached positions.
+    virtual int sequenceLength() const = 0;
+};
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn
+
+#endif

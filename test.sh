@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the whole test suite (GoogleTest and pytest, through ctest), setting up and building
+# first when needed.
+set -euo pipefail
+cd "$(dirname "$0")"
+source tools/build_env.sh
+llm_install_packages
+llm_fetch_opencv
+llm_build
+ctest --test-dir build --output-on-failure "$@"

@@ -1,0 +1,38 @@
+#include "test_common.hpp"
+
+#include <cstdlib>
+#include <climits>
+#include <unistd.h>
+
+namespace llm_test {
+
+static std::string executableDir()
+{
+    char buf[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0)
+        return ".";
+    std::string path(buf, (size_t)n);
+    return path.substr(0, path.find_last_of('/'));
+}
+
+std::string projectRoot()
+{
+    if (const char* root = std::getenv("LLM_PROJECT_ROOT"))
+        return root;
+    return executableDir() + "/../..";
+}
+
+std::string sharedTestData(const std::string& relative)
+{
+    return projectRoot() + "/../shared/testdata/" + relative;
+}
+
+std::string testModel(const std::string& relative)
+{
+    if (const char* dir = std::getenv("LLM_TEST_MODELS"))
+        return std::string(dir) + "/" + relative;
+    return executableDir() + "/../test-models/" + relative;
+}
+
+} // namespace llm_test

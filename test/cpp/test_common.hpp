@@ -1,0 +1,22 @@
+// Helpers shared by the C++ tests.
+#ifndef OPENCV_DNN_LLM_TEST_COMMON_HPP
+#define OPENCV_DNN_LLM_TEST_COMMON_HPP
+
+#include <string>
+
+namespace llm_test {
+
+// The repository root: $LLM_PROJECT_ROOT (ctest sets it), else two levels above the test
+// executable (build/bin/llm_tests).
+std::string projectRoot();
+
+// ../shared/testdata relative to the project root.
+std::string sharedTestData(const std::string& relative);
+
+// Data made by the ctest fixtures (test/tests.cmake): $LLM_TEST_MODELS, else build/test-models
+// (beside the bin/ folder holding the test executable).
+std::string testModel(const std::string& relative);
+
+} // namespace llm_test
+
+#endif

@@ -1,0 +1,33 @@
+# Included by apps/CMakeLists.txt. LLM_PROJECT_ROOT is the repository root.
+include(GoogleTest)
+
+set(test_root "${LLM_PROJECT_ROOT}/test")
+set(test_models "${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/../test-models")  # build/test-models
+set(opencv_python_dir "${OpenCV_DIR}/lib/python3")
+
+file(GLOB cpp_test_sources CONFIGURE_DEPENDS "${test_root}/cpp/*.cpp")
+add_executable(llm_tests ${cpp_test_sources})
+target_link_libraries(llm_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
+
+# Data the tests make themselves (ONNX files with python3-onnx, ggml blocks, GGUF models with
+# tools/gguf) before the C++ tests run.
+add_test(NAME make_test_onnx_models
+         COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_test_onnx_models.py" "${test_models}")
+set_tests_properties(make_test_onnx_models PROPERTIES FIXTURES_SETUP generated_test_data)
+add_test(NAME make_quant_vectors
+         COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/gguf/make_quant_vectors.py" "${test_models}/quant_vectors")
+set_tests_properties(make_quant_vectors PROPERTIES FIXTURES_SETUP generated_test_data)
+add_test(NAME make_synthetic_models
+         COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_synthetic_models.py" "${test_models}/synthetic")
+set_tests_properties(make_synthetic_models PROPERTIES FIXTURES_SETUP generated_test_data)
+
+gtest_discover_tests(llm_tests
+  DISCOVERY_MODE PRE_TEST
+  PROPERTIES
+    ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
+    FIXTURES_REQUIRED generated_test_data)
+
+add_test(NAME python_tests
+         COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/python")
+set_tests_properties(python_tests PROPERTIES
+  ENVIRONMENT "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};PYTHONDONTWRITEBYTECODE=1")

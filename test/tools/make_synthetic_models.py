@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Regenerates the synthetic GGUF models that test/data/oracle/synthetic_*.nlc.json describe.
+
+Usage: make_synthetic_models.py OUTPUT_DIR
+
+Each oracle file records the exact tools/gguf/make_synthetic_model.py command and the sha256 of
+the model llama.cpp was run on; the model is made again here and must have the same bytes, so
+the stored llama.cpp outputs apply to it. Also writes a GGUF v2 / alignment 64 variant of the
+llama F32 model (same weights, so llama.cpp's F32 outputs apply to it as well).
+"""
+import glob
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_generator(command, out_path):
+    args = shlex.split(command)
+    assert args[0] == "python3" and args[1] == "tools/gguf/make_synthetic_model.py", command
+    i = args.index("--out")
+    args[i + 1] = out_path
+    subprocess.run([sys.executable] + args[1:], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    failures = []
+    oracles = sorted(glob.glob(os.path.join(ROOT, "test", "data", "oracle", "synthetic_*.nlc.json")))
+    for oracle in oracles:
+        with open(oracle) as f:
+            ref = json.load(f)
+        path = os.path.join(out_dir, ref["model_file"])
+        if not (os.path.exists(path) and sha256(path) == ref["model_sha256"]):
+            run_generator(ref["generator"], path)
+            if sha256(path) != ref["model_sha256"]:
+                failures.append(f"{ref['model_file']}: sha256 differs from the oracle's model "
+                                f"(numpy {ref['numpy']} made it)")
+    variant = os.path.join(out_dir, "synthetic_llama_F32_v2_align64.gguf")
+    run_generator("python3 tools/gguf/make_synthetic_model.py --arch llama --type F32 --shape tiny "
+                  "--seed 27 --version 2 --alignment 64 --out x", variant)
+    if failures:
+        sys.exit("\n".join(failures))
+    print(f"{len(oracles)} synthetic models ready in {out_dir}")
+
+
+if __name__ == "__main__":
+    main()

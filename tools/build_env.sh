@@ -1,0 +1,79 @@
+# Shared steps of setup.sh and test.sh (sourced, not run).
+
+LLM_ROOT="$(pwd)"
+LLM_BUILD_DIR="${LLM_BUILD_DIR:-$LLM_ROOT/build}"
+# The OpenCV tarball is kept outside the tree so that fresh clones do not download it again.
+LLM_CACHE_DIR="${LLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/opencv-dnn-llm}"
+OPENCV_TARBALL_NAME="opencv_4.10.0+dfsg.orig.tar.xz"
+OPENCV_TARBALL_SHA256="4ca619efbad524c550771ab110332fc81293fb720bd03980fe58bc15f9ca3be8"
+LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certificates
+  libprotobuf-dev protobuf-compiler zlib1g-dev libgtest-dev libpcre2-dev
+  python3 python3-dev python3-numpy python3-pytest python3-onnx"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+llm_install_packages() {
+  local missing=""
+  for p in $LLM_APT_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  if [ -n "$missing" ]; then
+    echo "== installing Debian packages:$missing"
+    as_root apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
+  fi
+}
+
+llm_fetch_opencv() {
+  [ -n "${OPENCV_SOURCE_DIR:-}" ] && return 0
+  local tarball="$LLM_CACHE_DIR/$OPENCV_TARBALL_NAME"
+  if [ -f "$tarball" ] && echo "$OPENCV_TARBALL_SHA256  $tarball" | sha256sum -c --status; then
+    return 0
+  fi
+  echo "== fetching OpenCV 4.10.0 source (Debian trixie's opencv source package)"
+  mkdir -p "$LLM_CACHE_DIR"
+  local list=/etc/apt/sources.list.d/opencv-dnn-llm-trixie-src.sources
+  if [ ! -f "$list" ]; then
+    as_root tee "$list" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    as_root apt-get update -q
+  fi
+  # --tar-only: the .dsc may be missing from the mirror; we need only the upstream tarball.
+  (cd "$LLM_CACHE_DIR" && apt-get source --download-only --tar-only opencv/trixie >/dev/null 2>&1) || true
+  rm -f "$LLM_CACHE_DIR"/opencv_*contrib*.tar.xz
+  if ! echo "$OPENCV_TARBALL_SHA256  $tarball" | sha256sum -c --status 2>/dev/null; then
+    echo "error: could not fetch $OPENCV_TARBALL_NAME with sha256 $OPENCV_TARBALL_SHA256 into $LLM_CACHE_DIR" >&2
+    echo "       (or set OPENCV_SOURCE_DIR to your own patched OpenCV 4.10 tree)" >&2
+    exit 1
+  fi
+}
+
+llm_build() {
+  local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+  if [ -n "${OPENCV_SOURCE_DIR:-}" ]; then
+    args+=(-DOPENCV_SOURCE_DIR="$OPENCV_SOURCE_DIR")
+  else
+    args+=(-DOPENCV_TARBALL="$LLM_CACHE_DIR/$OPENCV_TARBALL_NAME")
+  fi
+  if [ ! -f "$LLM_BUILD_DIR/CMakeCache.txt" ]; then
+    echo "== configuring (a cold build of OpenCV takes ~13 minutes on 2 cores; warm: about a minute)"
+    cmake -S "$LLM_ROOT" -B "$LLM_BUILD_DIR" "${args[@]}"
+  fi
+  cmake --build "$LLM_BUILD_DIR"
+}
+
+llm_run_demo() {
+  echo "== llm_demo: an RMSNorm layer inside a cv::dnn::Net"
+  "$LLM_BUILD_DIR/bin/llm_demo"
+  local model="$LLM_ROOT/../shared/testdata/stories260K.gguf"
+  if [ -f "$model" ]; then
+    echo "== llm_generate: greedy continuation of 'Once upon a time' (token ids) by $model"
+    "$LLM_BUILD_DIR/bin/llm_generate" --model "$model" --prompt-ids 1,403,407,261,378 \
+      --max-new-tokens 48 --print-token-ids
+  fi
+}

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Write a random-weight Llama-family GGUF model that llama.cpp loads.
+
+    make_synthetic_model.py --arch llama|qwen2 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
+                            [--tied] [--dequant-f32] [--version 3]
+
+--type  F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K: "pure" files, every 2-D weight
+        (token_embd and output included) in that type, like `llama-quantize --pure`.
+        Q4_K_M Q5_K_M: llama.cpp's mixes (llama_tensor_get_type): output.weight (or token_embd
+        when tied) Q6_K; attn_v and ffn_down Q6_K in the layers where use_more_bits(i, n) holds
+        (i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2); everything else Q4_K / Q5_K.
+        In every mode norms and biases stay F32, and a tensor whose ne[0] is not a multiple of
+        the block size falls back like llama.cpp (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, and
+        output/tied token_embd -> Q8_0).
+--dequant-f32  write the same model with every tensor stored as F32 holding the values the
+        quantized file decodes to (per quants.py): an "F32 twin" for checking a quantized
+        file's decoding against an implementation that is known to be right for F32.
+--tied  no output.weight: the output projection shares token_embd.
+
+Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256),
+        tinyllama (2048, 22 layers, 32/4 heads, FFN 5632, vocab 32000, ctx 2048),
+        qwen2.5-0.5b (896, 24 layers, 14/2 heads, FFN 4864, vocab 151936, ctx 32768, rope 1e6).
+qwen2 adds attn_q/k/v biases.  Vocab 512 copies the tokenizer from stories260K.gguf
+(--vocab-from); other sizes get a synthetic SentencePiece-style vocab.
+
+Weights are N(0, sigma^2) from a per-tensor generator seeded by (seed, crc32(name)), scaled so
+that the next-token distribution is peaked (logit std about 1.4*sqrt(2 ln n_vocab)).
+Output is byte-for-byte deterministic for given arguments.
+"""
+import argparse
+import math
+import os
+import sys
+import time
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import quants  # noqa: E402
+from gguf_writer import GGMLType, GGUFWriter, ValueType, copy_kv, read_gguf, BLOCK_LAYOUT  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_VOCAB = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "testdata", "stories260K.gguf"))
+
+SHAPES = {
+    "tiny": dict(n_embd=256, n_layer=2, n_head=4, n_head_kv=2, n_ff=512, n_vocab=512, n_ctx=256),
+    "tinyllama": dict(n_embd=2048, n_layer=22, n_head=32, n_head_kv=4, n_ff=5632, n_vocab=32000, n_ctx=2048),
+    "qwen2.5-0.5b": dict(n_embd=896, n_layer=24, n_head=14, n_head_kv=2, n_ff=4864, n_vocab=151936,
+                         n_ctx=32768),
+}
+ARCH_DEFAULTS = {
+    "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False),
+    "qwen2": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=True),
+}
+# llama_ftype values written as general.file_type
+FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
+             "Q4_K": 14, "Q4_K_M": 15, "Q5_K": 16, "Q5_K_M": 17, "Q6_K": 18, "BF16": 32}
+TYPES = list(FILE_TYPE)
+FALLBACK = {GGMLType.Q4_K: GGMLType.Q5_0, GGMLType.Q5_K: GGMLType.Q5_1, GGMLType.Q6_K: GGMLType.Q8_0}
+
+
+def use_more_bits(i_layer, n_layers):
+    return i_layer < n_layers // 8 or i_layer >= 7 * n_layers // 8 or (i_layer - n_layers // 8) % 3 == 2
+
+
+def choose_type(name, ne0, ftype, n_layer, tied, layer):
+    """ggml type of a 2-D weight, mirroring llama.cpp's quantizer for the *_M mixes."""
+    if ftype in ("F32", "F16", "BF16"):
+        return GGMLType[ftype]
+    mix = ftype.endswith("_M")
+    base = GGMLType[ftype[:-2] if mix else ftype]
+    t = base
+    is_output = name == "output.weight" or (tied and name == "token_embd.weight")
+    if mix:
+        if is_output:
+            t = GGMLType.Q8_0 if ne0 % BLOCK_LAYOUT[base][0] else GGMLType.Q6_K
+        elif name.endswith("attn_v.weight") and use_more_bits(layer, n_layer):
+            t = GGMLType.Q6_K
+        elif name.endswith("ffn_down.weight") and use_more_bits(layer, n_layer):
+            t = GGMLType.Q6_K
+    blk = BLOCK_LAYOUT[t][0]
+    if ne0 % blk:
+        t = FALLBACK.get(t, t)
+        if ne0 % BLOCK_LAYOUT[t][0]:
+            t = GGMLType.F16
+    return t
+
+
+def tensor_specs(shape, arch, tied):
+    """[(name, numpy shape (rows, cols) = reversed ggml dims, kind, layer)] in file order."""
+    s = shape
+    hd = s["n_embd"] // s["n_head"]
+    E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
+    q_out, kv_out = s["n_head"] * hd, s["n_head_kv"] * hd
+    specs = [("token_embd.weight", (V, E), "embd", -1)]
+    for i in range(s["n_layer"]):
+        p = "blk.%d." % i
+        specs.append((p + "attn_norm.weight", (E,), "norm", i))
+        specs.append((p + "attn_q.weight", (q_out, E), "wq", i))
+        if ARCH_DEFAULTS[arch]["qkv_bias"]:
+            specs.append((p + "attn_q.bias", (q_out,), "bq", i))
+        specs.append((p + "attn_k.weight", (kv_out, E), "wk", i))
+        if ARCH_DEFAULTS[arch]["qkv_bias"]:
+            specs.append((p + "attn_k.bias", (kv_out,), "bk", i))
+        specs.append((p + "attn_v.weight", (kv_out, E), "wv", i))
+        if ARCH_DEFAULTS[arch]["qkv_bias"]:
+            specs.append((p + "attn_v.bias", (kv_out,), "bv", i))
+        specs.append((p + "attn_output.weight", (E, q_out), "wo", i))
+        specs.append((p + "ffn_norm.weight", (E,), "norm", i))
+        specs.append((p + "ffn_gate.weight", (F, E), "wgate", i))
+        specs.append((p + "ffn_up.weight", (F, E), "wup", i))
+        specs.append((p + "ffn_down.weight", (E, F), "wdown", i))
+    specs.append(("output_norm.weight", (E,), "out_norm", -1))
+    if not tied:
+        specs.append(("output.weight", (V, E), "out", -1))
+    return specs
+
+
+EMBD_SIGMA = 0.05  # small, so the layers (not the current token's own embedding) dominate the
+                   # residual stream; with tied embeddings a large one would make the current
+                   # token win every prediction
+
+
+def make_values(name, npshape, kind, shape, seed, tied=False):
+    """Deterministic float32 values of one tensor."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    E, F, V = shape["n_embd"], shape["n_ff"], shape["n_vocab"]
+    n = int(np.prod(npshape))
+    if kind == "norm":
+        return rng.uniform(0.6, 1.4, size=npshape).astype(np.float32)
+    if kind == "out_norm":
+        # logits = W_out (unit-rms h * g); W_out entries have std s -> logit std ~ s*sqrt(E)*rms(g)
+        target = 1.4 * math.sqrt(2.0 * math.log(V))
+        g = target / math.sqrt(E) / (EMBD_SIGMA if tied else 1.0)
+        u = rng.uniform(0.5, 1.5, size=npshape).astype(np.float32)
+        return (u * (g / float(np.sqrt(np.mean(u.astype(np.float64) ** 2))))).astype(np.float32)
+    sigma = {
+        "embd": EMBD_SIGMA, "out": 1.0,
+        # attention scores q.k/sqrt(hd) with std ~1.5 so attention is neither uniform nor one-hot
+        # (score std = sigma_q * sigma_k * n_embd for unit-rms inputs)
+        "wq": math.sqrt(1.5 / E), "wk": math.sqrt(1.5 / E),
+        "wv": 1.0 / math.sqrt(E), "wo": 1.0 / math.sqrt(E),
+        "wgate": 1.0 / math.sqrt(E), "wup": 1.0 / math.sqrt(E), "wdown": 1.0 / math.sqrt(F),
+        "bq": 0.5, "bk": 0.5, "bv": 0.2,
+    }[kind]
+    x = rng.standard_normal(n, dtype=np.float32).reshape(npshape)
+    x *= np.float32(sigma)
+    return x
+
+
+def synthetic_spm_vocab(n_vocab):
+    """tokens, scores, token types of a SentencePiece-like vocab: <unk> <s> </s>, 256 byte
+    tokens <0x00>..<0xFF>, then unique pieces (alternately with and without the U+2581 prefix)."""
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    i = 0
+    while len(tokens) < n_vocab:
+        k, w = i // 2 + 1, ""          # bijective base-26: a..z, aa..zz, ...
+        while k > 0:
+            k -= 1
+            w = letters[k % 26] + w
+            k //= 26
+        tokens.append(("\u2581" + w) if i % 2 == 0 else w)
+        types.append(1)
+        i += 1
+    scores = np.zeros(n_vocab, np.float32)
+    scores[259:] = -np.arange(n_vocab - 259, dtype=np.float32)
+    return tokens, scores, np.asarray(types, np.int32)
+
+
+def add_tokenizer(w, n_vocab, vocab_from):
+    if n_vocab == 512 and vocab_from:
+        src = read_gguf(vocab_from)
+        n = len(src.kv("tokenizer.ggml.tokens"))
+        if n != n_vocab:
+            raise SystemExit("%s has %d tokens, need %d" % (vocab_from, n, n_vocab))
+        for kv in src.kvs:
+            if kv.key.startswith("tokenizer."):
+                copy_kv(w, kv)
+        return "copied from " + os.path.basename(vocab_from)
+    tokens, scores, types = synthetic_spm_vocab(n_vocab)
+    w.add_string("tokenizer.ggml.model", "llama")
+    w.add_array("tokenizer.ggml.tokens", tokens, ValueType.STRING)
+    w.add_array("tokenizer.ggml.scores", scores, ValueType.FLOAT32)
+    w.add_array("tokenizer.ggml.token_type", types, ValueType.INT32)
+    w.add_uint32("tokenizer.ggml.unknown_token_id", 0)
+    w.add_uint32("tokenizer.ggml.bos_token_id", 1)
+    w.add_uint32("tokenizer.ggml.eos_token_id", 2)
+    return "synthetic SentencePiece-style"
+
+
+def build(args):
+    shape = dict(SHAPES[args.shape])
+    arch = args.arch
+    ad = ARCH_DEFAULTS[arch]
+    tied = args.tied
+    hd = shape["n_embd"] // shape["n_head"]
+    w = GGUFWriter(version=args.version, alignment=args.alignment,
+                   write_alignment_key=args.alignment != 32)
+    w.add_string("general.architecture", arch)
+    w.add_string("general.name", "synthetic-%s-%s-%s%s" % (arch, args.shape, args.type, "-tied" if tied else ""))
+    w.add_string("general.description", "random weights, seed %d, tools/gguf/make_synthetic_model.py" % args.seed)
+    w.add_uint32("general.file_type", 0 if args.dequant_f32 else FILE_TYPE[args.type])
+    if args.type not in ("F32", "F16", "BF16") and not args.dequant_f32:
+        w.add_uint32("general.quantization_version", 2)
+    w.add_uint32(arch + ".vocab_size", shape["n_vocab"])
+    w.add_uint32(arch + ".context_length", shape["n_ctx"])
+    w.add_uint32(arch + ".embedding_length", shape["n_embd"])
+    w.add_uint32(arch + ".block_count", shape["n_layer"])
+    w.add_uint32(arch + ".feed_forward_length", shape["n_ff"])
+    w.add_uint32(arch + ".attention.head_count", shape["n_head"])
+    w.add_uint32(arch + ".attention.head_count_kv", shape["n_head_kv"])
+    w.add_float32(arch + ".attention.layer_norm_rms_epsilon", ad["rms_eps"])
+    w.add_float32(arch + ".rope.freq_base", ad["rope_base"])
+    w.add_uint32(arch + ".rope.dimension_count", hd)
+    tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from)
+
+    hist = {}
+    for name, npshape, kind, layer in tensor_specs(shape, arch, tied):
+        dims = list(reversed(npshape))
+        if len(npshape) == 1:
+            gt = GGMLType.F32
+        else:
+            gt = choose_type(name, dims[0], args.type, shape["n_layer"], tied, layer)
+        out_t = GGMLType.F32 if args.dequant_f32 else gt
+        hist[gt.name] = hist.get(gt.name, 0) + 1
+
+        def produce(name=name, npshape=npshape, kind=kind, gt=gt):
+            x = make_values(name, npshape, kind, shape, args.seed, tied)
+            raw = quants.quantize(x, gt)
+            if args.dequant_f32:
+                return quants.dequantize(raw, gt).astype("<f4").view(np.uint8)
+            return raw
+        w.add_tensor(name, dims, out_t, produce)
+    return w, hist, tok
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arch", choices=sorted(ARCH_DEFAULTS), default="llama")
+    ap.add_argument("--type", choices=TYPES, default="F32")
+    ap.add_argument("--shape", choices=list(SHAPES), default="tiny")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tied", action="store_true")
+    ap.add_argument("--dequant-f32", action="store_true")
+    ap.add_argument("--version", type=int, choices=(2, 3), default=3)
+    ap.add_argument("--alignment", type=int, default=32)
+    ap.add_argument("--vocab-from", default=DEFAULT_VOCAB,
+                    help="GGUF whose tokenizer.* keys are copied when the vocab size is 512")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("-q", "--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    w, hist, tok = build(args)
+    tmp = args.out + ".tmp"
+    size = w.write(tmp)
+    os.replace(tmp, args.out)
+    if not args.quiet:
+        print("wrote %s: %d bytes, %d tensors %s, tokenizer %s, %.2fs"
+              % (args.out, size, len(w.tensors), hist, tok, time.time() - t0))
+
+
+if __name__ == "__main__":
+    main()
