@@ -1,14 +1,17 @@
-// Greedy text generation with a GGUF model loaded by cv::dnn::readNet.
+// Text generation from the command line with cv::dnn::TextGenerationModel.
 //
-//   llm_generate --model FILE --prompt-ids 1,403,407 [--max-new-tokens N] [--threads N]
-//                [--print-token-ids]
+//   llm_generate --model FILE (--prompt TEXT | --prompt-ids 1,403,407) [--max-new-tokens N]
+//                [--threads N] [--print-token-ids] [--tokenize-only]
+//                [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
+//                [--seed S] [--stop TEXT]...
 //
-// Prints the generated text (decoded with the model's vocabulary) and, with
-// --print-token-ids, the lines `prompt_ids: ...` and `generated_ids: ...`. Speed goes to
-// stderr. Text prompts (--prompt) need the tokenizer, which comes with TextGenerationModel.
+// Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
+// `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
+// stops (it works on vocabulary-only GGUF files). Speed goes to stderr; errors go to stderr
+// with a non-zero exit status.
 
 #include <opencv2/dnn.hpp>
-#include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <cerrno>
 #include <climits>
@@ -29,16 +32,19 @@ struct Options
     std::string prompt;
     std::vector<int> promptIds;
     bool hasPromptIds = false;
-    int maxNewTokens = 32;
     int threads = -1;
     bool printIds = false;
+    bool tokenizeOnly = false;
+    GenerationConfig config;
 };
 
 [[noreturn]] void usageError(const std::string& msg)
 {
     std::cerr << "llm_generate: " << msg << "\n"
-              << "usage: llm_generate --model FILE --prompt-ids ID,ID,... [--max-new-tokens N]\n"
-              << "                    [--threads N] [--print-token-ids]\n";
+              << "usage: llm_generate --model FILE (--prompt TEXT | --prompt-ids ID,ID,...)\n"
+              << "         [--max-new-tokens N] [--threads N] [--print-token-ids] [--tokenize-only]\n"
+              << "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
+              << "         [--seed S] [--stop TEXT]...\n";
     std::exit(2);
 }
 
@@ -52,9 +58,20 @@ int parseInt(const std::string& s, const std::string& flag)
     return (int)v;
 }
 
+float parseFloat(const std::string& s, const std::string& flag)
+{
+    char* end = nullptr;
+    errno = 0;
+    const float v = std::strtof(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || errno != 0)
+        usageError("invalid number '" + s + "' for " + flag);
+    return v;
+}
+
 Options parseOptions(int argc, char** argv)
 {
     Options o;
+    o.config.maxNewTokens = 32;
     for (int i = 1; i < argc; i++)
     {
         const std::string arg = argv[i];
@@ -76,63 +93,49 @@ Options parseOptions(int argc, char** argv)
             o.hasPromptIds = true;
         }
         else if (arg == "--max-new-tokens")
-            o.maxNewTokens = parseInt(value(), arg);
+            o.config.maxNewTokens = parseInt(value(), arg);
         else if (arg == "--threads")
             o.threads = parseInt(value(), arg);
         else if (arg == "--print-token-ids")
             o.printIds = true;
+        else if (arg == "--tokenize-only")
+            o.tokenizeOnly = true;
+        else if (arg == "--temperature")
+            o.config.temperature = parseFloat(value(), arg);
+        else if (arg == "--top-k")
+            o.config.topK = parseInt(value(), arg);
+        else if (arg == "--top-p")
+            o.config.topP = parseFloat(value(), arg);
+        else if (arg == "--min-p")
+            o.config.minP = parseFloat(value(), arg);
+        else if (arg == "--repeat-penalty")
+            o.config.repetitionPenalty = parseFloat(value(), arg);
+        else if (arg == "--seed")
+            o.config.seed = parseInt(value(), arg);
+        else if (arg == "--stop")
+            o.config.stopStrings.push_back(value());
         else
             usageError("unknown option " + arg);
     }
     if (o.model.empty())
         usageError("--model is required");
-    if (!o.hasPromptIds)
-        usageError(o.prompt.empty() ? "--prompt-ids is required"
-                                    : "--prompt needs the tokenizer, which is not available yet; use --prompt-ids");
-    if (o.promptIds.empty())
+    if (o.hasPromptIds == !o.prompt.empty())
+        usageError("give either --prompt or --prompt-ids");
+    if (o.hasPromptIds && o.promptIds.empty())
         usageError("--prompt-ids is empty");
-    if (o.maxNewTokens < 0)
+    if (o.config.maxNewTokens < 0)
         usageError("--max-new-tokens must not be negative");
     if (o.threads == 0 || o.threads < -1)
         usageError("--threads must be positive");
     return o;
 }
 
-// SentencePiece-style display of a token: "▁" is a space, <0xXX> a byte.
-std::string tokenText(const std::vector<String>& vocab, int id)
+void printIds(const char* name, const std::vector<int>& ids)
 {
-    if (id < 0 || id >= (int)vocab.size())
-        return "";
-    const std::string& piece = vocab[id];
-    if (piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>')
-        return std::string(1, (char)std::strtol(piece.substr(3, 2).c_str(), nullptr, 16));
-    std::string out;
-    for (size_t i = 0; i < piece.size(); i++)
-    {
-        if (piece.compare(i, 3, "\xE2\x96\x81") == 0)
-        {
-            out += ' ';
-            i += 2;
-        }
-        else
-            out += piece[i];
-    }
-    return out;
-}
-
-int argmax(const Mat& logits)
-{
-    Point maxLoc;
-    minMaxLoc(logits.reshape(1, 1), nullptr, nullptr, nullptr, &maxLoc);
-    return maxLoc.x;
-}
-
-Mat idsToMat(const std::vector<int>& ids)
-{
-    Mat m(1, (int)ids.size(), CV_32F);
-    for (size_t i = 0; i < ids.size(); i++)
-        m.at<float>((int)i) = (float)ids[i];
-    return m;
+    std::cout << name << ":";
+    for (int id : ids)
+        std::cout << ' ' << id;
+    std::cout << "\n";
 }
 
 } // namespace
@@ -144,54 +147,41 @@ int main(int argc, char** argv)
     {
         if (opt.threads > 0)
             setNumThreads(opt.threads);
-        Ptr<GGUFFile> file = GGUFFile::open(opt.model);
-        std::vector<String> vocab;
-        if (file->hasMetadata("tokenizer.ggml.tokens"))
-            vocab = file->getStringArray("tokenizer.ggml.tokens");
-        const int eos = file->hasMetadata("tokenizer.ggml.eos_token_id")
-                            ? (int)file->getNumber("tokenizer.ggml.eos_token_id") : -1;
+        if (opt.tokenizeOnly)
+        {
+            Ptr<Tokenizer> tokenizer = Tokenizer::create(opt.model);
+            printIds("prompt_ids", opt.hasPromptIds ? opt.promptIds : tokenizer->encode(opt.prompt));
+            return 0;
+        }
 
-        TickMeter loadTime;
-        loadTime.start();
-        Net net = readNet(opt.model);
-        loadTime.stop();
+        TickMeter load;
+        load.start();
+        TextGenerationModel model(opt.model);
+        load.stop();
 
         TickMeter prefill, decode;
-        std::vector<int> generated;
-        Mat logits;
-        for (int step = 0; step < opt.maxNewTokens; step++)
-        {
-            TickMeter& tm = step == 0 ? prefill : decode;
-            tm.start();
-            net.setInput(idsToMat(step == 0 ? opt.promptIds : std::vector<int>{generated.back()}));
-            logits = net.forward();
-            tm.stop();
-            const int next = argmax(logits);
-            generated.push_back(next);
-            if (next == eos)
-                break;
-        }
+        prefill.start();
+        if (opt.hasPromptIds)
+            model.startWithTokenIds(opt.promptIds, opt.config);
+        else
+            model.start(opt.prompt, opt.config);
+        prefill.stop();
+        std::string text;
+        decode.start();
+        while (!model.isDone())
+            text += model.next();
+        decode.stop();
 
+        const std::vector<int> generated = model.getGeneratedTokenIds();
         if (opt.printIds)
         {
-            std::cout << "prompt_ids:";
-            for (int id : opt.promptIds)
-                std::cout << ' ' << id;
-            std::cout << "\ngenerated_ids:";
-            for (int id : generated)
-                std::cout << ' ' << id;
-            std::cout << "\n";
+            printIds("prompt_ids", model.getPromptTokenIds());
+            printIds("generated_ids", generated);
         }
-        std::string text;
-        for (int id : generated)
-            if (id != eos)
-                text += tokenText(vocab, id);
         std::cout << text << std::endl;
-
-        std::cerr << format("load %.1f ms; prompt %zu tokens in %.1f ms; %d more tokens at %.1f tokens/s\n",
-                            loadTime.getTimeMilli(), opt.promptIds.size(), prefill.getTimeMilli(),
-                            (int)decode.getCounter(),
-                            decode.getCounter() ? decode.getCounter() / decode.getTimeSec() : 0.0);
+        std::cerr << format("load %.1f ms; prompt %zu tokens in %.1f ms; %zu tokens generated at %.1f tokens/s\n",
+                            load.getTimeMilli(), model.getPromptTokenIds().size(), prefill.getTimeMilli(),
+                            generated.size(), generated.empty() ? 0.0 : generated.size() / decode.getTimeSec());
         return 0;
     }
     catch (const cv::Exception& e)

@@ -30,4 +30,4 @@ gtest_discover_tests(llm_tests
 add_test(NAME python_tests
          COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/python")
 set_tests_properties(python_tests PROPERTIES
-  ENVIRONMENT "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};PYTHONDONTWRITEBYTECODE=1")
+  ENVIRONMENT "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};LLM_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};PYTHONDONTWRITEBYTECODE=1")

@@ -47,3 +47,17 @@ def test_truncated_file_is_a_cv_error(tmp_path, shared_testdata):
     bad.write_bytes(data[:5000])
     with pytest.raises(cv.error, match="GGUF"):
         cv.dnn.readNet(str(bad))
+
+
+def test_tokenizer_matches_llama_cpp_vectors(shared_testdata):
+    vocab_dir = shared_testdata / "llama.cpp-vocab"
+    for name in ["ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-bert-bge.gguf"]:
+        tok = cv.dnn.Tokenizer.create(str(vocab_dir / name))
+        inputs = (vocab_dir / (name + ".inp")).read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
+        outputs = (vocab_dir / (name + ".out")).read_text(encoding="utf-8").split("\n")
+        for text, expected in list(zip(inputs, outputs))[:20]:
+            assert list(tok.encode(text, False)) == [int(x) for x in expected.split()], (name, text)
+    tok = cv.dnn.Tokenizer.create(str(shared_testdata / "stories260K.gguf"))
+    ids = tok.encode("Once upon a time")
+    assert list(ids) == [1, 403, 407, 261, 378] and tok.getBosId() == 1 and tok.isEndOfGeneration(2)
+    assert tok.decode(ids) == "Once upon a time"

@@ -31,12 +31,14 @@ public:
 
     Input: token ids (any shape, as float; T ids in all). Output: T x embedding_length.
     blobs[0]: the table's raw rows (vocab_size x row bytes, CV_8U). Parameters: `ggml_type`,
-    `embedding_length`, `vocab_size`. An id outside [0, vocab_size) is an error.
+    `embedding_length`, `vocab_size`, `source_path`. An id outside [0, vocab_size) is an error.
 */
 class LLMTokenEmbeddingLayer : public Layer
 {
 public:
     static Ptr<LLMTokenEmbeddingLayer> create(const LayerParams& params);
+    //! The model file the table comes from (parameter `source_path`; empty if not given).
+    virtual String sourcePath() const = 0;
 };
 
 /** y = x W^T (+ b) with W in a ggml type (F32, F16, BF16, Q4_0 ... Q6_K), kept as stored.
@@ -73,6 +75,8 @@ public:
     static Ptr<LLMAttentionLayer> create(const LayerParams& params);
     //! Forgets the cached keys and values: the next forward starts at position 0.
     virtual void resetSequence() = 0;
+    //! Keeps only the first `length` cached positions (no-op when fewer are cached).
+    virtual void truncateSequence(int length) = 0;
     //! Number of cached positions.
     virtual int sequenceLength() const = 0;
 };

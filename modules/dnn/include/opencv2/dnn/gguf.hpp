@@ -71,6 +71,10 @@ CV_EXPORTS_W Net readNetFromGGUF(const String& path, bool allLogits = false);
 /** @brief Starts a new sequence: clears the keys and values kept by a Net's attention layers. */
 CV_EXPORTS_W void resetLLMState(Net& net);
 
+/** @brief Rewinds the sequence to its first `length` tokens (the next forward continues from
+there). A length beyond the cached one changes nothing. */
+CV_EXPORTS_W void truncateLLMState(Net& net, int length);
+
 /** @brief The number of tokens a Net's attention layers hold (0 after resetLLMState()). */
 CV_EXPORTS_W int getLLMSequenceLength(Net& net);
 

@@ -63,6 +63,7 @@ public:
         lp.set("ggml_type", (int)tensor("token_embd.weight").type);
         lp.set("embedding_length", nEmbd_);
         lp.set("vocab_size", vocab_);
+        lp.set("source_path", f_.path());  // lets TextGenerationModel(net) find the tokenizer
         lp.blobs.push_back(embd);
         Pin x = add(lp, {Pin{0, 0}});
 
@@ -318,6 +319,12 @@ void resetLLMState(Net& net)
 {
     for (LLMAttentionLayer* a : attentionLayers(net))
         a->resetSequence();
+}
+
+void truncateLLMState(Net& net, int length)
+{
+    for (LLMAttentionLayer* a : attentionLayers(net))
+        a->truncateSequence(length);
 }
 
 int getLLMSequenceLength(Net& net)

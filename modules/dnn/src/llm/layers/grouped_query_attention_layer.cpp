@@ -69,6 +69,12 @@ public:
         length_ = 0;
     }
 
+    void truncateSequence(int length) CV_OVERRIDE
+    {
+        CV_CheckGE(length, 0, "LLMAttention: sequence length must not be negative");
+        length_ = std::min(length_, length);
+    }
+
     int sequenceLength() const CV_OVERRIDE
     {
         return length_;

@@ -1,0 +1,116 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#ifndef OPENCV_DNN_TEXT_GENERATION_HPP
+#define OPENCV_DNN_TEXT_GENERATION_HPP
+
+#include <opencv2/dnn.hpp>
+#include <opencv2/dnn/tokenizer.hpp>
+
+#include <functional>
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+//! @addtogroup dnn
+//! @{
+
+/** @brief How TextGenerationModel picks and stops tokens. The defaults give greedy decoding. */
+struct CV_EXPORTS_W_SIMPLE GenerationConfig
+{
+    CV_WRAP GenerationConfig() {}
+
+    CV_PROP_RW int maxNewTokens = 256;        //!< stop after this many generated tokens
+    CV_PROP_RW float temperature = 0.f;       //!< 0: greedy; otherwise sample at this temperature
+    CV_PROP_RW int topK = 0;                  //!< keep the k most likely tokens (0: all)
+    CV_PROP_RW float topP = 1.f;              //!< nucleus sampling threshold (1: off)
+    CV_PROP_RW float minP = 0.f;              //!< drop tokens below minP * p(best) (0: off)
+    CV_PROP_RW float repetitionPenalty = 1.f; //!< > 1 discourages recent tokens (1: off)
+    CV_PROP_RW int repetitionWindow = 64;     //!< recent tokens the penalty looks at (-1: all)
+    CV_PROP_RW int seed = 0;                  //!< random seed for sampling
+    CV_PROP_RW std::vector<String> stopStrings;  //!< generation ends before any of these texts
+    CV_PROP_RW std::vector<int> stopTokenIds;    //!< extra tokens that end generation
+};
+
+/** @brief Text generation with a language model: tokenizer, sampling, stop conditions,
+streaming, chat and batches over a cv::dnn::Net.
+
+@code
+cv::dnn::TextGenerationModel model("model.gguf");
+std::cout << model.generate("Once upon a time") << std::endl;
+@endcode
+
+Streaming pieces are always whole UTF-8 characters. Languages without callbacks (Python) use
+the step API: start(), then next() until isDone().
+*/
+class CV_EXPORTS_W_SIMPLE TextGenerationModel
+{
+public:
+    CV_WRAP TextGenerationModel();
+    //! Loads a GGUF model and its tokenizer.
+    CV_WRAP explicit TextGenerationModel(const String& modelPath);
+    //! Uses a Net made by readNet/readNetFromGGUF (its tokenizer is read from the same file).
+    CV_WRAP explicit TextGenerationModel(const Net& network);
+
+    //! The completion of a prompt (the prompt is encoded with BOS as the model asks).
+    CV_WRAP String generate(const String& prompt, const GenerationConfig& config = GenerationConfig());
+
+    /** @brief Streams the completion: onPiece receives each new piece of text (whole UTF-8
+    characters) and returns false to stop early. Returns the whole completion. */
+    String generate(const String& prompt, const GenerationConfig& config,
+                    const std::function<bool(const String& piece)>& onPiece);
+
+    //! One completion per prompt.
+    CV_WRAP std::vector<String> generateBatch(const std::vector<String>& prompts,
+                                              const GenerationConfig& config = GenerationConfig());
+
+    //! Step API: starts generating after a prompt.
+    CV_WRAP void start(const String& prompt, const GenerationConfig& config = GenerationConfig());
+    //! Step API: starts generating after a prompt given as token ids (no tokenizer involved).
+    CV_WRAP void startWithTokenIds(const std::vector<int>& promptIds,
+                                   const GenerationConfig& config = GenerationConfig());
+    //! Step API: the next piece of text (possibly empty while a character is incomplete).
+    CV_WRAP String next();
+    //! Step API: true once generation has stopped (limit, end token, stop string, cancel).
+    CV_WRAP bool isDone() const;
+
+    /** @brief Multi-turn chat: adds the user's message to the conversation, formats it with the
+    model's chat template and returns the reply. Earlier turns stay in the KV cache and are not
+    processed again. */
+    CV_WRAP String chat(const String& userMessage, const GenerationConfig& config = GenerationConfig());
+    //! Streaming form of chat().
+    String chat(const String& userMessage, const GenerationConfig& config,
+                const std::function<bool(const String& piece)>& onPiece);
+    //! Step API form of chat(): then next() until isDone(); the reply joins the conversation.
+    CV_WRAP void startChat(const String& userMessage, const GenerationConfig& config = GenerationConfig());
+    //! Sets the system message and clears the conversation.
+    CV_WRAP void resetConversation(const String& systemMessage = String());
+    //! Formats messages with the chat template (roles: "system", "user", "assistant").
+    CV_WRAP String applyChatTemplate(const std::vector<String>& roles, const std::vector<String>& contents,
+                                     bool addGenerationPrompt = true) const;
+    /** @brief Chooses the chat template by name ("llama2", "llama3", "chatml", "mistral",
+    "phi3", "gemma", "zephyr") instead of recognising the model's own. */
+    CV_WRAP void setChatTemplate(const String& name);
+
+    //! Token ids of the last prompt (with BOS when the model adds it).
+    CV_WRAP std::vector<int> getPromptTokenIds() const;
+    //! Token ids generated since the last start (stop tokens excluded).
+    CV_WRAP std::vector<int> getGeneratedTokenIds() const;
+
+    CV_WRAP Ptr<Tokenizer> getTokenizer() const;
+    CV_WRAP Net getNetwork() const;
+
+    struct Impl;
+
+protected:
+    Ptr<Impl> impl;
+};
+
+//! @}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn
+
+#endif

@@ -1,0 +1,103 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+Sampler::Sampler(const SamplingParams& params, uint64 seed) : params_(params), rng_(seed ? seed : 0x9E3779B97F4A7C15ull)
+{
+    CV_CheckGE(params.topK, 0, "Sampler: top-k must not be negative");
+    CV_Check(params.topP, params.topP > 0.f && params.topP <= 1.f, "Sampler: top-p must be in (0, 1]");
+    CV_Check(params.minP, params.minP >= 0.f && params.minP < 1.f, "Sampler: min-p must be in [0, 1)");
+    CV_CheckGT(params.repetitionPenalty, 0.f, "Sampler: repetition penalty must be positive");
+    CV_Check(params.temperature, std::isfinite(params.temperature), "Sampler: temperature must be finite");
+}
+
+int Sampler::sample(const float* logits, int n, const std::vector<int>& history)
+{
+    CV_Assert(n > 0);
+    const float* z = logits;
+    if (params_.repetitionPenalty != 1.f && !history.empty())
+    {
+        // Each distinct recent token counts once: a positive logit is divided by the
+        // penalty, a negative one multiplied (so the token always becomes less likely).
+        penalized_.assign(logits, logits + n);
+        const size_t window = params_.repetitionWindow < 0 ? history.size()
+                                                           : std::min(history.size(), (size_t)params_.repetitionWindow);
+        std::vector<bool> seen(n, false);
+        for (size_t i = history.size() - window; i < history.size(); i++)
+        {
+            const int t = history[i];
+            if (t < 0 || t >= n || seen[t])
+                continue;
+            seen[t] = true;
+            float& v = penalized_[t];
+            v = v > 0 ? v / params_.repetitionPenalty : v * params_.repetitionPenalty;
+        }
+        z = penalized_.data();
+    }
+
+    if (params_.temperature <= 0.f)
+        return (int)(std::max_element(z, z + n) - z);
+
+    candidates_.resize(n);
+    for (int i = 0; i < n; i++)
+        candidates_[i] = std::make_pair(z[i], i);
+    auto byLogit = [](const std::pair<float, int>& a, const std::pair<float, int>& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    size_t keep = candidates_.size();
+    if (params_.topK > 0 && (size_t)params_.topK < keep)
+    {
+        std::partial_sort(candidates_.begin(), candidates_.begin() + params_.topK, candidates_.end(), byLogit);
+        keep = params_.topK;
+    }
+    else
+        std::sort(candidates_.begin(), candidates_.end(), byLogit);
+    candidates_.resize(keep);
+
+    // Probabilities at temperature 1 for the nucleus and min-p cuts.
+    const float maxLogit = candidates_[0].first;
+    std::vector<double> p(keep);
+    double sum = 0;
+    for (size_t i = 0; i < keep; i++)
+        sum += p[i] = std::exp((double)candidates_[i].first - maxLogit);
+    if (params_.topP < 1.f)
+    {
+        double cumulative = 0;
+        size_t i = 0;
+        while (i < keep && cumulative < params_.topP * sum)
+            cumulative += p[i++];
+        keep = std::max<size_t>(i, 1);
+    }
+    if (params_.minP > 0.f)
+    {
+        size_t i = 1;
+        while (i < keep && p[i] >= params_.minP * p[0])
+            i++;
+        keep = i;
+    }
+
+    // Draw at the requested temperature among the survivors.
+    double total = 0;
+    for (size_t i = 0; i < keep; i++)
+        total += p[i] = std::exp(((double)candidates_[i].first - maxLogit) / params_.temperature);
+    double r = rng_.uniform(0.0, total);
+    for (size_t i = 0; i < keep; i++)
+    {
+        r -= p[i];
+        if (r < 0)
+            return candidates_[i].second;
+    }
+    return candidates_[keep - 1].second;
+}
+
+}}} // namespace cv::dnn::llm

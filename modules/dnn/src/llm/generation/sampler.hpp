@@ -1,0 +1,46 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#ifndef OPENCV_DNN_SRC_LLM_GENERATION_SAMPLER_HPP
+#define OPENCV_DNN_SRC_LLM_GENERATION_SAMPLER_HPP
+
+#include <opencv2/core.hpp>
+#include <utility>
+#include <vector>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+struct SamplingParams
+{
+    float temperature = 0.f;        //!< <= 0: greedy
+    int topK = 0;                   //!< 0: off
+    float topP = 1.f;               //!< 1: off
+    float minP = 0.f;               //!< 0: off
+    float repetitionPenalty = 1.f;  //!< 1: off
+    int repetitionWindow = 64;      //!< how many recent tokens the penalty looks at (-1: all)
+};
+
+/** Picks the next token from logits. The chain is llama.cpp's default order: repetition
+    penalty, then (unless greedy) top-k, top-p and min-p on the distribution at temperature
+    1, then temperature, then a draw from the seeded generator. */
+class Sampler
+{
+public:
+    Sampler(const SamplingParams& params, uint64 seed);
+
+    //! logits of n tokens; history: the tokens so far (prompt and generated), for the penalty.
+    int sample(const float* logits, int n, const std::vector<int>& history);
+
+private:
+    SamplingParams params_;
+    RNG rng_;
+    std::vector<float> penalized_;
+    std::vector<std::pair<float, int>> candidates_;  // (logit or probability, token)
+};
+
+}}} // namespace cv::dnn::llm
+
+#endif

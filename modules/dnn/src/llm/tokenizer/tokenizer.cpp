@@ -1,0 +1,250 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "tokenizer.hpp"
+#include "tokenizer_models.hpp"
+#include "special_token_splitter.hpp"
+
+#include <opencv2/core/utils/logger.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+namespace {
+
+const char* const kModelKey = "tokenizer.ggml.model";
+
+// Tokens that end a turn in the chat formats in use, whatever id the metadata gives them.
+const char* const kEndOfGenerationTexts[] = {
+    "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+    "<|end_of_text|>", "<EOT>", "</s>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+};
+
+int readTokenId(const GGUFFile& file, const char* key, int fallback, int vocabSize)
+{
+    const int id = (fallback >= 0 && fallback < vocabSize) ? fallback : -1;
+    if (!file.hasMetadata(key))
+        return id;
+    const int64 value = file.getInt(key);
+    if (value < 0 || value >= vocabSize)
+    {
+        // llama.cpp keeps such models usable the same way: the id is ignored.
+        CV_LOG_WARNING(NULL, "tokenizer: " << key << " = " << value << " is outside the vocabulary of "
+                       << vocabSize << " tokens; ignored");
+        return id;
+    }
+    return (int)value;
+}
+
+bool readFlag(const GGUFFile& file, const char* key, bool fallback)
+{
+    return file.hasMetadata(key) ? file.getBool(key) : fallback;
+}
+
+void requireToken(bool added, int id, const char* addKey, const char* idKey)
+{
+    if (added && id < 0)
+        CV_Error_(Error::StsParseError, ("tokenizer: %s is true but the model has no valid %s", addKey, idKey));
+}
+
+} // namespace
+
+std::shared_ptr<Tokenizer> Tokenizer::fromGGUF(const GGUFFile& file)
+{
+    if (!file.hasMetadata(kModelKey))
+        CV_Error_(Error::StsParseError, ("tokenizer: the model has no %s", kModelKey));
+    const std::string model = file.getString(kModelKey);
+    if (model == "llama")
+        return createSentencePieceTokenizer(file);
+    if (model == "gpt2")
+        return createByteLevelBpeTokenizer(file);
+    if (model == "bert")
+        return createWordPieceTokenizer(file);
+    CV_Error_(Error::StsNotImplemented, ("tokenizer: %s = '%s' is not supported; supported are 'llama' "
+              "(SentencePiece), 'gpt2' (byte-level BPE) and 'bert' (WordPiece)", kModelKey, model.c_str()));
+}
+
+Tokenizer::Tokenizer(const GGUFFile& file, const std::string& model, const TokenizerDefaults& defaults, bool requireScores)
+    : model_(model), vocab_(file, requireScores), dropsImpliedSpace_(defaults.dropsImpliedSpace)
+{
+    readSpecialIds(file, defaults);
+    applyModelQuirks(file);
+    // Last: token types are final now.
+    splitter_.reset(new SpecialTokenSplitter(vocab_));
+}
+
+Tokenizer::~Tokenizer() {}
+
+void Tokenizer::readSpecialIds(const GGUFFile& file, const TokenizerDefaults& defaults)
+{
+    const int n = vocab_.size();
+    bosId_ = readTokenId(file, "tokenizer.ggml.bos_token_id", defaults.bos, n);
+    eosId_ = readTokenId(file, "tokenizer.ggml.eos_token_id", defaults.eos, n);
+    unknownId_ = readTokenId(file, "tokenizer.ggml.unknown_token_id", defaults.unknown, n);
+    // (sic: GGUF spells the key this way)
+    separatorId_ = readTokenId(file, "tokenizer.ggml.seperator_token_id", defaults.separator, n);
+    const int eotId = readTokenId(file, "tokenizer.ggml.eot_token_id", -1, n);
+    const int eomId = readTokenId(file, "tokenizer.ggml.eom_token_id", -1, n);
+
+    addBos_ = readFlag(file, "tokenizer.ggml.add_bos_token", defaults.addBos);
+    addEos_ = readFlag(file, "tokenizer.ggml.add_eos_token", defaults.addEos);
+    addSeparator_ = readFlag(file, "tokenizer.ggml.add_sep_token", defaults.addSeparator);
+    requireToken(addBos_, bosId_, "tokenizer.ggml.add_bos_token", "tokenizer.ggml.bos_token_id");
+    requireToken(addEos_, eosId_, "tokenizer.ggml.add_eos_token", "tokenizer.ggml.eos_token_id");
+    requireToken(addSeparator_, separatorId_, "tokenizer.ggml.add_sep_token", "tokenizer.ggml.seperator_token_id");
+
+    // Without token types, the ids the metadata names are still the special ones.
+    if (!vocab_.hasTypes())
+    {
+        for (int id : {bosId_, eosId_, separatorId_, eotId, eomId})
+        {
+            if (id >= 0)
+                vocab_.setType(id, TOKEN_TYPE_CONTROL);
+        }
+        if (unknownId_ >= 0)
+            vocab_.setType(unknownId_, TOKEN_TYPE_UNKNOWN);
+    }
+    findEndOfGenerationTokens(eotId, eomId);
+}
+
+void Tokenizer::findEndOfGenerationTokens(int eotId, int eomId)
+{
+    for (int id : {eosId_, eotId, eomId})
+    {
+        if (id >= 0)
+            endOfGenerationIds_.push_back(id);
+    }
+    for (const char* text : kEndOfGenerationTexts)
+    {
+        const int id = vocab_.find(text);
+        if (id < 0)
+            continue;
+        endOfGenerationIds_.push_back(id);
+        // A turn end marked "normal" by the converter would be rendered and never parsed as
+        // special; llama.cpp corrects the type the same way.
+        if (vocab_.type(id) != TOKEN_TYPE_CONTROL)
+            vocab_.setType(id, TOKEN_TYPE_CONTROL);
+    }
+    std::sort(endOfGenerationIds_.begin(), endOfGenerationIds_.end());
+    endOfGenerationIds_.erase(std::unique(endOfGenerationIds_.begin(), endOfGenerationIds_.end()),
+                              endOfGenerationIds_.end());
+}
+
+void Tokenizer::applyModelQuirks(const GGUFFile& file)
+{
+    std::string name = file.hasMetadata("general.name") && file.getMetadataType("general.name") == "string"
+                       ? file.getString("general.name") : std::string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return (char)std::tolower(c); });
+    // Phi-3's added tokens swallow the whitespace after them (rstrip in its tokenizer.json,
+    // which GGUF does not carry): "<|end|>\n<|assistant|>" has no "\n" token.
+    if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos)
+    {
+        for (int id = 0; id < vocab_.size(); id++)
+        {
+            const std::string& text = vocab_.text(id);
+            const bool keepsSpace = text == "<unk>" || text == "<s>" || text == "<|endoftext|>";
+            if (vocab_.isSpecial(id) && !keepsSpace)
+                vocab_.setStrip(id, false, true);
+        }
+    }
+}
+
+void Tokenizer::checkId(int id) const
+{
+    if (!vocab_.contains(id))
+        CV_Error_(Error::StsOutOfRange, ("tokenizer: token id %d is outside the vocabulary [0, %d)", id, vocab_.size()));
+}
+
+std::vector<int> Tokenizer::encode(const std::string& text, bool addSpecial, bool parseSpecial) const
+{
+    std::vector<int> ids;
+    ids.reserve(text.size() / 3 + 4);
+    if (addSpecial && addBos_)
+        ids.push_back(bosId_);
+    bool startsSegment = true;
+    for (const TextFragment& fragment : splitter_->split(text, parseSpecial))
+    {
+        if (!fragment.isText())
+        {
+            ids.push_back(fragment.tokenId);
+            startsSegment = true;
+            continue;
+        }
+        encodeText(text.substr(fragment.offset, fragment.length), startsSegment, ids);
+        startsSegment = false;
+    }
+    if (addSpecial && addEos_)
+        ids.push_back(eosId_);
+    if (addSpecial && addSeparator_)
+        ids.push_back(separatorId_);
+    return ids;
+}
+
+std::string Tokenizer::tokenToPiece(int id, bool renderSpecial) const
+{
+    checkId(id);
+    switch (vocab_.type(id))
+    {
+    case TOKEN_TYPE_NORMAL:
+        return normalTokenPiece(id);
+    case TOKEN_TYPE_BYTE:
+    {
+        const int byte = vocab_.byteValue(id);
+        return byte >= 0 ? std::string(1, (char)byte) : normalTokenPiece(id);
+    }
+    case TOKEN_TYPE_USER_DEFINED:
+        return vocab_.text(id);  // added tokens are stored as the text they match
+    case TOKEN_TYPE_CONTROL:
+    case TOKEN_TYPE_UNKNOWN:
+        return renderSpecial ? vocab_.text(id) : std::string();
+    default:
+        return std::string();  // unused and undefined tokens stand for no text
+    }
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids, bool renderSpecial) const
+{
+    std::string text;
+    bool segmentStart = true;
+    for (int id : ids)
+    {
+        std::string piece = tokenToPiece(id, renderSpecial);
+        if (vocab_.isSpecial(id))
+        {
+            segmentStart = true;
+        }
+        else
+        {
+            if (dropsImpliedSpace_ && segmentStart && !piece.empty() && piece[0] == ' ')
+                piece.erase(0, 1);
+            segmentStart = false;
+        }
+        text += piece;
+    }
+    return text;
+}
+
+bool Tokenizer::isEndOfGeneration(int id) const
+{
+    return std::binary_search(endOfGenerationIds_.begin(), endOfGenerationIds_.end(), id);
+}
+
+std::string Tokenizer::tokenText(int id) const
+{
+    checkId(id);
+    return vocab_.text(id);
+}
+
+bool Tokenizer::isSpecial(int id) const
+{
+    checkId(id);
+    return vocab_.isSpecial(id);
+}
+
+}}} // namespace cv::dnn::llm
