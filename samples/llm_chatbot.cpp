@@ -1,70 +1,81 @@
 // A streaming chatbot on cv::dnn::TextGenerationModel: type a message, watch the reply arrive
-// piece by piece. Earlier turns stay in the model's KV cache, so each turn only processes
-// the new message. Ctrl-D ends the conversation; "/reset" starts a new one.
+// piece by piece. Earlier turns stay in the model's KV cache, so each turn only processes the
+// new message. End of input ends the conversation; "/reset" starts a new one.
 //
-//   llm_chatbot --model FILE [--system TEXT] [--template NAME] [--temperature T]
-//               [--top-p P] [--seed S] [--max-new-tokens N]
+//   llm_chatbot --model=FILE [--system=TEXT] [--template=NAME] [--temperature=T] ...
 
+#include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
-#include <cstdlib>
 #include <iostream>
 #include <string>
 
 using namespace cv;
 using namespace cv::dnn;
 
-static void usage(const std::string& msg)
-{
-    std::cerr << "llm_chatbot: " << msg << "\n"
-              << "usage: llm_chatbot --model FILE [--system TEXT] [--template NAME] [--temperature T]\n"
-              << "                   [--top-p P] [--seed S] [--max-new-tokens N]\n";
-    std::exit(2);
-}
+static const char* keys =
+    "{help h usage ? |       | print this help }"
+    "{model m        | <none>| GGUF model file }"
+    "{system         |       | system message }"
+    "{template       |       | chat template name when the model has none: llama2, llama3, chatml, mistral, phi3, gemma, zephyr }"
+    "{temperature    | 0     | 0: greedy; otherwise sample at this temperature }"
+    "{top_p          | 1     | nucleus sampling threshold }"
+    "{seed           | 0     | random seed }"
+    "{max_new_tokens | 256   | reply length limit in tokens }"
+    "{threads        | -1    | threads (-1: OpenCV's default) }";
 
 int main(int argc, char** argv)
 {
-    std::string modelPath, system, templateName;
-    GenerationConfig config;
-    config.maxNewTokens = 256;
-    for (int i = 1; i < argc; i++)
+    CommandLineParser parser(argc, argv, keys);
+    parser.about("Streaming chatbot with cv::dnn::TextGenerationModel");
+    if (parser.has("help"))
     {
-        const std::string arg = argv[i];
-        if (i + 1 >= argc)
-            usage("missing value for " + arg);
-        const std::string value = argv[++i];
-        if (arg == "--model") modelPath = value;
-        else if (arg == "--system") system = value;
-        else if (arg == "--template") templateName = value;
-        else if (arg == "--temperature") config.temperature = std::stof(value);
-        else if (arg == "--top-p") config.topP = std::stof(value);
-        else if (arg == "--seed") config.seed = std::stoi(value);
-        else if (arg == "--max-new-tokens") config.maxNewTokens = std::stoi(value);
-        else usage("unknown option " + arg);
+        parser.printMessage();
+        return 0;
     }
-    if (modelPath.empty())
-        usage("--model is required");
+    const std::string modelPath = parser.get<std::string>("model");
+    const std::string system = parser.get<std::string>("system");
+    const std::string templateName = parser.get<std::string>("template");
+    GenerationConfig config;
+    config.temperature = parser.get<float>("temperature");
+    config.topP = parser.get<float>("top_p");
+    config.seed = parser.get<int>("seed");
+    config.maxNewTokens = parser.get<int>("max_new_tokens");
+    const int threads = parser.get<int>("threads");
+    if (!parser.check())
+    {
+        parser.printErrors();
+        return 2;
+    }
     try
     {
+        if (threads > 0)
+            setNumThreads(threads);
         TextGenerationModel model(modelPath);
         if (!templateName.empty())
             model.setChatTemplate(templateName);
         model.resetConversation(system);
         std::string line;
-        while (std::cout << "\n> " << std::flush, std::getline(std::cin, line))
+        while (std::cout << "> " << std::flush, std::getline(std::cin, line))
         {
             if (line == "/reset")
             {
                 model.resetConversation(system);
+                std::cout << "(new conversation)\n";
                 continue;
             }
+            TickMeter tm;
+            tm.start();
             model.chat(line, config, [](const String& piece) {
                 std::cout << piece << std::flush;
                 return true;
             });
-            std::cout << "\n";
+            tm.stop();
+            const size_t n = model.getGeneratedTokenIds().size();
+            std::cout << "\n  [" << n << " tokens, " << format("%.1f", n / tm.getTimeSec()) << " tokens/s]\n";
         }
+        std::cout << "\n";
         return 0;
     }
     catch (const cv::Exception& e)

@@ -1,13 +1,13 @@
-// Several completions at once with cv::dnn::TextGenerationModel::generateBatch: each prompt
-// (one per line of a file, or --prompt given several times) gets its own completion.
+// Several completions with cv::dnn::TextGenerationModel: N prompts, or N samples of one
+// prompt (sample i uses seed S+i). Each completion is printed, then the aggregate speed.
 //
-//   llm_parallel --model FILE (--prompt TEXT)... [--prompts-file FILE] [--max-new-tokens N]
-//                [--temperature T] [--seed S]
+//   llm_parallel --model=FILE --prompt="Once upon a time" --n=4 --temperature=0.8
+//   llm_parallel --model=FILE --prompts_file=prompts.txt
 
+#include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -16,54 +16,73 @@
 using namespace cv;
 using namespace cv::dnn;
 
-static void usage(const std::string& msg)
-{
-    std::cerr << "llm_parallel: " << msg << "\n"
-              << "usage: llm_parallel --model FILE (--prompt TEXT)... [--prompts-file FILE]\n"
-              << "                    [--max-new-tokens N] [--temperature T] [--seed S]\n";
-    std::exit(2);
-}
+static const char* keys =
+    "{help h usage ? |                 | print this help }"
+    "{model m        | <none>          | GGUF model file }"
+    "{prompt p       | Once upon a time| the prompt (with --n: sampled n times) }"
+    "{prompts_file   |                 | one prompt per line (instead of --prompt) }"
+    "{n              | 4               | samples of --prompt }"
+    "{temperature    | 0.8             | 0: greedy; otherwise sample at this temperature }"
+    "{seed           | 1               | seed of the first sample; sample i uses seed + i }"
+    "{max_new_tokens | 48              | completion length limit in tokens }"
+    "{threads        | -1              | threads (-1: OpenCV's default) }";
 
 int main(int argc, char** argv)
 {
-    std::string modelPath;
-    std::vector<String> prompts;
-    GenerationConfig config;
-    config.maxNewTokens = 48;
-    for (int i = 1; i < argc; i++)
+    CommandLineParser parser(argc, argv, keys);
+    parser.about("Parallel completions with cv::dnn::TextGenerationModel");
+    if (parser.has("help"))
     {
-        const std::string arg = argv[i];
-        if (i + 1 >= argc)
-            usage("missing value for " + arg);
-        const std::string value = argv[++i];
-        if (arg == "--model") modelPath = value;
-        else if (arg == "--prompt") prompts.push_back(value);
-        else if (arg == "--prompts-file")
-        {
-            std::ifstream f(value);
-            if (!f)
-                usage("cannot read " + value);
-            for (std::string line; std::getline(f, line);)
-                if (!line.empty())
-                    prompts.push_back(line);
-        }
-        else if (arg == "--max-new-tokens") config.maxNewTokens = std::stoi(value);
-        else if (arg == "--temperature") config.temperature = std::stof(value);
-        else if (arg == "--seed") config.seed = std::stoi(value);
-        else usage("unknown option " + arg);
+        parser.printMessage();
+        return 0;
     }
-    if (modelPath.empty() || prompts.empty())
-        usage("--model and at least one prompt are required");
+    const std::string modelPath = parser.get<std::string>("model");
+    const std::string prompt = parser.get<std::string>("prompt");
+    const std::string promptsFile = parser.get<std::string>("prompts_file");
+    const int n = parser.get<int>("n");
+    const int seed = parser.get<int>("seed");
+    const int threads = parser.get<int>("threads");
+    GenerationConfig config;
+    config.temperature = parser.get<float>("temperature");
+    config.maxNewTokens = parser.get<int>("max_new_tokens");
+    if (!parser.check())
+    {
+        parser.printErrors();
+        return 2;
+    }
+    std::vector<std::string> prompts;
+    if (!promptsFile.empty())
+    {
+        std::ifstream f(promptsFile);
+        if (!f)
+        {
+            std::cerr << "llm_parallel: cannot read " << promptsFile << "\n";
+            return 2;
+        }
+        for (std::string line; std::getline(f, line);)
+            if (!line.empty())
+                prompts.push_back(line);
+    }
+    else
+        prompts.assign(std::max(n, 1), prompt);
     try
     {
+        if (threads > 0)
+            setNumThreads(threads);
         TextGenerationModel model(modelPath);
+        size_t tokens = 0;
         TickMeter tm;
-        tm.start();
-        const std::vector<String> completions = model.generateBatch(prompts, config);
-        tm.stop();
         for (size_t i = 0; i < prompts.size(); i++)
-            std::cout << "[" << i << "] " << prompts[i] << completions[i] << "\n";
-        std::cerr << format("%zu completions in %.2f s\n", prompts.size(), tm.getTimeSec());
+        {
+            config.seed = seed + (int)i;
+            tm.start();
+            const String completion = model.generate(prompts[i], config);
+            tm.stop();
+            tokens += model.getGeneratedTokenIds().size();
+            std::cout << "[" << i << "] " << prompts[i] << completion << "\n";
+        }
+        std::cout << format("%zu completions, %zu tokens in %.2f s: %.1f tokens/s\n", prompts.size(), tokens,
+                            tm.getTimeSec(), tokens / tm.getTimeSec());
         return 0;
     }
     catch (const cv::Exception& e)

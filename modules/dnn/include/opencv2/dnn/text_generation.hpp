@@ -56,6 +56,8 @@ public:
 
     //! The completion of a prompt (the prompt is encoded with BOS as the model asks).
     CV_WRAP String generate(const String& prompt, const GenerationConfig& config = GenerationConfig());
+    //! The greedy completion of a prompt: at most maxNewTokens new tokens.
+    CV_WRAP String generate(const String& prompt, int maxNewTokens);
 
     /** @brief Streams the completion: onPiece receives each new piece of text (whole UTF-8
     characters) and returns false to stop early. Returns the whole completion. */

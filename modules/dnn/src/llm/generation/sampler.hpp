@@ -26,7 +26,7 @@ struct SamplingParams
 /** Picks the next token from logits. The chain is llama.cpp's default order: repetition
     penalty, then (unless greedy) top-k, top-p and min-p on the distribution at temperature
     1, then temperature, then a draw from the seeded generator. */
-class Sampler
+class CV_EXPORTS Sampler  // exported (though internal) for the C++ tests
 {
 public:
     Sampler(const SamplingParams& params, uint64 seed);

@@ -241,6 +241,13 @@ String TextGenerationModel::generate(const String& prompt, const GenerationConfi
     return generate(prompt, config, nullptr);
 }
 
+String TextGenerationModel::generate(const String& prompt, int maxNewTokens)
+{
+    GenerationConfig config;
+    config.maxNewTokens = maxNewTokens;
+    return generate(prompt, config, nullptr);
+}
+
 String TextGenerationModel::generate(const String& prompt, const GenerationConfig& config,
                                      const std::function<bool(const String&)>& onPiece)
 {

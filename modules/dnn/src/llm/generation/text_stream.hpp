@@ -5,6 +5,7 @@
 #ifndef OPENCV_DNN_SRC_LLM_GENERATION_TEXT_STREAM_HPP
 #define OPENCV_DNN_SRC_LLM_GENERATION_TEXT_STREAM_HPP
 
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ namespace llm {
 /** Turns the bytes of generated tokens into text that is safe to show: it releases only whole
     UTF-8 characters, and holds back any tail that could be the start of a stop string, so
     that a stop string never reaches the reader. */
-class TextStream
+class CV_EXPORTS TextStream  // exported (though internal) for the C++ tests
 {
 public:
     explicit TextStream(const std::vector<std::string>& stopStrings = std::vector<std::string>());
@@ -38,7 +39,7 @@ private:
 
 //! Length of the longest prefix of s made of whole UTF-8 characters (an invalid byte counts
 //! as a character of its own, so nothing is held back forever).
-size_t completeUtf8Prefix(const std::string& s);
+CV_EXPORTS size_t completeUtf8Prefix(const std::string& s);
 
 }}} // namespace cv::dnn::llm
 

@@ -1,0 +1,181 @@
+// The sampler against the definitions of its steps, and the text stream's UTF-8 and
+// stop-string handling.
+
+#include <gtest/gtest.h>
+#include <opencv2/core.hpp>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "../../modules/dnn/src/llm/generation/sampler.hpp"
+#include "../../modules/dnn/src/llm/generation/text_stream.hpp"
+
+using cv::dnn::llm::Sampler;
+using cv::dnn::llm::SamplingParams;
+using cv::dnn::llm::TextStream;
+
+namespace {
+
+// Logits whose softmax (temperature 1) is exactly `p`.
+std::vector<float> logitsOf(const std::vector<double>& p)
+{
+    std::vector<float> z;
+    for (double v : p)
+        z.push_back((float)std::log(v));
+    return z;
+}
+
+std::map<int, int> histogram(Sampler& s, const std::vector<float>& z, int draws)
+{
+    std::map<int, int> h;
+    for (int i = 0; i < draws; i++)
+        h[s.sample(z.data(), (int)z.size(), {})]++;
+    return h;
+}
+
+std::set<int> keys(const std::map<int, int>& h)
+{
+    std::set<int> k;
+    for (const auto& e : h)
+        k.insert(e.first);
+    return k;
+}
+
+const std::vector<double> kP = {0.05, 0.40, 0.02, 0.25, 0.15, 0.08, 0.05};  // sorted: 1 3 4 5 0/6 2
+
+TEST(Sampler, temperatureZeroIsArgmax)
+{
+    Sampler s(SamplingParams(), 1);
+    const std::vector<float> z = logitsOf(kP);
+    for (int i = 0; i < 10; i++)
+        EXPECT_EQ(s.sample(z.data(), (int)z.size(), {}), 1);
+}
+
+TEST(Sampler, seededRunsRepeat)
+{
+    SamplingParams p;
+    p.temperature = 1.f;
+    const std::vector<float> z = logitsOf(kP);
+    Sampler a(p, 42), b(p, 42);
+    for (int i = 0; i < 200; i++)
+        EXPECT_EQ(a.sample(z.data(), (int)z.size(), {}), b.sample(z.data(), (int)z.size(), {}));
+}
+
+TEST(Sampler, drawsFollowTheDistribution)
+{
+    SamplingParams p;
+    p.temperature = 1.f;
+    Sampler s(p, 3);
+    const int draws = 20000;
+    const std::map<int, int> h = histogram(s, logitsOf(kP), draws);
+    for (size_t t = 0; t < kP.size(); t++)
+    {
+        const double expected = kP[t] * draws, sd = std::sqrt(expected * (1 - kP[t]));
+        EXPECT_NEAR(h.count((int)t) ? h.at((int)t) : 0, expected, 5 * sd) << "token " << t;
+    }
+}
+
+TEST(Sampler, topKKeepsTheKBest)
+{
+    SamplingParams p;
+    p.temperature = 1.5f;
+    p.topK = 3;
+    Sampler s(p, 5);
+    EXPECT_EQ(keys(histogram(s, logitsOf(kP), 3000)), (std::set<int>{1, 3, 4}));
+}
+
+TEST(Sampler, topPKeepsTheSmallestSetReachingP)
+{
+    SamplingParams p;
+    p.temperature = 1.f;
+    p.topP = 0.7f;  // 0.40 + 0.25 = 0.65 < 0.7; + 0.15 = 0.80: keep 1, 3, 4
+    Sampler s(p, 6);
+    EXPECT_EQ(keys(histogram(s, logitsOf(kP), 3000)), (std::set<int>{1, 3, 4}));
+    p.topP = 0.6f;  // 0.40 < 0.6; 0.65 >= 0.6: keep 1, 3
+    Sampler s2(p, 6);
+    EXPECT_EQ(keys(histogram(s2, logitsOf(kP), 3000)), (std::set<int>{1, 3}));
+}
+
+TEST(Sampler, minPKeepsTokensAboveAFractionOfTheBest)
+{
+    SamplingParams p;
+    p.temperature = 1.f;
+    p.minP = 0.3f;  // threshold 0.12: keep 0.40, 0.25, 0.15
+    Sampler s(p, 7);
+    EXPECT_EQ(keys(histogram(s, logitsOf(kP), 3000)), (std::set<int>{1, 3, 4}));
+}
+
+TEST(Sampler, repetitionPenaltyFollowsItsFormula)
+{
+    // Positive logits are divided by the penalty, negative ones multiplied.
+    SamplingParams p;
+    p.repetitionPenalty = 1.1f;
+    Sampler s(p, 1);
+    std::vector<float> z = {2.0f, 1.9f};
+    EXPECT_EQ(s.sample(z.data(), 2, {0}), 1);  // 2.0 / 1.1 = 1.82 < 1.9
+    p.repetitionPenalty = 1.05f;
+    Sampler s2(p, 1);
+    EXPECT_EQ(s2.sample(z.data(), 2, {0}), 0);  // 2.0 / 1.05 = 1.905 > 1.9
+    z = {-1.0f, -1.05f};
+    EXPECT_EQ(s2.sample(z.data(), 2, {}), 0);
+    z = {-1.0f, -1.04f};
+    EXPECT_EQ(s2.sample(z.data(), 2, {0}), 1);  // -1.0 * 1.05 = -1.05 < -1.04
+    // Only the window counts.
+    p.repetitionWindow = 1;
+    Sampler s3(p, 1);
+    z = {2.0f, 1.95f};
+    EXPECT_EQ(s3.sample(z.data(), 2, {0, 1}), 0);  // 0 is outside the window of 1
+}
+
+TEST(Sampler, badParametersAreErrors)
+{
+    SamplingParams p;
+    p.topP = 0.f;
+    EXPECT_THROW(Sampler(p, 1), cv::Exception);
+    p = SamplingParams();
+    p.minP = 1.f;
+    EXPECT_THROW(Sampler(p, 1), cv::Exception);
+    p = SamplingParams();
+    p.repetitionPenalty = 0.f;
+    EXPECT_THROW(Sampler(p, 1), cv::Exception);
+    p = SamplingParams();
+    p.topK = -1;
+    EXPECT_THROW(Sampler(p, 1), cv::Exception);
+}
+
+TEST(TextStream, multiByteCharacterSplitAcrossTokensIsDeliveredWhole)
+{
+    TextStream s;
+    EXPECT_EQ(s.push("a\xE2"), "a");            // first byte of U+2581
+    EXPECT_EQ(s.push("\x96"), "");              // still incomplete
+    EXPECT_EQ(s.push("\x81" "b"), "\xE2\x96\x81" "b");
+    EXPECT_EQ(s.push("\xF0\x9F"), "");          // half an emoji
+    EXPECT_EQ(s.push("\x98\x80"), "\xF0\x9F\x98\x80");
+    EXPECT_EQ(s.push("\xFF" "c"), "\xFF" "c");  // an invalid byte is not held forever
+}
+
+TEST(TextStream, stopStringAcrossTokensIsNotEmitted)
+{
+    TextStream s({"<end>", "STOP"});
+    std::string out;
+    out += s.push("Hello <e");
+    EXPECT_EQ(out, "Hello ");                   // "<e" could start "<end>"
+    out += s.push("n");
+    out += s.push("d> more");
+    EXPECT_TRUE(s.stopped());
+    EXPECT_EQ(out, "Hello ");
+    EXPECT_EQ(s.push("x"), "");
+    EXPECT_EQ(s.text(), "Hello ");
+
+    TextStream t({"STOP"});
+    std::string out2 = t.push("aST");
+    out2 += t.push("b");                         // "STb" is no stop: released
+    EXPECT_FALSE(t.stopped());
+    EXPECT_EQ(out2, "aSTb");
+    out2 += t.push("S");
+    out2 += t.flush();                           // the end releases what was held
+    EXPECT_EQ(out2, "aSTbS");
+}
+
+} // namespace
