@@ -159,10 +159,11 @@ void readValue(Cursor& c, GGUFValueType t, GGUFValue& v, const std::string& what
     }
     else if (v.itemType == GGUF_ARRAY)
     {
+        // Each item is an array value itself: its item type, count and items (no extra tag).
         for (uint64 k = 0; k < n; k++)
         {
             v.arrays.emplace_back();
-            readValue(c, readValueType(c, what), v.arrays.back(), what, depth + 1);
+            readValue(c, GGUF_ARRAY, v.arrays.back(), what, depth + 1);
         }
     }
     else
