@@ -68,12 +68,17 @@ llm_build() {
 }
 
 llm_run_demo() {
+  local bin="$LLM_BUILD_DIR/bin"
   echo "== llm_demo: an RMSNorm layer inside a cv::dnn::Net"
-  "$LLM_BUILD_DIR/bin/llm_demo"
+  "$bin/llm_demo"
   local model="$LLM_ROOT/../shared/testdata/stories260K.gguf"
-  if [ -f "$model" ]; then
-    echo "== llm_generate: greedy continuation of 'Once upon a time' (token ids) by $model"
-    "$LLM_BUILD_DIR/bin/llm_generate" --model "$model" --prompt-ids 1,403,407,261,378 \
-      --max-new-tokens 48 --print-token-ids
+  if [ ! -f "$model" ]; then
+    echo "(no model at $model: run build/bin/llm_chatbot --model=<any llama/qwen2 GGUF>)"
+    return 0
   fi
+  echo "== llm_generate: greedy continuation of 'Once upon a time' by $(basename "$model")"
+  "$bin/llm_generate" --model "$model" --prompt "Once upon a time" --max-new-tokens 48 --print-token-ids
+  echo "== llm_chatbot, non-interactive (zephyr template; this tiny model was not trained to chat)"
+  printf 'Tell me a story about a dog.\n' | "$bin/llm_chatbot" --model="$model" --template=zephyr --max_new_tokens=40
+  echo "== try your own: $bin/llm_chatbot --model=<a llama/qwen2 GGUF>"
 }

@@ -9,7 +9,7 @@
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
 #include "../ggml/ggml_types.hpp"
-#include "../kernels/vector_ops.hpp"
+#include "../kernels/ggml_kernels.hpp"
 
 namespace cv {
 namespace dnn {
@@ -88,12 +88,12 @@ public:
                     wr = reinterpret_cast<const float*>(src);
                 else
                 {
-                    llm::dequantizeRow(type_, src, rowBuf.data(), in_);
+                    llm::dequantizeRowFast(type_, src, rowBuf.data(), in_);
                     wr = rowBuf.data();
                 }
                 const float b = bias ? bias[n] : 0.f;
                 for (int t = 0; t < nRows; t++)
-                    y[(size_t)t * out_ + n] = llm::dotF32(wr, xp + (size_t)t * in_, in_) + b;
+                    y[(size_t)t * out_ + n] = llm::dotF32Fast(wr, xp + (size_t)t * in_, in_) + b;
             }
         }, nstripes);
     }

@@ -4,7 +4,7 @@
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
-#include "../ggml/ggml_types.hpp"
+#include "../kernels/ggml_kernels.hpp"
 
 namespace cv {
 namespace dnn {
@@ -69,7 +69,7 @@ public:
         float* out = outputs[0].ptr<float>();
         parallel_for_(Range(0, tokens), [&](const Range& r) {
             for (int t = r.start; t < r.end; t++)
-                llm::dequantizeRow(type_, table.ptr((int)idp[t]), out + (size_t)t * dim_, dim_);
+                llm::dequantizeRowFast(type_, table.ptr((int)idp[t]), out + (size_t)t * dim_, dim_);
         });
     }
 

@@ -1,0 +1,31 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "ggml_kernels.hpp"
+
+#include "ggml_kernels.simd.hpp"
+#include "llm/kernels/ggml_kernels.simd_declarations.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+static bool dequantizeRowDispatch(int type, const uchar* src, float* dst, int64 n)
+{
+    CV_CPU_DISPATCH(dequantizeRowSimd, (type, src, dst, n), CV_CPU_DISPATCH_MODES_ALL);
+}
+
+void dequantizeRowFast(GGMLType type, const void* src, float* dst, int64 n)
+{
+    if (!dequantizeRowDispatch((int)type, static_cast<const uchar*>(src), dst, n))
+        dequantizeRow(type, src, dst, n);
+}
+
+float dotF32Fast(const float* a, const float* b, int n)
+{
+    CV_CPU_DISPATCH(dotF32Simd, (a, b, n), CV_CPU_DISPATCH_MODES_ALL);
+}
+
+}}} // namespace cv::dnn::llm

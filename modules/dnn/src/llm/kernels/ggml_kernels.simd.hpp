@@ -1,0 +1,172 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Compiled once per dispatched ISA (OpenCV's CV_CPU_OPTIMIZATION_NAMESPACE). With AVX2 the
+// hot block formats are decoded 8 floats at a time; elsewhere the portable decoders run.
+// The vector decoders compute exactly what the scalar ones do (same operations in the same
+// order, no fused multiply-add), so results do not depend on the CPU.
+
+// Only file-local (static) helpers are used under CV_AVX2: a shared inline function compiled
+// here with AVX2 flags could be the copy the linker keeps for baseline callers too.
+
+#include <opencv2/core/hal/intrin.hpp>
+#include "../ggml/ggml_types.hpp"
+
+#if CV_AVX2
+#include <immintrin.h>
+#else
+#include "vector_ops.hpp"
+#endif
+
+namespace cv {
+namespace dnn {
+namespace llm {
+CV_CPU_OPTIMIZATION_NAMESPACE_BEGIN
+
+//! Decodes a row of a type this ISA has a fast decoder for; false otherwise.
+bool dequantizeRowSimd(int type, const uchar* src, float* dst, int64 n);
+float dotF32Simd(const float* a, const float* b, int n);
+
+#ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
+
+#if CV_AVX2
+
+// An fp16 scale (F16C comes with OpenCV's AVX2 level).
+static inline float blockScale(const uchar* p)
+{
+    return _cvtsh_ss((unsigned short)(p[0] | (p[1] << 8)));
+}
+
+// 8 unsigned bytes -> 8 floats.
+static inline __m256 u8ToFloat(__m128i v)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+}
+
+static void rowQ4_0(const uchar* b, float* y, int64 blocks)
+{
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m256 eight = _mm256_set1_ps(8.f);
+    for (int64 i = 0; i < blocks; i++, b += 18, y += 32)
+    {
+        const __m256 d = _mm256_set1_ps(blockScale(b));
+        const __m128i q = _mm_loadu_si128((const __m128i*)(b + 2));
+        const __m128i lo = _mm_and_si128(q, mask), hi = _mm_and_si128(_mm_srli_epi16(q, 4), mask);
+        _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_sub_ps(u8ToFloat(lo), eight), d));
+        _mm256_storeu_ps(y + 8, _mm256_mul_ps(_mm256_sub_ps(u8ToFloat(_mm_srli_si128(lo, 8)), eight), d));
+        _mm256_storeu_ps(y + 16, _mm256_mul_ps(_mm256_sub_ps(u8ToFloat(hi), eight), d));
+        _mm256_storeu_ps(y + 24, _mm256_mul_ps(_mm256_sub_ps(u8ToFloat(_mm_srli_si128(hi, 8)), eight), d));
+    }
+}
+
+static void rowQ8_0(const uchar* b, float* y, int64 blocks)
+{
+    for (int64 i = 0; i < blocks; i++, b += 34, y += 32)
+    {
+        const __m256 d = _mm256_set1_ps(blockScale(b));
+        for (int k = 0; k < 4; k++)
+        {
+            const __m128i q = _mm_loadl_epi64((const __m128i*)(b + 2 + 8 * k));
+            _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+        }
+    }
+}
+
+// Q6_K: y = (d * scale) * (q - 32), q from 4 low bits in ql and 2 high bits in qh.
+static void rowQ6_K(const uchar* b, float* y, int64 blocks)
+{
+    const __m256i low4 = _mm256_set1_epi32(0x0F), two = _mm256_set1_epi32(3), bias = _mm256_set1_epi32(32);
+    for (int64 i = 0; i < blocks; i++, b += 210)
+    {
+        const uchar* ql = b;
+        const uchar* qh = b + 128;
+        const signed char* sc = reinterpret_cast<const signed char*>(b + 192);
+        const float d = blockScale(b + 208);
+        for (int half = 0; half < 2; half++, y += 128, ql += 64, qh += 32, sc += 8)
+        {
+            for (int l = 0; l < 32; l += 8)
+            {
+                const __m256i l0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(ql + l)));
+                const __m256i l1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(ql + l + 32)));
+                const __m256i h = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(qh + l)));
+                const __m256i q1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(l0, low4),
+                                   _mm256_slli_epi32(_mm256_and_si256(h, two), 4)), bias);
+                const __m256i q2 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(l1, low4),
+                                   _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2), two), 4)), bias);
+                const __m256i q3 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(l0, 4),
+                                   _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 4), two), 4)), bias);
+                const __m256i q4 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(l1, 4),
+                                   _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 6), two), 4)), bias);
+                const int is = l / 16;
+                _mm256_storeu_ps(y + l, _mm256_mul_ps(_mm256_set1_ps(d * sc[is + 0]), _mm256_cvtepi32_ps(q1)));
+                _mm256_storeu_ps(y + l + 32, _mm256_mul_ps(_mm256_set1_ps(d * sc[is + 2]), _mm256_cvtepi32_ps(q2)));
+                _mm256_storeu_ps(y + l + 64, _mm256_mul_ps(_mm256_set1_ps(d * sc[is + 4]), _mm256_cvtepi32_ps(q3)));
+                _mm256_storeu_ps(y + l + 96, _mm256_mul_ps(_mm256_set1_ps(d * sc[is + 6]), _mm256_cvtepi32_ps(q4)));
+            }
+        }
+    }
+}
+
+static void rowF16(const uchar* s, float* y, int64 n)
+{
+    int64 i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + 2 * i))));
+    for (; i < n; i++)
+        y[i] = blockScale(s + 2 * i);
+}
+
+bool dequantizeRowSimd(int type, const uchar* src, float* dst, int64 n)
+{
+    switch (type)
+    {
+    case GGML_Q4_0: rowQ4_0(src, dst, n / 32); return true;
+    case GGML_Q8_0: rowQ8_0(src, dst, n / 32); return true;
+    case GGML_Q6_K: rowQ6_K(src, dst, n / 256); return true;
+    case GGML_F16: rowF16(src, dst, n); return true;
+    default: return false;
+    }
+}
+
+float dotF32Simd(const float* a, const float* b, int n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32)
+    {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_shuffle_ps(r, r, 1));
+    float sum = _mm_cvtss_f32(r);
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+#else  // !CV_AVX2
+
+bool dequantizeRowSimd(int, const uchar*, float*, int64)
+{
+    return false;
+}
+
+float dotF32Simd(const float* a, const float* b, int n)
+{
+    return dotF32(a, b, n);
+}
+
+#endif
+
+#endif // CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
+
+CV_CPU_OPTIMIZATION_NAMESPACE_END
+}}} // namespace cv::dnn::llm
