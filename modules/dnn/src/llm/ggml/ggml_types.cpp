@@ -120,21 +120,6 @@ void dequantQ8_0(const uchar* b, float* y)
         y[j] = qs[j] * d;
 }
 
-// 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K / Q5_K.
-inline void scaleMinK4(int j, const uchar* q, int& sc, int& m)
-{
-    if (j < 4)
-    {
-        sc = q[j] & 63;
-        m = q[j + 4] & 63;
-    }
-    else
-    {
-        sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 // Q4_K: d, dmin (f16), 12 bytes of scales/mins, 128 bytes of nibbles. Each 64 elements use
 // 32 bytes: the low nibbles for the first 32 (sub-block 2i), the high ones for the next 32.
 void dequantQ4_K(const uchar* b, float* y)

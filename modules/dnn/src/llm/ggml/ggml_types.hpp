@@ -60,6 +60,22 @@ inline float bf16BitsToFloat(uint16_t b)
     return out.f;
 }
 
+/** 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K / Q5_K.
+    `static`: each translation unit (the ISA-dispatched ones too) keeps its own copy. */
+static inline void scaleMinK4(int j, const uchar* q, int& sc, int& m)
+{
+    if (j < 4)
+    {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    }
+    else
+    {
+        sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
 //! Traits of a type id; name is nullptr for an unknown id.
 const GGMLTypeTraits& ggmlTypeTraits(uint32_t type);
 

@@ -108,6 +108,40 @@ static void rowQ6_K(const uchar* b, float* y, int64 blocks)
     }
 }
 
+// Q4_K: per 64 elements, y = (d * sc) * q - dmin * m for the low nibbles of 32 bytes, then
+// the same with the next scale for their high nibbles. Multiply and subtract stay separate
+// (no FMA) to round as the scalar decoder does.
+__attribute__((optimize("fp-contract=off")))
+static void rowQ4_K(const uchar* b, float* y, int64 blocks)
+{
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    for (int64 i = 0; i < blocks; i++, b += 144)
+    {
+        const float d = blockScale(b), dmin = blockScale(b + 2);
+        const uchar* scales = b + 4;
+        const uchar* q = b + 16;
+        for (int j = 0; j < 4; j++, q += 32, y += 64)
+        {
+            int sc, m;
+            scaleMinK4(2 * j, scales, sc, m);
+            const __m256 d1 = _mm256_set1_ps(d * sc), m1 = _mm256_set1_ps(dmin * m);
+            scaleMinK4(2 * j + 1, scales, sc, m);
+            const __m256 d2 = _mm256_set1_ps(d * sc), m2 = _mm256_set1_ps(dmin * m);
+            const __m128i qa = _mm_loadu_si128((const __m128i*)q), qb = _mm_loadu_si128((const __m128i*)(q + 16));
+            const __m128i parts[4] = {_mm_and_si128(qa, mask), _mm_and_si128(qb, mask),
+                                      _mm_and_si128(_mm_srli_epi16(qa, 4), mask),
+                                      _mm_and_si128(_mm_srli_epi16(qb, 4), mask)};
+            for (int p = 0; p < 4; p++)
+            {
+                const __m256 scale = p < 2 ? d1 : d2, minv = p < 2 ? m1 : m2;
+                float* out = y + 16 * p;
+                _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_mul_ps(scale, u8ToFloat(parts[p])), minv));
+                _mm256_storeu_ps(out + 8, _mm256_sub_ps(_mm256_mul_ps(scale, u8ToFloat(_mm_srli_si128(parts[p], 8))), minv));
+            }
+        }
+    }
+}
+
 static void rowF16(const uchar* s, float* y, int64 n)
 {
     int64 i = 0;
@@ -123,6 +157,7 @@ bool dequantizeRowSimd(int type, const uchar* src, float* dst, int64 n)
     {
     case GGML_Q4_0: rowQ4_0(src, dst, n / 32); return true;
     case GGML_Q8_0: rowQ8_0(src, dst, n / 32); return true;
+    case GGML_Q4_K: rowQ4_K(src, dst, n / 256); return true;
     case GGML_Q6_K: rowQ6_K(src, dst, n / 256); return true;
     case GGML_F16: rowF16(src, dst, n); return true;
     default: return false;
