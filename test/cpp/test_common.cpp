@@ -1,6 +1,8 @@
 #include "test_common.hpp"
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <climits>
 #include <unistd.h>
 
@@ -33,6 +35,12 @@ std::string testModel(const std::string& relative)
     if (const char* dir = std::getenv("LLM_TEST_MODELS"))
         return std::string(dir) + "/" + relative;
     return executableDir() + "/../test-models/" + relative;
+}
+
+std::vector<char> readFileBytes(const std::string& path)
+{
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 } // namespace llm_test

@@ -16,12 +16,6 @@ using namespace cv::dnn;
 
 namespace {
 
-std::vector<char> readFile(const std::string& path)
-{
-    std::ifstream f(path, std::ios::binary);
-    return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 TEST(GGMLDequantize, matchesSpecDecoder)
 {
     FileStorage fs(llm_test::testModel("quant_vectors/quant_vectors.json"), FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -31,8 +25,8 @@ TEST(GGMLDequantize, matchesSpecDecoder)
     {
         const std::string name = (std::string)t["type"];
         SCOPED_TRACE(name);
-        const std::vector<char> raw = readFile(llm_test::testModel("quant_vectors/" + (std::string)t["bin"]));
-        const std::vector<char> expectedBytes = readFile(llm_test::testModel("quant_vectors/" + (std::string)t["f32"]));
+        const std::vector<char> raw = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["bin"]));
+        const std::vector<char> expectedBytes = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["f32"]));
         const int n = (int)t["n_elements"];
         ASSERT_EQ((int)raw.size(), (int)t["bin_bytes"]);
         ASSERT_EQ(expectedBytes.size(), (size_t)n * sizeof(float));

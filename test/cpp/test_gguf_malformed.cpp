@@ -17,12 +17,6 @@ using namespace cv::dnn;
 
 namespace {
 
-std::vector<char> readFile(const std::string& path)
-{
-    std::ifstream f(path, std::ios::binary);
-    return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 std::string writeTemp(const std::vector<char>& bytes, const std::string& tag)
 {
     const std::string path = cv::tempfile((tag + ".gguf").c_str());
@@ -61,7 +55,7 @@ class GGUFMalformed : public ::testing::Test
 protected:
     void SetUp() override
     {
-        original = readFile(llm_test::sharedTestData("stories260K.gguf"));
+        original = llm_test::readFileBytes(llm_test::sharedTestData("stories260K.gguf"));
         ASSERT_GT(original.size(), 1000u);
         // Tensor info of token_embd.weight: name, n_dims (u32), ne[n_dims] (u64), type (u32), offset (u64).
         embdInfo = find(original, "token_embd.weight") + strlen("token_embd.weight");
