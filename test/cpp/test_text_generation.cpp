@@ -6,6 +6,8 @@
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
+#include <thread>
+
 #include "test_common.hpp"
 
 using namespace cv;
@@ -200,6 +202,42 @@ TEST(TextGeneration, wrongInputIsAnError)
     EXPECT_THROW(empty.generate(kPrompt), cv::Exception);
     Net notAnLLM;
     EXPECT_THROW(TextGenerationModel{notAnLLM}, cv::Exception);
+}
+
+} // namespace
+
+namespace {
+
+// Two models in two threads run independently; a second thread calling into a model that is
+// busy is refused with an error rather than corrupting its state.
+TEST(TextGenerationThreads, separateModelsRunInParallelOneModelRefusesConcurrentCalls)
+{
+    std::string a, b;
+    std::thread t1([&] { a = TextGenerationModel(stories()).generate(kPrompt, greedy(16)); });
+    std::thread t2([&] { b = TextGenerationModel(stories()).generate(kPrompt, greedy(16)); });
+    t1.join();
+    t2.join();
+    EXPECT_EQ(a, kLlamaCppText);
+    EXPECT_EQ(b, kLlamaCppText);
+
+    TextGenerationModel model(stories());
+    bool refused = false;
+    const String text = model.generate(kPrompt, greedy(16), [&](const String&) {
+        std::thread other([&] {
+            try
+            {
+                model.generate("The dog", greedy(4));
+            }
+            catch (const cv::Exception& e)
+            {
+                refused = e.msg.find("two threads") != std::string::npos;
+            }
+        });
+        other.join();
+        return true;
+    });
+    EXPECT_TRUE(refused);
+    EXPECT_EQ(text, kLlamaCppText);  // the running generation was not disturbed
 }
 
 } // namespace

@@ -18,12 +18,29 @@
 #include "sampler.hpp"
 #include "text_stream.hpp"
 
+#include <atomic>
+
 namespace cv {
 namespace dnn {
 CV__DNN_INLINE_NS_BEGIN
 
 struct TextGenerationModel::Impl
 {
+    // One call at a time: a Net holds one sequence and its buffers, so a second thread's call
+    // while one runs is refused (separate models are independent and may run in parallel).
+    std::atomic<bool> busy{false};
+    struct Busy
+    {
+        explicit Busy(Impl& impl) : flag(impl.busy)
+        {
+            if (flag.exchange(true))
+                CV_Error(Error::StsError, "TextGenerationModel: called from two threads at once; "
+                                          "use one model per thread");
+        }
+        ~Busy() { flag = false; }
+        std::atomic<bool>& flag;
+    };
+
     Net net;
     std::shared_ptr<llm::Tokenizer> tokenizer;
     Ptr<Tokenizer> publicTokenizer;
@@ -125,6 +142,12 @@ struct TextGenerationModel::Impl
         logits = prefill(promptIds);
         if (config.maxNewTokens == 0)
             done = true;
+    }
+
+    void startText(const String& text, const GenerationConfig& cfg)
+    {
+        checkLoaded();
+        start(tokenizer->encode(text, true, false), cfg, std::vector<String>());
     }
 
     bool isStopToken(int id) const
@@ -251,7 +274,8 @@ String TextGenerationModel::generate(const String& prompt, int maxNewTokens)
 String TextGenerationModel::generate(const String& prompt, const GenerationConfig& config,
                                      const std::function<bool(const String&)>& onPiece)
 {
-    start(prompt, config);
+    Impl::Busy busy(*impl);
+    impl->startText(prompt, config);
     return impl->run(onPiece);
 }
 
@@ -265,12 +289,13 @@ std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>
 
 void TextGenerationModel::start(const String& prompt, const GenerationConfig& config)
 {
-    impl->checkLoaded();
-    impl->start(impl->tokenizer->encode(prompt, true, false), config, std::vector<String>());
+    Impl::Busy busy(*impl);
+    impl->startText(prompt, config);
 }
 
 void TextGenerationModel::startWithTokenIds(const std::vector<int>& promptIds, const GenerationConfig& config)
 {
+    Impl::Busy busy(*impl);
     impl->start(promptIds, config, std::vector<String>());
 }
 
@@ -286,6 +311,7 @@ std::vector<int> TextGenerationModel::getGeneratedTokenIds() const
 
 String TextGenerationModel::next()
 {
+    Impl::Busy busy(*impl);
     return impl->next();
 }
 
@@ -302,17 +328,20 @@ String TextGenerationModel::chat(const String& userMessage, const GenerationConf
 String TextGenerationModel::chat(const String& userMessage, const GenerationConfig& config,
                                  const std::function<bool(const String&)>& onPiece)
 {
+    Impl::Busy busy(*impl);
     impl->startChat(userMessage, config);
     return impl->run(onPiece);
 }
 
 void TextGenerationModel::startChat(const String& userMessage, const GenerationConfig& config)
 {
+    Impl::Busy busy(*impl);
     impl->startChat(userMessage, config);
 }
 
 void TextGenerationModel::resetConversation(const String& systemMessage)
 {
+    Impl::Busy busy(*impl);
     impl->cancel();
     impl->conversation.clear();
     if (!systemMessage.empty())

@@ -1,0 +1,183 @@
+// Prompt-processing and generation speed of a GGUF model on cv::dnn, measured like llama.cpp's
+// llama-bench: pp = one forward of P prompt tokens, tg = G forwards of one token each.
+//
+//   llm_bench --model FILE --threads N [--prompt-tokens P] [--gen-tokens G] [--repetitions R]
+//
+// Ends with the lines `pp<P>: <tokens/s> tok/s` and `tg<G>: <tokens/s> tok/s`. It also measures
+// the machine's memory read bandwidth and reports the fraction of it that generation reaches
+// (bytes of weights read per generated token x tokens/s).
+
+#include <opencv2/dnn.hpp>
+#include <opencv2/dnn/gguf.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <iostream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace cv;
+using namespace cv::dnn;
+
+namespace {
+
+[[noreturn]] void usageError(const std::string& msg)
+{
+    std::cerr << "llm_bench: " << msg << "\n"
+              << "usage: llm_bench --model FILE --threads N [--prompt-tokens P] [--gen-tokens G] [--repetitions R]\n";
+    std::exit(2);
+}
+
+int parsePositive(const std::string& s, const std::string& flag)
+{
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || errno != 0 || v <= 0 || v > INT_MAX)
+        usageError("invalid value '" + s + "' for " + flag);
+    return (int)v;
+}
+
+// Read bandwidth of main memory: sums a buffer much larger than the caches with all threads.
+double measureReadBandwidth()
+{
+    const size_t n = (size_t)256 << 20;  // 1 GiB of floats
+    std::vector<float> buf(n / sizeof(float) * 4, 1.f);
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++)
+    {
+        TickMeter tm;
+        tm.start();
+        const int stripes = std::max(1, getNumThreads()) * 4;
+        std::vector<double> partial(stripes, 0.0);
+        parallel_for_(Range(0, stripes), [&](const Range& r) {
+            for (int s = r.start; s < r.end; s++)
+            {
+                const size_t begin = buf.size() * s / stripes, end = buf.size() * (s + 1) / stripes;
+                float acc[8] = {0};
+                for (size_t i = begin; i + 8 <= end; i += 8)
+                    for (int k = 0; k < 8; k++)
+                        acc[k] += buf[i + k];
+                partial[s] = std::accumulate(acc, acc + 8, 0.0);
+            }
+        }, stripes);
+        tm.stop();
+        CV_Assert(std::accumulate(partial.begin(), partial.end(), 0.0) > 0);  // keep the reads
+        best = std::max(best, buf.size() * sizeof(float) / tm.getTimeSec());
+    }
+    return best;
+}
+
+// Bytes of weights one generated token reads: every tensor except the embedding table, of
+// which one row is read (it also counts as the output projection when that is tied).
+double weightBytesPerToken(const std::string& path)
+{
+    Ptr<GGUFFile> f = GGUFFile::open(path);
+    double bytes = 0;
+    const bool tied = !f->hasTensor("output.weight");
+    for (const String& name : f->getTensorNames())
+    {
+        if (name == "token_embd.weight" && !tied)
+            continue;
+        const std::vector<int> shape = f->getTensorShape(name);
+        double elements = 1;
+        for (int d : shape)
+            elements *= d;
+        const String type = f->getTensorType(name);
+        const double bitsPerWeight = type == "F32" ? 32 : type == "F16" || type == "BF16" ? 16 : type == "Q8_0" ? 8.5
+                                   : type == "Q4_0" ? 4.5 : type == "Q4_1" ? 5 : type == "Q5_0" ? 5.5 : type == "Q5_1" ? 6
+                                   : type == "Q4_K" ? 4.5 : type == "Q5_K" ? 5.5 : type == "Q6_K" ? 6.5625 : 8;
+        bytes += elements * bitsPerWeight / 8;
+    }
+    return bytes;
+}
+
+Mat randomIds(int n, int vocab, RNG& rng)
+{
+    Mat ids(1, n, CV_32F);
+    for (int i = 0; i < n; i++)
+        ids.at<float>(i) = (float)rng.uniform(0, vocab);
+    return ids;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::string model;
+    int threads = 0, promptTokens = 512, genTokens = 128, repetitions = 3;
+    for (int i = 1; i < argc; i++)
+    {
+        const std::string arg = argv[i];
+        if (i + 1 >= argc)
+            usageError("missing value for " + arg);
+        const std::string value = argv[++i];
+        if (arg == "--model") model = value;
+        else if (arg == "--threads") threads = parsePositive(value, arg);
+        else if (arg == "--prompt-tokens") promptTokens = parsePositive(value, arg);
+        else if (arg == "--gen-tokens") genTokens = parsePositive(value, arg);
+        else if (arg == "--repetitions") repetitions = parsePositive(value, arg);
+        else usageError("unknown option " + arg);
+    }
+    if (model.empty() || threads == 0)
+        usageError("--model and --threads are required");
+    try
+    {
+        setNumThreads(threads);
+        Ptr<GGUFFile> f = GGUFFile::open(model);
+        const String arch = f->getString("general.architecture");
+        const int vocab = f->getTensorShape("token_embd.weight")[1];
+        const int context = (int)f->getInt(arch + ".context_length");
+        if (promptTokens > context || genTokens + 1 > context)
+            usageError(format("the model's context holds %d tokens", context));
+
+        Net net = readNet(model);
+        RNG rng(1);
+        net.setInput(randomIds(8, vocab, rng));  // warm-up: maps the weights in
+        net.forward();
+
+        std::vector<double> pp, tg;
+        for (int r = 0; r < repetitions; r++)
+        {
+            resetLLMState(net);
+            net.setInput(randomIds(promptTokens, vocab, rng));
+            TickMeter tm;
+            tm.start();
+            net.forward();
+            tm.stop();
+            pp.push_back(promptTokens / tm.getTimeSec());
+
+            resetLLMState(net);
+            net.setInput(randomIds(1, vocab, rng));
+            net.forward();  // the first step re-plans the Net for one token
+            TickMeter tg1;
+            for (int i = 0; i < genTokens; i++)
+            {
+                net.setInput(randomIds(1, vocab, rng));
+                tg1.start();
+                net.forward();
+                tg1.stop();
+            }
+            tg.push_back(genTokens / tg1.getTimeSec());
+        }
+        const double ppRate = std::accumulate(pp.begin(), pp.end(), 0.0) / pp.size();
+        const double tgRate = std::accumulate(tg.begin(), tg.end(), 0.0) / tg.size();
+        const double bandwidth = measureReadBandwidth();
+        const double perToken = weightBytesPerToken(model);
+        std::cout << format("model: %s (%s, %.0f MB of weights read per token)\n", model.c_str(), arch.c_str(), perToken / 1e6)
+                  << format("threads: %d, repetitions: %d\n", threads, repetitions)
+                  << format("memory read bandwidth: %.1f GB/s; generation reaches %.1f GB/s = %.0f%% of it\n",
+                            bandwidth / 1e9, perToken * tgRate / 1e9, 100.0 * perToken * tgRate / bandwidth)
+                  << format("pp%d: %.2f tok/s\n", promptTokens, ppRate)
+                  << format("tg%d: %.2f tok/s\n", genTokens, tgRate);
+        return 0;
+    }
+    catch (const cv::Exception& e)
+    {
+        std::cerr << "llm_bench: " << e.what() << std::endl;
+        return 1;
+    }
+}
