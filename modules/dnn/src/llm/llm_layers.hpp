@@ -46,7 +46,9 @@ public:
     Input: T x in_features. Output: T x out_features, or 1 x out_features with
     `last_row_only` (the logits of the last token). blobs[0]: W's raw rows (out_features x
     row bytes, CV_8U); blobs[1] (optional): bias, float32. Parameters: `ggml_type`,
-    `in_features`, `out_features`, `last_row_only`.
+    `in_features`, `out_features`, `last_row_only`, `integer_dot_max_rows` (up to this many
+    tokens, activations are quantized to 8 bits for integer dot products where a kernel exists;
+    0 keeps the exact float path; default 4).
 */
 class LLMMatMulLayer : public Layer
 {

@@ -13,6 +13,8 @@
 #include "../llm_layers.hpp"
 #include "gguf_model_file.hpp"
 
+#include <cstdlib>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -50,7 +52,13 @@ std::string supportedTypes()
 class NetBuilder
 {
 public:
-    NetBuilder(const GGUFModelFile& file, bool allLogits) : f_(file), allLogits_(allLogits) {}
+    NetBuilder(const GGUFModelFile& file, bool allLogits) : f_(file), allLogits_(allLogits)
+    {
+        // OPENCV_DNN_LLM_INTEGER_DOT=0 keeps every matmul on the exact float path (read per
+        // load, so a process can build both kinds of Net).
+        const char* v = std::getenv("OPENCV_DNN_LLM_INTEGER_DOT");
+        integerDot_ = !(v && std::string(v) == "0");
+    }
 
     Net build()
     {
@@ -78,6 +86,7 @@ public:
         lp.set("in_features", nEmbd_);
         lp.set("out_features", vocab_);
         lp.set("last_row_only", !allLogits_);
+        lp.set("integer_dot_max_rows", integerDot_ ? 4 : 0);
         lp.blobs.push_back(tied ? embd : weight(outName, nEmbd_, vocab_));
         add(lp, {x});
         return net_;
@@ -236,6 +245,7 @@ private:
         lp.set("ggml_type", (int)tensor(w).type);
         lp.set("in_features", in);
         lp.set("out_features", out);
+        lp.set("integer_dot_max_rows", integerDot_ ? 4 : 0);
         lp.blobs.push_back(weight(w, in, out));
         if (f_.findTensor(b))
             lp.blobs.push_back(vectorF32(b, out));
@@ -285,6 +295,7 @@ private:
 
     const GGUFModelFile& f_;
     bool allLogits_;
+    bool integerDot_ = true;
     Net net_;
     std::string arch_;
     bool neox_ = false;

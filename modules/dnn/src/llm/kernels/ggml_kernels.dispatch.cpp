@@ -28,4 +28,26 @@ float dotF32Fast(const float* a, const float* b, int n)
     CV_CPU_DISPATCH(dotF32Simd, (a, b, n), CV_CPU_DISPATCH_MODES_ALL);
 }
 
+static bool hasIntegerDotDispatch()
+{
+    CV_CPU_DISPATCH(hasIntegerDotSimd, (), CV_CPU_DISPATCH_MODES_ALL);
+}
+
+bool hasIntegerDot(GGMLType type)
+{
+    static const bool available = hasIntegerDotDispatch();
+    return available && (type == GGML_Q4_0 || type == GGML_Q8_0);
+}
+
+void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n)
+{
+    CV_Assert(n % 32 == 0);
+    CV_CPU_DISPATCH(quantizeRowQ8Simd, (x, q, d, sums, n), CV_CPU_DISPATCH_MODES_ALL);
+}
+
+float dotQ8(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n)
+{
+    CV_CPU_DISPATCH(dotQ8Simd, ((int)type, static_cast<const uchar*>(w), q, d, sums, n / 32), CV_CPU_DISPATCH_MODES_ALL);
+}
+
 }}} // namespace cv::dnn::llm

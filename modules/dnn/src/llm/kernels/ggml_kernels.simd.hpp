@@ -27,6 +27,13 @@ CV_CPU_OPTIMIZATION_NAMESPACE_BEGIN
 //! Decodes a row of a type this ISA has a fast decoder for; false otherwise.
 bool dequantizeRowSimd(int type, const uchar* src, float* dst, int64 n);
 float dotF32Simd(const float* a, const float* b, int n);
+//! True when this ISA has the 8-bit integer dot products below.
+bool hasIntegerDotSimd();
+//! x (n floats) -> 8-bit blocks of 32 as Q8_0 does: q = round(x / d), d = max|x| / 127 per
+//! block; also each block's sum of q (for the Q4_0 offset).
+void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
+//! Dot product of a Q4_0 or Q8_0 weight row with an activation row quantized as above.
+float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
@@ -187,11 +194,106 @@ float dotF32Simd(const float* a, const float* b, int n)
     return sum;
 }
 
+bool hasIntegerDotSimd()
+{
+    return true;
+}
+
+void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)
+{
+    const __m256 signBit = _mm256_set1_ps(-0.f);
+    for (int b = 0; b < n / 32; b++, x += 32, q += 32)
+    {
+        __m256 v[4], amax = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++)
+        {
+            v[k] = _mm256_loadu_ps(x + 8 * k);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(signBit, v[k]));
+        }
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+        const float maxAbs = _mm_cvtss_f32(m);
+        const float scale = maxAbs / 127.f;
+        d[b] = scale;
+        const __m256 inv = _mm256_set1_ps(scale != 0.f ? 1.f / scale : 0.f);
+        __m256i i32[4];
+        for (int k = 0; k < 4; k++)
+            i32[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        // Pack 32 int32 to 32 int8 in order (packs work per 128-bit lane: fix the order after).
+        const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]), i16b = _mm256_packs_epi32(i32[2], i32[3]);
+        __m256i i8 = _mm256_packs_epi16(i16a, i16b);
+        i8 = _mm256_permutevar8x32_epi32(i8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i*)q, i8);
+        const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), i8);
+        const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+        sums[b] = _mm_cvtsi128_si32(t);
+    }
+}
+
+static inline float hsum256(__m256 s)
+{
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_shuffle_ps(r, r, 1));
+    return _mm_cvtss_f32(r);
+}
+
+float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    float offset = 0.f;
+    if (type == GGML_Q4_0)
+    {
+        // sum (w - 8) x = sum w x - 8 sum x, with w in 0..15 as unsigned bytes.
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        for (int b = 0; b < blocks; b++, w += 18, q += 32)
+        {
+            const __m128i packed = _mm_loadu_si128((const __m128i*)(w + 2));
+            const __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, _mm256_loadu_si256((const __m256i*)q)), ones);
+            const float scale = blockScale(w) * d[b];
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), acc);
+            offset += scale * 8.f * sums[b];
+        }
+    }
+    else  // GGML_Q8_0: signed x signed through |w| and sign(x, w)
+    {
+        for (int b = 0; b < blocks; b++, w += 34, q += 32)
+        {
+            const __m256i wv = _mm256_loadu_si256((const __m256i*)(w + 2));
+            const __m256i xv = _mm256_loadu_si256((const __m256i*)q);
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)), ones);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(blockScale(w) * d[b]), acc);
+        }
+    }
+    return hsum256(acc) - offset;
+}
+
 #else  // !CV_AVX2
 
 bool dequantizeRowSimd(int, const uchar*, float*, int64)
 {
     return false;
+}
+
+bool hasIntegerDotSimd()
+{
+    return false;
+}
+
+void quantizeRowQ8Simd(const float*, signed char*, float*, int*, int)
+{
+    CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
+}
+
+float dotQ8Simd(int, const uchar*, const signed char*, const float*, const int*, int)
+{
+    CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
 }
 
 float dotF32Simd(const float* a, const float* b, int n)

@@ -5,6 +5,9 @@
 // y = x W^T (+ b) on weights kept in their ggml block format. Each thread takes a range of
 // output rows, decodes one weight row at a time into a small float buffer and dots it with
 // every token: the weights are read once per forward, whatever the token count.
+// For a few tokens (decoding) and weight types with an integer kernel, the activations are
+// instead quantized to 8 bits once and each weight block is dotted with them in integers, as
+// llama.cpp does: no decoded buffer, much less arithmetic per weight.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -25,6 +28,7 @@ public:
         in_ = params.get<int>("in_features");
         out_ = params.get<int>("out_features");
         lastRowOnly_ = params.get<bool>("last_row_only", false);
+        integerDotMaxRows_ = params.get<int>("integer_dot_max_rows", 4);
         CV_CheckGT(in_, 0, "LLMMatMul: in_features must be positive");
         CV_CheckGT(out_, 0, "LLMMatMul: out_features must be positive");
         CV_Check(type_, llm::ggmlTypeTraits(type_).dequantizable, "LLMMatMul: unsupported ggml type");
@@ -76,8 +80,29 @@ public:
         const size_t rowBytes = w.cols;
         const uchar* wp = w.ptr();
 
-        // ~64 stripes per thread's worth of rows keeps threads balanced without tiny tasks.
+        // ~16 stripes per thread keeps threads balanced without tiny tasks.
         const double nstripes = std::min<double>(out_, std::max(1, getNumThreads()) * 16);
+        if (nRows <= integerDotMaxRows_ && llm::hasIntegerDot(type_))
+        {
+            const int blocks = in_ / 32;
+            xq_.resize((size_t)nRows * in_);
+            xd_.resize((size_t)nRows * blocks);
+            xs_.resize((size_t)nRows * blocks);
+            for (int t = 0; t < nRows; t++)
+                llm::quantizeRowQ8(xp + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
+                                   &xs_[(size_t)t * blocks], in_);
+            parallel_for_(Range(0, out_), [&](const Range& r) {
+                for (int n = r.start; n < r.end; n++)
+                {
+                    const uchar* src = wp + (size_t)n * rowBytes;
+                    const float b = bias ? bias[n] : 0.f;
+                    for (int t = 0; t < nRows; t++)
+                        y[(size_t)t * out_ + n] = llm::dotQ8(type_, src, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
+                                                             &xs_[(size_t)t * blocks], in_) + b;
+                }
+            }, nstripes);
+            return;
+        }
         parallel_for_(Range(0, out_), [&](const Range& r) {
             AutoBuffer<float> rowBuf(type_ == llm::GGML_F32 ? 0 : in_);
             for (int n = r.start; n < r.end; n++)
@@ -102,6 +127,10 @@ private:
     llm::GGMLType type_;
     int in_, out_;
     bool lastRowOnly_;
+    int integerDotMaxRows_;  // beyond, decoding a weight row once for all tokens wins
+    std::vector<signed char> xq_;  // activations quantized for the integer path
+    std::vector<float> xd_;
+    std::vector<int> xs_;
 };
 
 Ptr<LLMMatMulLayer> LLMMatMulLayer::create(const LayerParams& params)
