@@ -32,7 +32,7 @@ bool hasIntegerDotSimd();
 //! x (n floats) -> 8-bit blocks of 32 as Q8_0 does: q = round(x / d), d = max|x| / 127 per
 //! block; also each block's sum of q (for the Q4_0 offset).
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
-//! Dot product of a Q4_0 or Q8_0 weight row with an activation row quantized as above.
+//! Dot product of a Q4_0, Q8_0 or Q4_K weight row with an activation row quantized as above.
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
@@ -259,6 +259,32 @@ float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, 
             const float scale = blockScale(w) * d[b];
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), acc);
             offset += scale * 8.f * sums[b];
+        }
+    }
+    else if (type == GGML_Q4_K)
+    {
+        // Per 32-element sub-block j: sum (d sc_j q - dmin m_j) x = d sc_j sum q x - dmin m_j sum x.
+        // The activation blocks of 32 line up with the sub-blocks.
+        const __m256i mask = _mm256_set1_epi8(0x0F);
+        for (int sb = 0; sb < blocks / 8; sb++, w += 144)
+        {
+            const float dw = blockScale(w), dmin = blockScale(w + 2);
+            const uchar* scales = w + 4;
+            const uchar* qs = w + 16;
+            for (int j = 0; j < 4; j++, qs += 32, q += 64, d += 2, sums += 2)
+            {
+                const __m256i packed = _mm256_loadu_si256((const __m256i*)qs);
+                const __m256i lo = _mm256_and_si256(packed, mask), hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
+                const __m256i pLo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i*)q)), ones);
+                const __m256i pHi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i*)(q + 32))), ones);
+                int sc, m;
+                scaleMinK4(2 * j, scales, sc, m);
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pLo), _mm256_set1_ps(dw * sc * d[0]), acc);
+                offset += dmin * m * d[0] * sums[0];
+                scaleMinK4(2 * j + 1, scales, sc, m);
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pHi), _mm256_set1_ps(dw * sc * d[1]), acc);
+                offset += dmin * m * d[1] * sums[1];
+            }
         }
     }
     else  // GGML_Q8_0: signed x signed through |w| and sign(x, w)
