@@ -32,7 +32,7 @@ bool hasIntegerDotSimd();
 //! x (n floats) -> 8-bit blocks of 32 as Q8_0 does: q = round(x / d), d = max|x| / 127 per
 //! block; also each block's sum of q (for the Q4_0 offset).
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
-//! Dot product of a Q4_0, Q8_0 or Q4_K weight row with an activation row quantized as above.
+//! Dot product of a Q4_0, Q8_0, Q4_K or Q6_K weight row with an activation row quantized as above.
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
@@ -284,6 +284,38 @@ float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, 
                 scaleMinK4(2 * j + 1, scales, sc, m);
                 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pHi), _mm256_set1_ps(dw * sc * d[1]), acc);
                 offset += dmin * m * d[1] * sums[1];
+            }
+        }
+    }
+    else if (type == GGML_Q6_K)
+    {
+        // 6-bit q (0..63) of 16-element groups, each with an int8 scale: sum d sc (q - 32) x.
+        // An activation block of 32 spans two groups: the low four int32 lanes of the madd
+        // result hold the first group, the high four the second.
+        const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
+        for (int sb = 0; sb < blocks / 8; sb++, w += 210)
+        {
+            const uchar* ql = w;
+            const uchar* qh = w + 128;
+            const signed char* sc = reinterpret_cast<const signed char*>(w + 192);
+            const float dw = blockScale(w + 208);
+            for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8)
+            {
+                const __m256i l0 = _mm256_loadu_si256((const __m256i*)ql), l1 = _mm256_loadu_si256((const __m256i*)(ql + 32));
+                const __m256i h = _mm256_loadu_si256((const __m256i*)qh);
+                const __m256i parts[4] = {
+                    _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, two), 4)),
+                    _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4))};
+                for (int k = 0; k < 4; k++, q += 32, d++)
+                {
+                    const __m256i xv = _mm256_loadu_si256((const __m256i*)q);
+                    const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(parts[k], xv), _mm256_maddubs_epi16(bias, xv));
+                    const __m256i p = _mm256_madd_epi16(p16, ones);
+                    const __m256 scale = _mm256_set_m128(_mm_set1_ps(dw * sc[2 * k + 1] * d[0]), _mm_set1_ps(dw * sc[2 * k] * d[0]));
+                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc);
+                }
             }
         }
     }
