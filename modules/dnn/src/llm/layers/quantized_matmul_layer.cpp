@@ -13,6 +13,7 @@
 #include "../llm_layers.hpp"
 #include "../ggml/ggml_types.hpp"
 #include "../kernels/ggml_kernels.hpp"
+#include "../../layers/cpu_kernels/fast_gemm.hpp"
 
 namespace cv {
 namespace dnn {
@@ -103,6 +104,33 @@ public:
             }, nstripes);
             return;
         }
+        if (nRows > kMaxGemvRows)
+        {
+            // Prefill: decode a tile of weight rows to float once, then a GEMM of all tokens
+            // against it (dnn's own fastGemm, one thread per tile).
+            const int tileRows = std::max(8, std::min(64, (1 << 17) / in_));
+            const int tiles = (out_ + tileRows - 1) / tileRows;
+            FastGemmOpt opt;
+            opt.init();
+            opt.multi_thread = false;
+            parallel_for_(Range(0, tiles), [&](const Range& r) {
+                AutoBuffer<float> tile((size_t)tileRows * in_);
+                for (int k = r.start; k < r.end; k++)
+                {
+                    const int n0 = k * tileRows, n1 = std::min(out_, n0 + tileRows);
+                    for (int n = n0; n < n1; n++)
+                        llm::dequantizeRowFast(type_, wp + (size_t)n * rowBytes, tile.data() + (size_t)(n - n0) * in_, in_);
+                    FastGemmOpt tileOpt = opt;
+                    fastGemm(false, true, nRows, in_, n1 - n0, in_, 1.f, xp, in_, 1, tile.data(), in_, 1,
+                             0.f, y + n0, out_, tileOpt);
+                    if (bias)
+                        for (int t = 0; t < nRows; t++)
+                            for (int n = n0; n < n1; n++)
+                                y[(size_t)t * out_ + n] += bias[n];
+                }
+            }, tiles);
+            return;
+        }
         parallel_for_(Range(0, out_), [&](const Range& r) {
             AutoBuffer<float> rowBuf(type_ == llm::GGML_F32 ? 0 : in_);
             for (int n = r.start; n < r.end; n++)
@@ -128,6 +156,7 @@ private:
     int in_, out_;
     bool lastRowOnly_;
     int integerDotMaxRows_;  // beyond, decoding a weight row once for all tokens wins
+    static const int kMaxGemvRows = 4;  // beyond, a GEMM over decoded weight tiles
     std::vector<signed char> xq_;  // activations quantized for the integer path
     std::vector<float> xd_;
     std::vector<int> xs_;
