@@ -78,13 +78,13 @@ class Block(nn.Module):
         q = self.wq(n).view(B, T, cfg.n_head, hd).transpose(1, 2)
         k = self.wk(n).view(B, T, cfg.n_head_kv, hd).transpose(1, 2)
         v = self.wv(n).view(B, T, cfg.n_head_kv, hd).transpose(1, 2)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k = apply_rope(q, cos, sin) * (1.0 / math.sqrt(hd)), apply_rope(k, cos, sin)
+        # Grouped-query attention without copying K and V: the `group` query heads that share
+        # a KV head are stacked along the time axis.
         group = cfg.n_head // cfg.n_head_kv
-        if group > 1:
-            k = k.repeat_interleave(group, dim=1)
-            v = v.repeat_interleave(group, dim=1)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd)) + mask
-        y = F.softmax(att, dim=-1) @ v
+        q = q.reshape(B, cfg.n_head_kv, group * T, hd)
+        att = (q @ k.transpose(-2, -1)).view(B, cfg.n_head_kv, group, T, T) + mask
+        y = (F.softmax(att, dim=-1).view(B, cfg.n_head_kv, group * T, T) @ v).view(B, cfg.n_head, T, hd)
         x = x + self.wo(y.transpose(1, 2).reshape(B, T, cfg.n_head * hd))
         n = self.ffn_norm(x)
         return x + self.w_down(F.silu(self.w_gate(n)) * self.w_up(n))
