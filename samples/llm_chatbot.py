@@ -1,10 +1,12 @@
 #!/usr/bin/python3
-"""A streaming chatbot on cv2.dnn.TextGenerationModel, through the step API.
+"""A streaming chatbot on cv2.dnn.TextGenerationModel, through the step API ("/reset" starts a
+new conversation).
 
     PYTHONPATH=build/opencv/lib/python3 samples/llm_chatbot.py --model FILE [--template NAME]
 """
 import argparse
 import sys
+import time
 
 import cv2 as cv
 
@@ -26,10 +28,17 @@ def main():
     config.temperature = args.temperature
     config.maxNewTokens = args.max_new_tokens
     for line in sys.stdin if not sys.stdin.isatty() else iter(lambda: input("> "), None):
-        model.startChat(line.rstrip("\n"), config)
+        line = line.rstrip("\n")
+        if line == "/reset":
+            model.resetConversation(args.system)
+            print("(new conversation)")
+            continue
+        start = time.perf_counter()
+        model.startChat(line, config)
         while not model.isDone():
             print(model.next(), end="", flush=True)
-        print()
+        n = len(model.getGeneratedTokenIds())
+        print(f"\n  [{n} tokens, {n / (time.perf_counter() - start):.1f} tokens/s]")
 
 
 if __name__ == "__main__":
