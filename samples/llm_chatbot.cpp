@@ -10,13 +10,23 @@
 
 #include <iostream>
 #include <string>
+#include <unistd.h>
 
 using namespace cv;
 using namespace cv::dnn;
 
+// The project's own trained demo model, found from this program's place in build/bin.
+static std::string demoModelPath()
+{
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    const std::string exe = n > 0 ? std::string(buf, (size_t)n) : std::string("./x");
+    return exe.substr(0, exe.find_last_of('/')) + "/../../models/demo/demo-stories.gguf";
+}
+
 static const char* keys =
     "{help h usage ? |       | print this help }"
-    "{model m        | <none>| GGUF model file }"
+    "{model m        |       | GGUF model file (default: the project's demo model, models/demo/demo-stories.gguf) }"
     "{system         |       | system message }"
     "{template       |       | chat template name when the model has none: llama2, llama3, chatml, mistral, phi3, gemma, zephyr }"
     "{temperature    | 0     | 0: greedy; otherwise sample at this temperature }"
@@ -34,7 +44,7 @@ int main(int argc, char** argv)
         parser.printMessage();
         return 0;
     }
-    const std::string modelPath = parser.get<std::string>("model");
+    std::string modelPath = parser.get<std::string>("model");
     const std::string system = parser.get<std::string>("system");
     const std::string templateName = parser.get<std::string>("template");
     GenerationConfig config;
@@ -48,6 +58,8 @@ int main(int argc, char** argv)
         parser.printErrors();
         return 2;
     }
+    if (modelPath.empty())
+        modelPath = demoModelPath();
     try
     {
         if (threads > 0)

@@ -5,6 +5,7 @@ new conversation).
     PYTHONPATH=build/opencv/lib/python3 samples/llm_chatbot.py --model FILE [--template NAME]
 """
 import argparse
+import pathlib
 import sys
 import time
 
@@ -13,7 +14,8 @@ import cv2 as cv
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--model", default=str(pathlib.Path(__file__).resolve().parents[1] / "models" / "demo" / "demo-stories.gguf"),
+                    help="GGUF model (default: the project's demo model)")
     ap.add_argument("--system", default="")
     ap.add_argument("--template", help="chat template name when the model has none")
     ap.add_argument("--temperature", type=float, default=0.0)

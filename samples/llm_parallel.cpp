@@ -11,14 +11,24 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 using namespace cv;
 using namespace cv::dnn;
 
+// The project's own trained demo model, found from this program's place in build/bin.
+static std::string demoModelPath()
+{
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    const std::string exe = n > 0 ? std::string(buf, (size_t)n) : std::string("./x");
+    return exe.substr(0, exe.find_last_of('/')) + "/../../models/demo/demo-stories.gguf";
+}
+
 static const char* keys =
     "{help h usage ? |                 | print this help }"
-    "{model m        | <none>          | GGUF model file }"
+    "{model m        |                 | GGUF model file (default: the project's demo model, models/demo/demo-stories.gguf) }"
     "{prompt p       | Once upon a time| the prompt (with --n: sampled n times) }"
     "{prompts_file   |                 | one prompt per line (instead of --prompt) }"
     "{n              | 4               | samples of --prompt }"
@@ -36,7 +46,7 @@ int main(int argc, char** argv)
         parser.printMessage();
         return 0;
     }
-    const std::string modelPath = parser.get<std::string>("model");
+    std::string modelPath = parser.get<std::string>("model");
     const std::string prompt = parser.get<std::string>("prompt");
     const std::string promptsFile = parser.get<std::string>("prompts_file");
     const int n = parser.get<int>("n");
@@ -50,6 +60,8 @@ int main(int argc, char** argv)
         parser.printErrors();
         return 2;
     }
+    if (modelPath.empty())
+        modelPath = demoModelPath();
     std::vector<std::string> prompts;
     if (!promptsFile.empty())
     {

@@ -69,16 +69,13 @@ llm_build() {
 
 llm_run_demo() {
   local bin="$LLM_BUILD_DIR/bin"
-  echo "== llm_demo: an RMSNorm layer inside a cv::dnn::Net"
-  "$bin/llm_demo"
-  local model="$LLM_ROOT/../shared/testdata/stories260K.gguf"
-  if [ ! -f "$model" ]; then
-    echo "(no model at $model: run build/bin/llm_chatbot --model=<any llama/qwen2 GGUF>)"
-    return 0
-  fi
-  echo "== llm_generate: greedy continuation of 'Once upon a time' by $(basename "$model")"
-  "$bin/llm_generate" --model "$model" --prompt "Once upon a time" --max-new-tokens 48 --print-token-ids
-  echo "== llm_chatbot, non-interactive (zephyr template; this tiny model was not trained to chat)"
-  printf 'Tell me a story about a dog.\n' | "$bin/llm_chatbot" --model="$model" --template=zephyr --max_new_tokens=40
-  echo "== try your own: $bin/llm_chatbot --model=<a llama/qwen2 GGUF>"
+  local model="$LLM_ROOT/models/demo/demo-stories.gguf"  # trained by this project: tools/demo_model
+  echo "== llm_generate: greedy continuation by the project's demo model ($model)"
+  "$bin/llm_generate" --model "$model" --prompt "Once upon a time" --max-new-tokens 64
+  echo "== llm_generate: sampled (temperature 0.8, top-p 0.95, seed 7)"
+  "$bin/llm_generate" --model "$model" --prompt "One day, a little fox" --max-new-tokens 64 \
+    --temperature 0.8 --top-p 0.95 --seed 7
+  echo "== llm_chatbot, non-interactive (the demo model's chat template, two turns)"
+  printf 'Tell me a story about a cat.\nHello!\n' | "$bin/llm_chatbot" --model="$model" --max_new_tokens=120
+  echo "== next: build/bin/llm_chatbot --model=<any llama/qwen2 GGUF, e.g. tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf>"
 }
