@@ -11,6 +11,7 @@ Python 3 (random's algorithms for choice/shuffle/random are stable across versio
 """
 
 import random
+import re
 
 GIRLS = ["Lily", "Mia", "Anna", "Sue", "Zoe", "Ella", "Lucy", "Amy", "Rose", "Kate",
          "Emma", "Sara", "Nina", "Ruby", "Jane", "Molly", "Daisy", "Grace"]
@@ -71,11 +72,14 @@ def article(word):
 
 def opening(rng, hero, place):
     a = article(hero.trait)
+    he = cap(hero.pronoun)
     return rng.choice([
-        f"Once upon a time, there was {a} {hero.trait} {hero.kind} named {hero.name}. {cap(hero.pronoun)} lived {place[0]}.",
+        f"Once upon a time, there was {a} {hero.trait} {hero.kind} named {hero.name}. {he} lived {place[0]}.",
         f"Once upon a time, {a} {hero.trait} {hero.kind} named {hero.name} lived {place[0]}.",
         f"Once upon a time, far away {place[0]}, there lived {a} {hero.trait} {hero.kind}. {cap(hero.his)} name was {hero.name}.",
         f"One sunny morning, {a} {hero.trait} {hero.kind} named {hero.name} woke up {place[0]}.",
+        f"The {hero.kind} was called {hero.name}. {he} was {a} {hero.trait} {hero.kind} and lived {place[0]}.",
+        f"{hero.name} was {a} {hero.trait} {hero.kind}. {he} lived {place[0]} with {hero.his} family.",
     ])
 
 
@@ -84,7 +88,7 @@ def plot_lost_thing(rng, hero, friend, place, thing):
     bad = rng.choice(FEELINGS_BAD)
     good = rng.choice(FEELINGS_GOOD)
     return [
-        rng.choice([f"{hero.name} had a {thing}. {cap(hero.pronoun)} loved it very much.",
+        rng.choice([f"{hero.name} had {article(thing)} {thing}. {cap(hero.pronoun)} loved it very much.",
                     f"{hero.name} loved to play with {hero.his} {thing} every day."]),
         rng.choice([f"One day, {hero.name} could not find the {thing}.",
                     f"But one day, the {thing} was gone!"]),
@@ -106,7 +110,7 @@ def plot_found_thing(rng, hero, friend, place, thing):
     return [
         rng.choice([f"One day, {hero.name} went for a walk {place[1]}.",
                     f"{rng.choice(COLORS_SKY)}, so {hero.name} went out to play {place[1]}."]),
-        f"{cap(hero.pronoun)} saw something under a tree. It was a {thing}!",
+        f"{cap(hero.pronoun)} saw something under a tree. It was {article(thing)} {thing}!",
         f"{hero.name} was very {good}. \"What a nice {thing},\" {hero.pronoun} said.",
         f"Then {hero.name} saw {friend.name} the {friend.kind}. {friend.name} looked sad because {friend.pronoun} had no toys.",
         rng.choice([f"{hero.name} wanted to keep the {thing}, but {hero.pronoun} thought about {friend.name}.",
@@ -146,7 +150,7 @@ def plot_brave(rng, hero, friend, place, thing):
 
 def plot_rain(rng, hero, friend, place, thing):
     return [
-        f"One day, {hero.name} and {friend.name} the {friend.kind} were playing with a {thing} {place[1]}.",
+        f"One day, {hero.name} and {friend.name} the {friend.kind} were playing with {article(thing)} {thing} {place[1]}.",
         rng.choice(["Suddenly, big dark clouds came. It started to rain.",
                     "Then the sky turned gray, and rain began to fall."]),
         f"\"Oh no!\" said {friend.name}. \"We will get wet!\"",
@@ -180,7 +184,7 @@ def plot_cook(rng, hero, friend, place, thing):
 
 def plot_way_home(rng, hero, friend, place, thing):
     return [
-        f"One day, {hero.name} went far away from home to look for a {thing}.",
+        f"One day, {hero.name} went far away from home to look for {article(thing)} {thing}.",
         f"{cap(hero.pronoun)} walked and walked. Soon the sun went down, and {hero.name} did not know the way home.",
         f"{hero.name} was scared. {cap(hero.pronoun)} sat down and began to cry.",
         f"Then {hero.pronoun} heard a voice. It was {friend.name} the {friend.kind}. \"Are you lost?\" asked {friend.name}.",
@@ -284,7 +288,48 @@ def small_talk(rng):
         (rng.choice(["What can you do?", "What do you know?"]),
          "I can tell short stories about animals and children. Ask me for a story about a cat, a dog or a bird!"),
         (rng.choice(["Tell me a story.", "Tell me a story!", "Can you tell me a story?"]), None),
+        greeting_with_name(rng),
     ])
+
+
+def greeting_with_name(rng):
+    name = rng.choice(GIRLS + BOYS)
+    return (rng.choice([f"Hi! My name is {name}.", f"Hello, I am {name}.", f"I am {name}. Who are you?"]),
+            rng.choice([f"Hello, {name}! Nice to meet you. Do you want a story?",
+                        f"Hi, {name}! I am a tiny story model. What should your story be about?"]))
+
+
+SENTENCE_RE = re.compile(r'.+?[.!?]"?(?=\s+[A-Z"]|$)')
+
+
+def sentences_of(text):
+    """Splits a story into sentences ('"Yes," said Tom.' is one)."""
+    return [m.strip() for m in SENTENCE_RE.findall(text)]
+
+
+WORD_POOL = sorted(set(GIRLS + BOYS + ANIMALS + TRAITS + FEELINGS_BAD + FEELINGS_GOOD +
+                       [w for thing in THINGS for w in thing.split()] + [f[1] for f in FOODS] +
+                       [p[1].split()[-1] for p in PLACES]))
+
+
+def make_repeat_dialogue(rng):
+    """"Repeat after me": the answer copies the user's sentences word for word. Besides being a
+    small chat skill, these teach the model early to look back and copy, which it then uses to
+    keep names and animals the same through a story."""
+    if rng.random() < 0.5:
+        sentences = sentences_of(make_story(rng))
+        i = rng.randrange(len(sentences))
+        said = " ".join(sentences[i:i + rng.choice([1, 1, 2, 3])])
+        ask = rng.choice(["Repeat after me: ", "Say this back to me: ", "Please repeat: ", "Can you say this? "])
+    else:
+        words = rng.sample(WORD_POOL, rng.randint(3, 8))
+        said = ", ".join(words[:-1]) + " and " + words[-1] + "."
+        ask = rng.choice(["Repeat these words: ", "Say these words back to me: ", "Please repeat: "])
+    turns = []
+    if rng.random() < 0.2:
+        turns.append(("system", rng.choice(SYSTEM_PROMPTS)))
+    turns += [("user", ask + said), ("assistant", said)]
+    return turns
 
 
 def make_dialogue(rng):
@@ -324,11 +369,13 @@ CHAT_TEMPLATE = (
 )
 
 
-def make_corpus(seed, n_stories, n_dialogues):
-    """Documents as (text, kind): kind 'story' is plain text, 'chat' is Zephyr-formatted."""
+def make_corpus(seed, n_stories, n_dialogues, n_repeats):
+    """Documents as (text, kind): kind 'story' is plain text, 'chat' and 'repeat' are
+    Zephyr-formatted dialogues."""
     rng = random.Random(seed)
     docs = [(make_story(rng), "story") for _ in range(n_stories)]
     docs += [(format_zephyr(make_dialogue(rng)), "chat") for _ in range(n_dialogues)]
+    docs += [(format_zephyr(make_repeat_dialogue(rng)), "repeat") for _ in range(n_repeats)]
     rng.shuffle(docs)
     return docs
 
@@ -339,3 +386,5 @@ if __name__ == "__main__":
         print(make_story(rng), "\n")
     for _ in range(3):
         print(format_zephyr(make_dialogue(rng)))
+    for _ in range(3):
+        print(format_zephyr(make_repeat_dialogue(rng)))
