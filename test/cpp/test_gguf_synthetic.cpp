@@ -16,6 +16,20 @@ using namespace cv::dnn;
 
 namespace {
 
+std::vector<double> softmax(const Mat& logitsMat)
+{
+    const Mat logits = logitsMat.reshape(1, 1);
+    double maxv;
+    minMaxLoc(logits, nullptr, &maxv);
+    std::vector<double> p(logits.cols);
+    double sum = 0;
+    for (int i = 0; i < logits.cols; i++)
+        sum += p[i] = std::exp(logits.at<float>(i) - maxv);
+    for (double& v : p)
+        v /= sum;
+    return p;
+}
+
 // exact: every matmul on the float path (OPENCV_DNN_LLM_INTEGER_DOT=0); otherwise the default,
 // where matmuls over a few tokens quantize activations to 8 bits like llama.cpp.
 std::vector<double> nextTokenProbabilities(const std::string& modelPath, const std::vector<int>& prompt, bool exact)
@@ -28,16 +42,7 @@ std::vector<double> nextTokenProbabilities(const std::string& modelPath, const s
     for (size_t i = 0; i < prompt.size(); i++)
         ids.at<float>((int)i) = (float)prompt[i];
     net.setInput(ids);
-    const Mat logits = net.forward().reshape(1, 1);
-    double maxv;
-    minMaxLoc(logits, nullptr, &maxv);
-    std::vector<double> p(logits.cols);
-    double sum = 0;
-    for (int i = 0; i < logits.cols; i++)
-        sum += p[i] = std::exp(logits.at<float>(i) - maxv);
-    for (double& v : p)
-        v /= sum;
-    return p;
+    return softmax(net.forward());
 }
 
 // Largest |p_ours - p_llama.cpp| over an oracle's top-k list.
@@ -130,15 +135,7 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
         for (int step = 1; step < 4; step++)
         {
             net.setInput(Mat(1, 1, CV_32F, Scalar(greedyIds[step - 1])));
-            const Mat logits = net.forward().reshape(1, 1);
-            double maxv;
-            minMaxLoc(logits, nullptr, &maxv);
-            std::vector<double> p(logits.cols);
-            double sum = 0;
-            for (int i = 0; i < logits.cols; i++)
-                sum += p[i] = std::exp(logits.at<float>(i) - maxv);
-            for (double& v : p)
-                v /= sum;
+            const std::vector<double> p = softmax(net.forward());
             EXPECT_LE(maxDifference(p, steps[step]["top5"]), 0.1) << "step " << step;
         }
     }
