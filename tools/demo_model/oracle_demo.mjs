@@ -19,13 +19,14 @@ import {pathToFileURL} from "node:url";
 // [name, prompt, parse_special, max new tokens]
 const CASES = [
     ["story", "Once upon a time", false, 64],
-    ["story_dog", "The dog", false, 48],
-    ["story_lily", "One day, Lily went to the park.", false, 48],
+    ["story_lily", "One day, Lily", false, 48],
+    ["story_friends", "Tom the cat and Lily the bird were best friends.", false, 48],
     ["chat_cat", "<|user|>\nTell me a story about a cat.</s>\n<|assistant|>\n", true, 320],
     ["chat_hello", "<|system|>\nYou are a friendly storyteller.</s>\n<|user|>\nHello!</s>\n<|assistant|>\n", true, 64],
 ];
 const TOKENIZE_ONLY = [
     "Once upon a time, there was a little cat named Tom.",
+    "Lily the bird flew over the snowman, and Tom's paws were cold.",
     "  Two  spaces and a tab\there.\nNew line!",
     "Caf\u00e9, na\u00efve, \u65e5\u672c, \ud83d\ude42 and <0x41> stay bytes or pieces.",
     "<|user|>\nHi</s>\n<|assistant|>\n",
