@@ -8,4 +8,5 @@ source tools/build_env.sh
 llm_install_packages
 llm_fetch_opencv
 llm_build
+llm_make_demo_model
 llm_run_demo

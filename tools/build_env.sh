@@ -67,9 +67,28 @@ llm_build() {
   cmake --build "$LLM_BUILD_DIR"
 }
 
+# The project's demo model is not committed: it is trained here, by the project's own script,
+# the first time (about 4 minutes on one core; Debian's torch and OpenBLAS).
+LLM_DEMO_MODEL="$LLM_ROOT/models/demo/demo-stories.gguf"
+llm_make_demo_model() {
+  [ -f "$LLM_DEMO_MODEL" ] && return 0
+  local missing=""
+  for p in python3-torch libopenblas0-pthread; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  if [ -n "$missing" ]; then
+    echo "== installing Debian packages for training the demo model:$missing"
+    as_root apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
+  fi
+  echo "== training the demo model (tools/demo_model; a few minutes, once)"
+  /usr/bin/python3 "$LLM_ROOT/tools/demo_model/train_demo_model.py" --out "$LLM_DEMO_MODEL" \
+    --log "$LLM_BUILD_DIR/demo-stories.train.json"
+}
+
 llm_run_demo() {
   local bin="$LLM_BUILD_DIR/bin"
-  local model="$LLM_ROOT/models/demo/demo-stories.gguf"  # trained by this project: tools/demo_model
+  local model="$LLM_DEMO_MODEL"  # trained by this project: tools/demo_model
   echo "== llm_generate: greedy continuation by the project's demo model ($model)"
   "$bin/llm_generate" --model "$model" --prompt "Once upon a time" --max-new-tokens 64
   echo "== llm_generate: sampled (temperature 0.8, top-p 0.95, seed 7)"
