@@ -73,24 +73,15 @@ double measureReadBandwidth()
 
 // Bytes of weights one generated token reads: every tensor except the embedding table, of
 // which one row is read (it also counts as the output projection when that is tied).
-double weightBytesPerToken(const std::string& path)
+double weightBytesPerToken(const Ptr<GGUFFile>& f)
 {
-    Ptr<GGUFFile> f = GGUFFile::open(path);
     double bytes = 0;
     const bool tied = !f->hasTensor("output.weight");
     for (const String& name : f->getTensorNames())
     {
         if (name == "token_embd.weight" && !tied)
             continue;
-        const std::vector<int> shape = f->getTensorShape(name);
-        double elements = 1;
-        for (int d : shape)
-            elements *= d;
-        const String type = f->getTensorType(name);
-        const double bitsPerWeight = type == "F32" ? 32 : type == "F16" || type == "BF16" ? 16 : type == "Q8_0" ? 8.5
-                                   : type == "Q4_0" ? 4.5 : type == "Q4_1" ? 5 : type == "Q5_0" ? 5.5 : type == "Q5_1" ? 6
-                                   : type == "Q4_K" ? 4.5 : type == "Q5_K" ? 5.5 : type == "Q6_K" ? 6.5625 : 8;
-        bytes += elements * bitsPerWeight / 8;
+        bytes += (double)f->getTensorBytes(name);
     }
     return bytes;
 }
@@ -166,7 +157,7 @@ int main(int argc, char** argv)
         const double ppRate = std::accumulate(pp.begin(), pp.end(), 0.0) / pp.size();
         const double tgRate = std::accumulate(tg.begin(), tg.end(), 0.0) / tg.size();
         const double bandwidth = measureReadBandwidth();
-        const double perToken = weightBytesPerToken(model);
+        const double perToken = weightBytesPerToken(f);
         std::cout << format("model: %s (%s, %.0f MB of weights read per token)\n", model.c_str(), arch.c_str(), perToken / 1e6)
                   << format("threads: %d, repetitions: %d\n", threads, repetitions)
                   << format("memory read bandwidth: %.1f GB/s; generation reaches %.1f GB/s = %.0f%% of it\n",

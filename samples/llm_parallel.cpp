@@ -8,23 +8,15 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
+#include "demo_model_path.hpp"
+
 #include <fstream>
 #include <iostream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace cv;
 using namespace cv::dnn;
-
-// The project's own trained demo model, found from this program's place in build/bin.
-static std::string demoModelPath()
-{
-    char buf[4096];
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    const std::string exe = n > 0 ? std::string(buf, (size_t)n) : std::string("./x");
-    return exe.substr(0, exe.find_last_of('/')) + "/../../models/demo/demo-stories.gguf";
-}
 
 static const char* keys =
     "{help h usage ? |                 | print this help }"

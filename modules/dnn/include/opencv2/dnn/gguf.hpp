@@ -54,6 +54,8 @@ public:
     CV_WRAP virtual String getTensorType(const String& name) const = 0;
     //! Tensor dimensions in ggml order (the first one is contiguous).
     CV_WRAP virtual std::vector<int> getTensorShape(const String& name) const = 0;
+    //! Bytes the tensor's data takes in the file.
+    virtual size_t getTensorBytes(const String& name) const = 0;
 };
 
 /** @brief Reads a GGUF language model (architectures `llama` and `qwen2`) into a Net.

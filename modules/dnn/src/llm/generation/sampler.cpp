@@ -32,13 +32,13 @@ int Sampler::sample(const float* logits, int n, const std::vector<int>& history)
         penalized_.assign(logits, logits + n);
         const size_t window = params_.repetitionWindow < 0 ? history.size()
                                                            : std::min(history.size(), (size_t)params_.repetitionWindow);
-        std::vector<bool> seen(n, false);
+        seen_.assign(n, 0);
         for (size_t i = history.size() - window; i < history.size(); i++)
         {
             const int t = history[i];
-            if (t < 0 || t >= n || seen[t])
+            if (t < 0 || t >= n || seen_[t])
                 continue;
-            seen[t] = true;
+            seen_[t] = 1;
             float& v = penalized_[t];
             v = v > 0 ? v / params_.repetitionPenalty : v * params_.repetitionPenalty;
         }
@@ -66,7 +66,8 @@ int Sampler::sample(const float* logits, int n, const std::vector<int>& history)
 
     // Probabilities at temperature 1 for the nucleus and min-p cuts.
     const float maxLogit = candidates_[0].first;
-    std::vector<double> p(keep);
+    std::vector<double>& p = weights_;
+    p.resize(keep);
     double sum = 0;
     for (size_t i = 0; i < keep; i++)
         sum += p[i] = std::exp((double)candidates_[i].first - maxLogit);

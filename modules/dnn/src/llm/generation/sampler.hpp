@@ -37,8 +37,11 @@ public:
 private:
     SamplingParams params_;
     RNG rng_;
+    // Scratch reused across calls: sampling a token allocates nothing once warmed up.
     std::vector<float> penalized_;
-    std::vector<std::pair<float, int>> candidates_;  // (logit or probability, token)
+    std::vector<unsigned char> seen_;
+    std::vector<std::pair<float, int>> candidates_;  // (logit, token)
+    std::vector<double> weights_;
 };
 
 }}} // namespace cv::dnn::llm

@@ -13,6 +13,7 @@
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "../llm_layers.hpp"
+#include "../gguf/gguf_model_file.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "chat_template.hpp"
 #include "sampler.hpp"
@@ -65,14 +66,15 @@ struct TextGenerationModel::Impl
 
     void load(const String& path, Net network)
     {
-        Ptr<GGUFFile> file = GGUFFile::open(path);
-        tokenizer = llm::Tokenizer::fromGGUF(*file);
+        // One parse serves the tokenizer, the chat template and (when not given) the Net.
+        const llm::GGUFModelFile file(path);
+        tokenizer = llm::Tokenizer::fromGGUF(file);
         publicTokenizer = llm::makePublicTokenizer(tokenizer);
-        if (file->hasMetadata("tokenizer.chat_template"))
-            chatTemplateText = file->getString("tokenizer.chat_template");
-        net = network.empty() ? readNetFromGGUF(path) : network;
-        const String arch = file->getString("general.architecture");
-        contextLength = (int)file->getInt(arch + ".context_length");
+        if (file.hasMetadata("tokenizer.chat_template"))
+            chatTemplateText = file.getString("tokenizer.chat_template");
+        net = network.empty() ? llm::buildNetFromGGUF(file, false) : network;
+        const String arch = file.getString("general.architecture");
+        contextLength = (int)file.getInt(arch + ".context_length");
         resetLLMState(net);
     }
 

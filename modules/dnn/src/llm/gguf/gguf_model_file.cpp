@@ -376,19 +376,22 @@ const GGUFTensor* GGUFModelFile::findTensor(const std::string& name) const
     return it == tensorIndex_.end() ? nullptr : &tensors_[it->second];
 }
 
-String GGUFModelFile::getTensorType(const String& name) const
+const GGUFTensor& GGUFModelFile::tensor(const std::string& name) const
 {
     const GGUFTensor* t = findTensor(name);
     if (!t)
         CV_Error(Error::StsObjectNotFound, format("GGUF '%s': no tensor '%s'", path().c_str(), name.c_str()));
-    return ggmlTypeName(t->type);
+    return *t;
+}
+
+String GGUFModelFile::getTensorType(const String& name) const
+{
+    return ggmlTypeName(tensor(name).type);
 }
 
 std::vector<int> GGUFModelFile::getTensorShape(const String& name) const
 {
-    const GGUFTensor* t = findTensor(name);
-    if (!t)
-        CV_Error(Error::StsObjectNotFound, format("GGUF '%s': no tensor '%s'", path().c_str(), name.c_str()));
+    const GGUFTensor* t = &tensor(name);
     std::vector<int> shape;
     for (int d = 0; d < t->nDims; d++)
     {

@@ -79,12 +79,15 @@ public:
     bool hasTensor(const String& name) const CV_OVERRIDE { return tensorIndex_.count(name) != 0; }
     String getTensorType(const String& name) const CV_OVERRIDE;
     std::vector<int> getTensorShape(const String& name) const CV_OVERRIDE;
+    size_t getTensorBytes(const String& name) const CV_OVERRIDE { return tensor(name).nbytes; }
 
     //! The value of a key; throws naming the key when it is absent.
     const GGUFValue& value(const std::string& key) const;
     const GGUFValue* find(const std::string& key) const;
     //! Tensor by name, or nullptr.
     const GGUFTensor* findTensor(const std::string& name) const;
+    //! Tensor by name; throws naming it when absent.
+    const GGUFTensor& tensor(const std::string& name) const;
     const std::vector<GGUFTensor>& tensors() const { return tensors_; }
     const std::shared_ptr<MappedFile>& mapping() const { return file_; }
     const std::string& path() const { return file_->path(); }
@@ -99,6 +102,9 @@ private:
     std::vector<GGUFTensor> tensors_;
     std::map<std::string, size_t> tensorIndex_;
 };
+
+//! The Net of an already parsed GGUF file (readNetFromGGUF() parses, then calls this).
+Net buildNetFromGGUF(const GGUFModelFile& file, bool allLogits);
 
 }}} // namespace cv::dnn::llm
 

@@ -304,6 +304,12 @@ private:
 };
 
 } // namespace
+
+Net buildNetFromGGUF(const GGUFModelFile& file, bool allLogits)
+{
+    return NetBuilder(file, allLogits).build();
+}
+
 }}} // namespace cv::dnn::llm
 
 namespace cv {
@@ -314,7 +320,7 @@ Net readNetFromGGUF(const String& path, bool allLogits)
 {
     CV_TRACE_FUNCTION();
     llm::GGUFModelFile file(path);
-    return llm::NetBuilder(file, allLogits).build();
+    return llm::buildNetFromGGUF(file, allLogits);
 }
 
 static std::vector<LLMAttentionLayer*> attentionLayers(Net& net)

@@ -96,14 +96,14 @@ public:
                 "(start a new sequence with resetLLMState())", name.c_str(), length_, tokens, maxContext_));
 
         const int qWidth = heads_ * headDim_, kvWidth = kvHeads_ * headDim_;
-        std::vector<int> positions(tokens);
+        positions_.resize(tokens);
         for (int t = 0; t < tokens; t++)
-            positions[t] = length_ + t;
+            positions_[t] = length_ + t;
 
         // Rotated queries; rotated keys and values appended to the store.
         query_.resize((size_t)tokens * qWidth);
         std::copy(inputs[0].ptr<float>(), inputs[0].ptr<float>() + query_.size(), query_.begin());
-        rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, positions.data());
+        rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, positions_.data());
         const size_t needed = (size_t)(length_ + tokens) * kvWidth;
         if (keys_.size() < needed)
         {
@@ -114,7 +114,7 @@ public:
         }
         float* newKeys = keys_.data() + (size_t)length_ * kvWidth;
         std::copy(inputs[1].ptr<float>(), inputs[1].ptr<float>() + (size_t)tokens * kvWidth, newKeys);
-        rope_.apply(newKeys, tokens, kvWidth, kvHeads_, headDim_, positions.data());
+        rope_.apply(newKeys, tokens, kvWidth, kvHeads_, headDim_, positions_.data());
         std::copy(inputs[2].ptr<float>(), inputs[2].ptr<float>() + (size_t)tokens * kvWidth,
                   values_.data() + (size_t)length_ * kvWidth);
         const int past = length_;
@@ -157,6 +157,7 @@ private:
     int heads_, kvHeads_, headDim_, maxContext_;
     llm::RotaryEmbedding rope_;
     int length_ = 0;
+    std::vector<int> positions_;  // scratch, kept to avoid allocating per decode step
     std::vector<float> query_;
     std::vector<float> keys_, values_;  // [position][kv head][head_dim]
 };
