@@ -12,9 +12,10 @@ LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certif
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# Installs the Debian packages named (default: the build's) that are not installed yet.
 llm_install_packages() {
   local missing=""
-  for p in $LLM_APT_PACKAGES; do
+  for p in ${*:-$LLM_APT_PACKAGES}; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
   done
   if [ -n "$missing" ]; then
@@ -72,15 +73,7 @@ llm_build() {
 LLM_DEMO_MODEL="$LLM_ROOT/models/demo/demo-stories.gguf"
 llm_make_demo_model() {
   [ -f "$LLM_DEMO_MODEL" ] && return 0
-  local missing=""
-  for p in python3-torch libopenblas0-pthread; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-  done
-  if [ -n "$missing" ]; then
-    echo "== installing Debian packages for training the demo model:$missing"
-    as_root apt-get update -q
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
-  fi
+  llm_install_packages python3-torch libopenblas0-pthread
   echo "== training the demo model (tools/demo_model; a few minutes, once)"
   /usr/bin/python3 "$LLM_ROOT/tools/demo_model/train_demo_model.py" --out "$LLM_DEMO_MODEL" \
     --log "$LLM_BUILD_DIR/demo-stories.train.json"
