@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
+#include <opencv2/dnn/kv_cache.hpp>
 
 #include <cmath>
 
@@ -18,12 +19,16 @@ struct AttentionCase
     bool neox;
     float base, freqScale;
     std::vector<float> freqFactors;  // empty: none
+    std::vector<std::pair<int, int>> steps = {{0, 5}, {5, 6}, {6, 7}, {7, 8}};  // token ranges per forward
+    int storage = CV_32F;            // KV cache element type
+    double tolerance = 2e-5;
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os)
 {
     *os << c.heads << "q" << c.kvHeads << "kv hd" << c.headDim << " rope" << c.ropeDim << (c.neox ? " neox" : " norm")
-        << " base" << c.base << " scale" << c.freqScale << (c.freqFactors.empty() ? "" : " factors");
+        << " base" << c.base << " scale" << c.freqScale << (c.freqFactors.empty() ? "" : " factors")
+        << " tokens " << c.steps.back().second << " storage " << typeToString(c.storage);
 }
 
 // Rotates the first ropeDim dimensions of one head vector at position pos, by definition.
@@ -59,7 +64,8 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
     lp.set("num_heads", c.heads);
     lp.set("num_kv_heads", c.kvHeads);
     lp.set("head_dim", c.headDim);
-    lp.set("max_context", 64);
+    const int total = c.steps.back().second;
+    lp.set("max_context", std::max(64, total));
     lp.set("rope_dim", c.ropeDim);
     lp.set("rope_base", c.base);
     lp.set("rope_neox", c.neox);
@@ -72,16 +78,16 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
     for (int i = 0; i < 3; i++)
         net.connect(0, i, id, i);
 
-    // All tokens' q, k, v, fed as a prefill of 5 then three single-token steps.
-    const int total = 8;
+    getLLMKVCache(net)->setStorageType(c.storage);
+
+    // All tokens' q, k, v, fed in the case's steps (a prefill, then single-token steps).
     Mat q(total, c.heads * c.headDim, CV_32F), k(total, c.kvHeads * c.headDim, CV_32F), v(k.size(), CV_32F);
     RNG rng(c.heads * 100 + c.headDim);
     rng.fill(q, RNG::NORMAL, 0, 1);
     rng.fill(k, RNG::NORMAL, 0, 1);
     rng.fill(v, RNG::NORMAL, 0, 1);
-    std::vector<std::pair<int, int>> steps = {{0, 5}, {5, 6}, {6, 7}, {7, 8}};
     const int group = c.heads / c.kvHeads;
-    for (const auto& s : steps)
+    for (const auto& s : c.steps)
     {
         net.setInput(q.rowRange(s.first, s.second).clone(), "q");
         net.setInput(k.rowRange(s.first, s.second).clone(), "k");
@@ -113,7 +119,7 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
                     double expected = 0;
                     for (int j = 0; j <= t; j++)
                         expected += scores[j] / sum * v.at<float>(j, g * c.headDim + d);
-                    EXPECT_NEAR(out.at<float>(t - s.first, h * c.headDim + d), expected, 2e-5)
+                    EXPECT_NEAR(out.at<float>(t - s.first, h * c.headDim + d), expected, c.tolerance)
                         << "token " << t << " head " << h << " dim " << d;
                 }
             }
@@ -124,7 +130,85 @@ INSTANTIATE_TEST_CASE_P(Cases, AttentionMath, ::testing::Values(
     AttentionCase{4, 4, 8, 8, false, 10000.f, 1.f, {}},             // multi-head, Llama NORM pairs
     AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}},               // GQA 3:1, Qwen2 NEOX, base 1e6
     AttentionCase{8, 1, 8, 4, true, 10000.f, 0.25f, {}},            // MQA, partial rotary, linear x4
-    AttentionCase{4, 2, 8, 8, false, 500000.f, 1.f, {1.f, 2.f, 8.f, 32.f}}));  // Llama-3 factors
+    AttentionCase{4, 2, 8, 8, false, 500000.f, 1.f, {1.f, 2.f, 8.f, 32.f}},   // Llama-3 factors
+    // Past one 256-position chunk: chunk partials merged in order (prefill) and split across
+    // threads (decode), and a page boundary inside a forward.
+    AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 300}, {300, 301}, {301, 530}, {530, 531}}},
+    // Reduced-precision storage: half (rounding ~5e-4 relative) and 8-bit blocks (~1/254 of a
+    // head's largest element per value).
+    AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 5}, {5, 6}, {6, 7}, {7, 8}}, CV_16F, 3e-3},
+    AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 5}, {5, 6}, {6, 7}, {7, 8}}, CV_8S, 4e-2}));
+
+// Context shifting: after KVCache::discardTokens(), the layer attends as if the kept tokens had
+// always been at their new positions (keys re-rotated by the shift).
+TEST(AttentionLayer, discardTokensReRotatesKeys)
+{
+    const AttentionCase c{6, 2, 16, 16, true, 1e6f, 1.f, {}};
+    LayerParams lp;
+    lp.set("num_heads", c.heads);
+    lp.set("num_kv_heads", c.kvHeads);
+    lp.set("head_dim", c.headDim);
+    lp.set("max_context", 64);
+    lp.set("rope_dim", c.ropeDim);
+    lp.set("rope_base", c.base);
+    lp.set("rope_neox", c.neox);
+    Net net;
+    net.setInputsNames({"q", "k", "v"});
+    const int id = net.addLayer("attn", "LLMAttention", lp);
+    for (int i = 0; i < 3; i++)
+        net.connect(0, i, id, i);
+    const int total = 43, dropFirst = 1, dropCount = 20;
+    Mat q(total, c.heads * c.headDim, CV_32F), k(total, c.kvHeads * c.headDim, CV_32F), v(k.size(), CV_32F);
+    RNG rng(7);
+    rng.fill(q, RNG::NORMAL, 0, 1);
+    rng.fill(k, RNG::NORMAL, 0, 1);
+    rng.fill(v, RNG::NORMAL, 0, 1);
+    auto feed = [&](int a, int b) {
+        net.setInput(q.rowRange(a, b).clone(), "q");
+        net.setInput(k.rowRange(a, b).clone(), "k");
+        net.setInput(v.rowRange(a, b).clone(), "v");
+        return net.forward().clone();
+    };
+    feed(0, 40);
+    getLLMKVCache(net)->discardTokens(0, dropFirst, dropCount);
+    const Mat out = feed(40, 43);
+
+    // The kept tokens (0 and 21..42) at positions 0, 1, 2, ...
+    std::vector<int> kept{0};
+    for (int t = dropFirst + dropCount; t < total; t++)
+        kept.push_back(t);
+    const int group = c.heads / c.kvHeads;
+    for (int r = 0; r < 3; r++)
+    {
+        const int pos = (int)kept.size() - 3 + r;  // query position after the shift
+        for (int h = 0; h < c.heads; h++)
+        {
+            std::vector<double> qh = headOf(q, kept[pos], h, c.headDim);
+            rope(qh, pos, c);
+            std::vector<double> scores;
+            for (int j = 0; j <= pos; j++)
+            {
+                std::vector<double> kj = headOf(k, kept[j], h / group, c.headDim);
+                rope(kj, j, c);
+                double dot = 0;
+                for (int d = 0; d < c.headDim; d++)
+                    dot += qh[d] * kj[d];
+                scores.push_back(dot / std::sqrt((double)c.headDim));
+            }
+            const double m = *std::max_element(scores.begin(), scores.end());
+            double sum = 0;
+            for (double& sc : scores)
+                sum += sc = std::exp(sc - m);
+            for (int d = 0; d < c.headDim; d++)
+            {
+                double expected = 0;
+                for (int j = 0; j <= pos; j++)
+                    expected += scores[j] / sum * v.at<float>(kept[j], h / group * c.headDim + d);
+                EXPECT_NEAR(out.at<float>(r, h * c.headDim + d), expected, 2e-5) << "row " << r << " head " << h;
+            }
+        }
+    }
+}
 
 TEST(AttentionLayer, rejectsWrongShapesAndFullContext)
 {

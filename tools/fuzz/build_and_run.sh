@@ -1,35 +1,59 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang (libFuzzer + AddressSanitizer + UBSan) and runs each for
-# FUZZ_SECONDS (default 60). Our parser and tokenizer sources are compiled into the targets
-# (instrumented); the rest of OpenCV comes from build/opencv. Usage, from the project root:
+# FUZZ_SECONDS (default 60). Our parser, tokenizer and chat-template sources are compiled into
+# the targets (instrumented); the rest of OpenCV comes from build/opencv. Usage, from the
+# project root:
 #   tools/fuzz/build_and_run.sh [seconds]
+# Environment:
+#   FUZZ_TARGETS   the targets to build and run (default: "fuzz_gguf fuzz_tokenizer fuzz_chat_template")
+#   FUZZ_NO_BUILD  1: run the targets already built in build/fuzz
+# A seconds value of 0 builds without running. Each run's full log is build/fuzz/<target>.log;
+# crashing inputs land in build/fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
+TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template}
 OUT=build/fuzz
 SRC=build/opencv-src/modules/dnn/src
-mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer"
+mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/artifacts"
 CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -D__OPENCV_BUILD=1 -DHAVE_PROTOBUF=1
   -I build/opencv-src/modules/core/include -I build/opencv-src/modules/dnn/include
   -I build/opencv-src/modules/imgproc/include -I build/opencv -I build/opencv/modules/dnn -I "$SRC")
 LIBS=(-L build/opencv/lib -lopencv_dnn -lopencv_imgproc -lopencv_core -Wl,-rpath,"$ROOT/build/opencv/lib" -lpcre2-8)
 
-clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
-  "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
-  "$SRC"/llm/gguf/gguf_net_builder.cpp "${LIBS[@]}"
-clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
-  "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp \
-  "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
+selected() { [[ " $TARGETS " == *" $1 "* ]]; }
 
-# Seeds: the shared test models (small ones) and tokenizer inputs.
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+  if selected fuzz_gguf; then
+    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
+      "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
+      "$SRC"/llm/gguf/gguf_net_builder.cpp "${LIBS[@]}"
+  fi
+  if selected fuzz_tokenizer; then
+    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
+      "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp \
+      "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
+  fi
+  if selected fuzz_chat_template; then
+    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
+      "$SRC"/llm/generation/chat_template.cpp "${LIBS[@]}"
+  fi
+fi
+[ "$SECONDS_PER_TARGET" = 0 ] && exit 0
+
+# Seeds: the shared test models (small ones), tokenizer inputs and real chat templates.
 cp -n ../shared/testdata/stories260K.gguf ../shared/testdata/llama.cpp-vocab/ggml-vocab-gpt-2.gguf "$OUT/corpus_gguf/" 2>/dev/null || true
 for f in ../shared/testdata/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
+cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
 
 export FUZZ_VOCAB_DIR="$ROOT/../shared/testdata/llama.cpp-vocab"
-for target in fuzz_gguf fuzz_tokenizer; do
+for target in $TARGETS; do
+  extra=()
+  [ -f "tools/fuzz/${target#fuzz_}.dict" ] && extra+=(-dict="tools/fuzz/${target#fuzz_}.dict")
   echo "== $target for ${SECONDS_PER_TARGET}s"
   "$OUT/$target" "$OUT/corpus_${target#fuzz_}" -max_total_time="$SECONDS_PER_TARGET" -max_len=65536 \
-    -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 2>&1 | grep -E "^(stat::|#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY)" || true
+    -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$target-" \
+    "${extra[@]}" 2>&1 | tee "$OUT/$target.log" | grep -E "^(stat::|#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY)" || true
 done

@@ -28,6 +28,7 @@ void initializeLLMLayerFactory()
     CV_DNN_REGISTER_LAYER_CLASS(LLMMatMul,         LLMMatMulLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMSwiGLU,         LLMSwiGLULayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMAttention,      LLMAttentionLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMLogitRows,      LLMLogitRowsLayer);
 }
 
 CV__DNN_INLINE_NS_END

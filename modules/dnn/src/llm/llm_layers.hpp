@@ -9,6 +9,7 @@
 #define OPENCV_DNN_SRC_LLM_LLM_LAYERS_HPP
 
 #include <opencv2/dnn.hpp>
+#include "kv_cache/paged_kv_cache.hpp"
 
 namespace cv {
 namespace dnn {
@@ -43,12 +44,12 @@ public:
 
 /** y = x W^T (+ b) with W in a ggml type (F32, F16, BF16, Q4_0 ... Q6_K), kept as stored.
 
-    Input: T x in_features. Output: T x out_features, or 1 x out_features with
-    `last_row_only` (the logits of the last token). blobs[0]: W's raw rows (out_features x
+    Input: T x in_features. Output: T x out_features. blobs[0]: W's raw rows (out_features x
     row bytes, CV_8U); blobs[1] (optional): bias, float32. Parameters: `ggml_type`,
-    `in_features`, `out_features`, `last_row_only`, `integer_dot_max_rows` (up to this many
-    tokens, activations are quantized to 8 bits for integer dot products where a kernel exists;
-    0 keeps the exact float path; default 4).
+    `in_features`, `out_features`, `gemv_max_rows` (up to this many tokens, each token's row
+    is computed on its own, so results do not depend on the batch; default 32), `integer_dot`
+    (on that path, quantize activations to 8 bits for integer dot products where a kernel
+    exists; default true; false keeps the exact float path).
 */
 class LLMMatMulLayer : public Layer
 {
@@ -63,8 +64,9 @@ public:
     static Ptr<LLMSwiGLULayer> create(const LayerParams& params);
 };
 
-/** Causal grouped-query attention with rotary embedding that keeps keys and values across
-    forward calls: a forward with T new tokens continues the sequence at the cached length.
+/** Causal grouped-query attention with rotary embedding over a paged KV cache
+    (kv_cache/paged_kv_cache.hpp): a forward's tokens continue their sequences, as the cache's
+    batch plan says (by default: all tokens continue sequence 0).
 
     Inputs: q (T x num_heads*head_dim), k and v (T x num_kv_heads*head_dim), before rotary.
     Output: T x num_heads*head_dim. Parameters: `num_heads`, `num_kv_heads`, `head_dim`,
@@ -75,12 +77,21 @@ class LLMAttentionLayer : public Layer
 {
 public:
     static Ptr<LLMAttentionLayer> create(const LayerParams& params);
-    //! Forgets the cached keys and values: the next forward starts at position 0.
-    virtual void resetSequence() = 0;
-    //! Keeps only the first `length` cached positions (no-op when fewer are cached).
-    virtual void truncateSequence(int length) = 0;
-    //! Number of cached positions.
-    virtual int sequenceLength() const = 0;
+    //! Makes the layer the `layerIndex`-th user of a Net's cache (layer 0 plans each forward).
+    virtual void attachKVCache(const Ptr<llm::PagedKVCache>& cache, int layerIndex) = 0;
+    //! The cache the layer uses (its own one-layer cache when none was attached).
+    virtual Ptr<llm::PagedKVCache> kvCache() = 0;
+};
+
+/** Selects the rows whose logits a forward returns: the last token of each sequence of the
+    batch plan, in plan order (or every row with `all_logits`). Input: T x features. */
+class LLMLogitRowsLayer : public Layer
+{
+public:
+    static Ptr<LLMLogitRowsLayer> create(const LayerParams& params);
+    virtual void attachKVCache(const Ptr<llm::PagedKVCache>& cache) = 0;
+    //! True when a forward of `tokens` tokens with the cache's pending plan needs other shapes.
+    virtual bool needsReplanning(int tokens) const = 0;
 };
 
 CV__DNN_INLINE_NS_END

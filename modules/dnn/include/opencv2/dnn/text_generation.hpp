@@ -64,9 +64,24 @@ public:
     String generate(const String& prompt, const GenerationConfig& config,
                     const std::function<bool(const String& piece)>& onPiece);
 
-    //! One completion per prompt.
+    /** @brief One completion per prompt, generated together with continuous batching.
+
+    Up to getMaxParallelSequences() sequences decode in one forward; a finished one leaves and
+    a waiting prompt joins between steps, when the KV cache's budget holds its prompt and
+    maxNewTokens. Identical prompts are prefilled once and share their pages. Completion i
+    samples with seed config.seed + i, so it equals a lone generate() with that seed. The
+    conversation of chat() is kept. */
     CV_WRAP std::vector<String> generateBatch(const std::vector<String>& prompts,
                                               const GenerationConfig& config = GenerationConfig());
+    /** @brief Streaming form of generateBatch(): onPiece(i, piece) receives the pieces of
+    completion i as they come and returns false to end that completion. */
+    std::vector<String> generateBatch(const std::vector<String>& prompts, const GenerationConfig& config,
+                                      const std::function<bool(int index, const String& piece)>& onPiece);
+    //! generateBatch() on token ids: the generated ids of each completion (stop tokens excluded; C++ only).
+    std::vector<std::vector<int> > generateBatchTokenIds(const std::vector<std::vector<int> >& promptIds,
+                                                         const GenerationConfig& config = GenerationConfig());
+    //! Most sequences generateBatch() runs in one forward (default 16).
+    CV_WRAP void setMaxParallelSequences(int n);
 
     //! Step API: starts generating after a prompt.
     CV_WRAP void start(const String& prompt, const GenerationConfig& config = GenerationConfig());

@@ -16,8 +16,8 @@
 #include "../gguf/gguf_model_file.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "chat_template.hpp"
-#include "sampler.hpp"
-#include "text_stream.hpp"
+#include "batch_generation.hpp"
+#include "completion.hpp"
 
 #include <atomic>
 
@@ -47,22 +47,20 @@ struct TextGenerationModel::Impl
     Ptr<Tokenizer> publicTokenizer;
     String chatTemplateText;      // the model's tokenizer.chat_template ("" if none)
     String chatTemplateName;      // chosen by the user; overrides the model's
-    std::vector<int> fed;         // tokens whose keys and values the Net holds
+    Ptr<llm::PagedKVCache> cache;
+    std::vector<int> fed;         // tokens of sequence 0 whose keys and values the cache holds
     int contextLength = 0;
 
     // Conversation for chat().
     std::vector<llm::ChatMessage> conversation;
     bool replyPending = false;    // the current generation answers the conversation's last turn
 
-    // Current generation (step API and the loops built on it).
-    GenerationConfig config;
-    std::unique_ptr<llm::Sampler> sampler;
-    std::unique_ptr<llm::TextStream> stream;
+    // Current generation (step API and the loops built on it), on sequence 0 of the cache.
+    std::unique_ptr<llm::Completion> completion;
     std::vector<int> prompt;
-    std::vector<int> history;     // prompt and generated tokens, for the repetition penalty
-    std::vector<int> generated;
     Mat logits;                   // of the next token
     bool done = true;
+    int maxParallel = 16;         // sequences per forward in generateBatch
 
     void load(const String& path, Net network)
     {
@@ -73,8 +71,9 @@ struct TextGenerationModel::Impl
         if (file.hasMetadata("tokenizer.chat_template"))
             chatTemplateText = file.getString("tokenizer.chat_template");
         net = network.empty() ? llm::buildNetFromGGUF(file, false) : network;
-        const String arch = file.getString("general.architecture");
-        contextLength = (int)file.getInt(arch + ".context_length");
+        cache = getLLMKVCache(net).dynamicCast<llm::PagedKVCache>();
+        CV_Assert(cache);
+        contextLength = cache->getMaxSequenceLength();
         resetLLMState(net);
     }
 
@@ -86,11 +85,7 @@ struct TextGenerationModel::Impl
 
     Mat forward(const std::vector<int>& ids)
     {
-        Mat input(1, (int)ids.size(), CV_32F);
-        for (size_t i = 0; i < ids.size(); i++)
-            input.at<float>((int)i) = (float)ids[i];
-        net.setInput(input);
-        Mat out = net.forward();
+        Mat out = llm::forwardTokens(net, ids, std::vector<int>(ids.size(), 0));
         fed.insert(fed.end(), ids.begin(), ids.end());
         return out;
     }
@@ -116,34 +111,12 @@ struct TextGenerationModel::Impl
     {
         checkLoaded();
         cancel();  // an unfinished chat reply still joins the conversation
-        if (promptIds.empty())
-            CV_Error(Error::StsBadArg, "TextGenerationModel: the prompt has no tokens");
-        for (int id : promptIds)
-            if (id < 0 || id >= tokenizer->vocabSize())
-                CV_Error(Error::StsOutOfRange, format("TextGenerationModel: prompt token id %d is not in [0, %d)",
-                                                      id, tokenizer->vocabSize()));
-        CV_CheckGE(cfg.maxNewTokens, 0, "TextGenerationModel: maxNewTokens must not be negative");
-        for (int id : cfg.stopTokenIds)
-            CV_Check(id, id >= 0 && id < tokenizer->vocabSize(), "TextGenerationModel: stop token id out of range");
-        llm::SamplingParams sp;
-        sp.temperature = cfg.temperature;
-        sp.topK = cfg.topK;
-        sp.topP = cfg.topP;
-        sp.minP = cfg.minP;
-        sp.repetitionPenalty = cfg.repetitionPenalty;
-        sp.repetitionWindow = cfg.repetitionWindow;
-        sampler.reset(new llm::Sampler(sp, (uint64)(int64)cfg.seed));
-        std::vector<std::string> stops(cfg.stopStrings.begin(), cfg.stopStrings.end());
-        stops.insert(stops.end(), extraStops.begin(), extraStops.end());
-        stream.reset(new llm::TextStream(stops));
-        config = cfg;
+        completion.reset(new llm::Completion(*tokenizer, promptIds, cfg,
+                                             std::vector<std::string>(extraStops.begin(), extraStops.end())));
         prompt = promptIds;
-        history = promptIds;
-        generated.clear();
-        done = false;
+        done = true;
         logits = prefill(promptIds);
-        if (config.maxNewTokens == 0)
-            done = true;
+        done = completion->done();
     }
 
     void startText(const String& text, const GenerationConfig& cfg)
@@ -152,37 +125,25 @@ struct TextGenerationModel::Impl
         start(tokenizer->encode(text, true, false), cfg, std::vector<String>());
     }
 
-    bool isStopToken(int id) const
-    {
-        return tokenizer->isEndOfGeneration(id) ||
-               std::find(config.stopTokenIds.begin(), config.stopTokenIds.end(), id) != config.stopTokenIds.end();
-    }
-
     String next()
     {
         if (done)
             return String();
         const Mat row = logits.reshape(1, 1);
-        const int id = sampler->sample(row.ptr<float>(), row.cols, history);
-        if (isStopToken(id))
-            return finish(String());
-        generated.push_back(id);
-        history.push_back(id);
-        String piece = stream->push(tokenizer->tokenToPiece(id, false));
-        const bool full = (int)fed.size() + 1 >= contextLength;
-        if (stream->stopped() || (int)generated.size() >= config.maxNewTokens || full)
+        String piece = completion->accept(row.ptr<float>(), row.cols, contextLength - (int)fed.size());
+        if (completion->done())
             return finish(piece);
-        logits = forward({id});
+        logits = forward({completion->lastToken()});
         return piece;
     }
 
     String finish(const String& piece)
     {
         done = true;
-        const String rest = piece + stream->flush();
+        const String rest = piece + completion->finish();
         if (replyPending)
         {
-            conversation.push_back(llm::ChatMessage{"assistant", stream->text()});
+            conversation.push_back(llm::ChatMessage{"assistant", completion->text()});
             replyPending = false;
         }
         return rest;
@@ -202,7 +163,7 @@ struct TextGenerationModel::Impl
             if (!piece.empty() && onPiece && !onPiece(piece))
                 cancel();
         }
-        return stream->text();
+        return completion->text();
     }
 
     std::vector<llm::ChatMessage> messagesFrom(const std::vector<String>& roles, const std::vector<String>& contents) const
@@ -283,10 +244,40 @@ String TextGenerationModel::generate(const String& prompt, const GenerationConfi
 
 std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>& prompts, const GenerationConfig& config)
 {
-    std::vector<String> out;
+    return generateBatch(prompts, config, nullptr);
+}
+
+std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>& prompts, const GenerationConfig& config,
+                                                       const std::function<bool(int, const String&)>& onPiece)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    std::vector<std::vector<int>> ids;
     for (const String& p : prompts)
-        out.push_back(generate(p, config));
+        ids.push_back(impl->tokenizer->encode(p, true, false));
+    std::vector<String> out;
+    for (const llm::BatchCompletion& c : llm::generateBatch(impl->net, *impl->cache, *impl->tokenizer, ids, config,
+                                                            impl->maxParallel, onPiece))
+        out.push_back(c.text);
     return out;
+}
+
+std::vector<std::vector<int>> TextGenerationModel::generateBatchTokenIds(const std::vector<std::vector<int>>& promptIds,
+                                                                         const GenerationConfig& config)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    std::vector<std::vector<int>> out;
+    for (const llm::BatchCompletion& c : llm::generateBatch(impl->net, *impl->cache, *impl->tokenizer, promptIds,
+                                                            config, impl->maxParallel, nullptr))
+        out.push_back(c.generated);
+    return out;
+}
+
+void TextGenerationModel::setMaxParallelSequences(int n)
+{
+    CV_CheckGT(n, 0, "TextGenerationModel: the number of parallel sequences must be positive");
+    impl->maxParallel = n;
 }
 
 void TextGenerationModel::start(const String& prompt, const GenerationConfig& config)
@@ -308,7 +299,7 @@ std::vector<int> TextGenerationModel::getPromptTokenIds() const
 
 std::vector<int> TextGenerationModel::getGeneratedTokenIds() const
 {
-    return impl->generated;
+    return impl->completion ? impl->completion->generated() : std::vector<int>();
 }
 
 String TextGenerationModel::next()

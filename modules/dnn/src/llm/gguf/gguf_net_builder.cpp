@@ -78,6 +78,10 @@ public:
         for (int i = 0; i < nLayer_; i++)
             x = block(i, x);
 
+        lp = params("logit_rows", "LLMLogitRows");
+        lp.set("all_logits", allLogits_);
+        const int logitRows = add(lp, {x}).layer;
+        x = Pin{logitRows, 0};
         x = rmsNorm("output_norm", "output_norm.weight", x);
         const bool tied = !f_.findTensor("output.weight");
         lp = params("output", "LLMMatMul");
@@ -85,10 +89,15 @@ public:
         lp.set("ggml_type", (int)tensor(outName).type);
         lp.set("in_features", nEmbd_);
         lp.set("out_features", vocab_);
-        lp.set("last_row_only", !allLogits_);
-        lp.set("integer_dot_max_rows", integerDot_ ? 4 : 0);
+        lp.set("integer_dot", integerDot_);
         lp.blobs.push_back(tied ? embd : weight(outName, nEmbd_, vocab_));
         add(lp, {x});
+
+        // One paged KV cache for the whole Net.
+        Ptr<PagedKVCache> cache = makePtr<PagedKVCache>(nLayer_, nKV_, headDim_, nCtx_);
+        for (int i = 0; i < nLayer_; i++)
+            net_.getLayer(attentionIds_[i]).dynamicCast<LLMAttentionLayer>()->attachKVCache(cache, i);
+        net_.getLayer(logitRows).dynamicCast<LLMLogitRowsLayer>()->attachKVCache(cache);
         return net_;
     }
 
@@ -245,7 +254,7 @@ private:
         lp.set("ggml_type", (int)tensor(w).type);
         lp.set("in_features", in);
         lp.set("out_features", out);
-        lp.set("integer_dot_max_rows", integerDot_ ? 4 : 0);
+        lp.set("integer_dot", integerDot_);
         lp.blobs.push_back(weight(w, in, out));
         if (f_.findTensor(b))
             lp.blobs.push_back(vectorF32(b, out));
@@ -281,6 +290,7 @@ private:
         if (f_.findTensor("rope_freqs.weight"))
             lp.blobs.push_back(vectorF32("rope_freqs.weight", ropeDim_ / 2));
         Pin a = add(lp, {q, k, v});
+        attentionIds_.push_back(a.layer);
         Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
         x = residual(p + "attn_residual", x, o);
 
@@ -295,6 +305,7 @@ private:
 
     const GGUFModelFile& f_;
     bool allLogits_;
+    std::vector<int> attentionIds_;
     bool integerDot_ = true;
     Net net_;
     std::string arch_;
@@ -321,33 +332,6 @@ Net readNetFromGGUF(const String& path, bool allLogits)
     CV_TRACE_FUNCTION();
     llm::GGUFModelFile file(path);
     return llm::buildNetFromGGUF(file, allLogits);
-}
-
-static std::vector<LLMAttentionLayer*> attentionLayers(Net& net)
-{
-    std::vector<LLMAttentionLayer*> layers;
-    for (const String& name : net.getLayerNames())
-        if (LLMAttentionLayer* a = dynamic_cast<LLMAttentionLayer*>(net.getLayer(net.getLayerId(name)).get()))
-            layers.push_back(a);
-    return layers;
-}
-
-void resetLLMState(Net& net)
-{
-    for (LLMAttentionLayer* a : attentionLayers(net))
-        a->resetSequence();
-}
-
-void truncateLLMState(Net& net, int length)
-{
-    for (LLMAttentionLayer* a : attentionLayers(net))
-        a->truncateSequence(length);
-}
-
-int getLLMSequenceLength(Net& net)
-{
-    const std::vector<LLMAttentionLayer*> layers = attentionLayers(net);
-    return layers.empty() ? 0 : layers.front()->sequenceLength();
 }
 
 CV__DNN_INLINE_NS_END

@@ -2,13 +2,15 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Causal grouped-query attention with rotary embedding and a per-layer key/value store that
-// persists across forward calls. num_heads / num_kv_heads query heads share each K/V head.
+// Causal grouped-query attention with rotary embedding over the Net's paged KV cache.
+// num_heads / num_kv_heads query heads share each K/V head. The first attention layer of a
+// forward plans the batch (which sequence and position each token has, where its keys and
+// values go); every layer then stores its keys and values and runs against that plan.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
 #include "../kernels/rotary_embedding.hpp"
-#include "../kernels/vector_ops.hpp"
+#include "../kernels/paged_attention.hpp"
 
 #include <cmath>
 
@@ -64,102 +66,61 @@ public:
         return false;
     }
 
-    void resetSequence() CV_OVERRIDE
+    void attachKVCache(const Ptr<llm::PagedKVCache>& cache, int layerIndex) CV_OVERRIDE
     {
-        length_ = 0;
+        CV_Assert(cache && layerIndex >= 0 && layerIndex < cache->layers());
+        CV_CheckEQ(cache->kvHeads(), kvHeads_, "LLMAttention: the KV cache has another KV head count");
+        CV_CheckEQ(cache->headDim(), headDim_, "LLMAttention: the KV cache has another head size");
+        cache_ = cache;
+        layerIndex_ = layerIndex;
+        cache_->setLayerRotary(layerIndex_, rope_);
     }
 
-    void truncateSequence(int length) CV_OVERRIDE
+    Ptr<llm::PagedKVCache> kvCache() CV_OVERRIDE
     {
-        CV_CheckGE(length, 0, "LLMAttention: sequence length must not be negative");
-        length_ = std::min(length_, length);
-    }
-
-    int sequenceLength() const CV_OVERRIDE
-    {
-        return length_;
+        if (!cache_)  // a layer used on its own keeps a cache of its own
+            attachKVCache(makePtr<llm::PagedKVCache>(1, kvHeads_, headDim_, maxContext_), 0);
+        return cache_;
     }
 
     void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
     {
         CV_TRACE_FUNCTION();
         CV_TRACE_ARG_VALUE(name, "name", name.c_str());
-        std::vector<Mat> inputs, outputs;
-        inputs_arr.getMatVector(inputs);
-        outputs_arr.getMatVector(outputs);
-        for (const Mat& m : inputs)
-            CV_CheckTypeEQ(m.type(), CV_32F, "LLMAttention: float32 inputs only");
-        const int tokens = inputs[0].size[0];
-        if (tokens > maxContext_ - length_)
-            CV_Error(Error::StsOutOfRange, format(
-                "LLMAttention '%s': the context is full: %d cached + %d new tokens exceed the maximum of %d "
-                "(start a new sequence with resetLLMState())", name.c_str(), length_, tokens, maxContext_));
+        const Mat q = inputs_arr.getMat(0), k = inputs_arr.getMat(1), v = inputs_arr.getMat(2);
+        Mat& out = outputs_arr.getMatRef(0);
+        CV_CheckTypeEQ(q.type(), CV_32F, "LLMAttention: float32 inputs only");
+        CV_CheckTypeEQ(k.type(), CV_32F, "LLMAttention: float32 inputs only");
+        CV_CheckTypeEQ(v.type(), CV_32F, "LLMAttention: float32 inputs only");
+        const int tokens = q.size[0];
+        llm::PagedKVCache& cache = *kvCache();
+        // The first attention layer plans the forward; the others run against its plan.
+        const llm::BatchPlan& plan = layerIndex_ == 0 ? cache.beginForward(tokens) : cache.plan();
+        CV_CheckEQ(plan.tokens, tokens, "LLMAttention: the batch plan has another token count");
 
+        // Rotated queries; rotated keys and the values go to the cache.
         const int qWidth = heads_ * headDim_, kvWidth = kvHeads_ * headDim_;
-        positions_.resize(tokens);
-        for (int t = 0; t < tokens; t++)
-            positions_[t] = length_ + t;
-
-        // Rotated queries; rotated keys and values appended to the store.
         query_.resize((size_t)tokens * qWidth);
-        std::copy(inputs[0].ptr<float>(), inputs[0].ptr<float>() + query_.size(), query_.begin());
-        rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, positions_.data());
-        const size_t needed = (size_t)(length_ + tokens) * kvWidth;
-        if (keys_.size() < needed)
-        {
-            // Grow geometrically up to the context limit so that appends stay amortized O(1).
-            const size_t cap = std::min((size_t)maxContext_ * kvWidth, std::max(needed, 2 * keys_.size()));
-            keys_.resize(cap);
-            values_.resize(cap);
-        }
-        float* newKeys = keys_.data() + (size_t)length_ * kvWidth;
-        std::copy(inputs[1].ptr<float>(), inputs[1].ptr<float>() + (size_t)tokens * kvWidth, newKeys);
-        rope_.apply(newKeys, tokens, kvWidth, kvHeads_, headDim_, positions_.data());
-        std::copy(inputs[2].ptr<float>(), inputs[2].ptr<float>() + (size_t)tokens * kvWidth,
-                  values_.data() + (size_t)length_ * kvWidth);
-        const int past = length_;
-        length_ += tokens;
+        std::copy(q.ptr<float>(), q.ptr<float>() + query_.size(), query_.begin());
+        rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, plan.position.data());
+        keys_.resize((size_t)tokens * kvWidth);
+        std::copy(k.ptr<float>(), k.ptr<float>() + keys_.size(), keys_.begin());
+        rope_.apply(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, plan.position.data());
+        const float* values = v.ptr<float>();
+        for (int t = 0; t < tokens; t++)
+            cache.store(layerIndex_, t, keys_.data() + (size_t)t * kvWidth, values + (size_t)t * kvWidth);
 
-        const float scale = 1.f / std::sqrt((float)headDim_);
-        const int group = heads_ / kvHeads_;
-        float* out = outputs[0].ptr<float>();
-        parallel_for_(Range(0, tokens * heads_), [&](const Range& r) {
-            AutoBuffer<float> scores(past + tokens);
-            for (int task = r.start; task < r.end; task++)
-            {
-                const int t = task / heads_, h = task % heads_;
-                const int kvHead = h / group;
-                const int visible = past + t + 1;  // causal: positions 0 .. past + t
-                const float* q = query_.data() + (size_t)t * qWidth + (size_t)h * headDim_;
-                float maxScore = -FLT_MAX;
-                for (int j = 0; j < visible; j++)
-                {
-                    const float* k = keys_.data() + (size_t)j * kvWidth + (size_t)kvHead * headDim_;
-                    scores[j] = llm::dotF32(q, k, headDim_) * scale;
-                    maxScore = std::max(maxScore, scores[j]);
-                }
-                float sum = 0.f;
-                for (int j = 0; j < visible; j++)
-                {
-                    scores[j] = std::exp(scores[j] - maxScore);
-                    sum += scores[j];
-                }
-                float* o = out + (size_t)t * qWidth + (size_t)h * headDim_;
-                std::fill(o, o + headDim_, 0.f);
-                for (int j = 0; j < visible; j++)
-                    llm::axpyF32(scores[j], values_.data() + (size_t)j * kvWidth + (size_t)kvHead * headDim_, o, headDim_);
-                llm::scaleF32(1.f / sum, o, headDim_);
-            }
-        });
+        attention_.run(cache, layerIndex_, plan, query_.data(), heads_, 1.f / std::sqrt((float)headDim_),
+                       out.ptr<float>());
     }
 
 private:
     int heads_, kvHeads_, headDim_, maxContext_;
     llm::RotaryEmbedding rope_;
-    int length_ = 0;
-    std::vector<int> positions_;  // scratch, kept to avoid allocating per decode step
-    std::vector<float> query_;
-    std::vector<float> keys_, values_;  // [position][kv head][head_dim]
+    Ptr<llm::PagedKVCache> cache_;
+    int layerIndex_ = 0;
+    llm::PagedAttention attention_;
+    std::vector<float> query_, keys_;  // rotated copies, kept to avoid allocating per step
 };
 
 Ptr<LLMAttentionLayer> LLMAttentionLayer::create(const LayerParams& params)

@@ -2,12 +2,16 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// y = x W^T (+ b) on weights kept in their ggml block format. Each thread takes a range of
-// output rows, decodes one weight row at a time into a small float buffer and dots it with
-// every token: the weights are read once per forward, whatever the token count.
-// For a few tokens (decoding) and weight types with an integer kernel, the activations are
-// instead quantized to 8 bits once and each weight block is dotted with them in integers, as
-// llama.cpp does: no decoded buffer, much less arithmetic per weight.
+// y = x W^T (+ b) on weights kept in their ggml block format.
+//
+// Up to `gemv_max_rows` tokens (decoding, also of a batch of sequences), each thread takes a
+// range of output rows and dots each weight row with every token. With an integer kernel for
+// the weight type, the activations are quantized to 8 bits once and each weight block is dotted
+// with them in integers, as llama.cpp does; otherwise the weight row is decoded to floats once
+// for all tokens. Either way each token's result is computed on its own, the same whatever the
+// other rows are: a sequence gets the same logits alone or in a batch.
+// Beyond (prefill), tiles of weight rows are decoded to float once and multiplied with all
+// tokens by dnn's fastGemm.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -28,8 +32,8 @@ public:
         type_ = (llm::GGMLType)params.get<int>("ggml_type");
         in_ = params.get<int>("in_features");
         out_ = params.get<int>("out_features");
-        lastRowOnly_ = params.get<bool>("last_row_only", false);
-        integerDotMaxRows_ = params.get<int>("integer_dot_max_rows", 4);
+        gemvMaxRows_ = params.get<int>("gemv_max_rows", 32);
+        integerDot_ = params.get<bool>("integer_dot", true) && llm::hasIntegerDot(type_);
         CV_CheckGT(in_, 0, "LLMMatMul: in_features must be positive");
         CV_CheckGT(out_, 0, "LLMMatMul: out_features must be positive");
         CV_Check(type_, llm::ggmlTypeTraits(type_).dequantizable, "LLMMatMul: unsupported ggml type");
@@ -58,7 +62,7 @@ public:
         CV_CheckEQ(x.back(), in_, "LLMMatMul: the input's last dimension != in_features");
         const int rows = (int)(total(x) / in_);
         CV_CheckGT(rows, 0, "LLMMatMul: empty input");
-        outputs.assign(1, MatShape{lastRowOnly_ ? 1 : rows, out_});
+        outputs.assign(1, MatShape{rows, out_});
         return false;
     }
 
@@ -72,9 +76,8 @@ public:
         const Mat& x = inputs[0];
         CV_CheckTypeEQ(x.type(), CV_32F, "LLMMatMul: float32 input only");
         const int rows = (int)(x.total() / in_);
-        const int firstRow = lastRowOnly_ ? rows - 1 : 0;
-        const int nRows = rows - firstRow;
-        const float* xp = x.ptr<float>() + (size_t)firstRow * in_;
+        const int nRows = rows;
+        const float* xp = x.ptr<float>();
         float* y = outputs[0].ptr<float>();
         const float* bias = blobs.size() > 1 ? blobs[1].ptr<float>() : nullptr;
         const Mat& w = blobs[0];
@@ -83,7 +86,7 @@ public:
 
         // ~16 stripes per thread keeps threads balanced without tiny tasks.
         const double nstripes = std::min<double>(out_, std::max(1, getNumThreads()) * 16);
-        if (nRows <= integerDotMaxRows_ && llm::hasIntegerDot(type_))
+        if (nRows <= gemvMaxRows_ && integerDot_)
         {
             const int blocks = in_ / 32;
             xq_.resize((size_t)nRows * in_);
@@ -104,7 +107,7 @@ public:
             }, nstripes);
             return;
         }
-        if (nRows > kMaxGemvRows)
+        if (nRows > gemvMaxRows_)
         {
             // Prefill: decode a tile of weight rows to float once, then a GEMM of all tokens
             // against it (dnn's own fastGemm, one thread per tile).
@@ -154,9 +157,8 @@ public:
 private:
     llm::GGMLType type_;
     int in_, out_;
-    bool lastRowOnly_;
-    int integerDotMaxRows_;  // beyond, decoding a weight row once for all tokens wins
-    static const int kMaxGemvRows = 4;  // beyond, a GEMM over decoded weight tiles
+    int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles
+    bool integerDot_;   // 8-bit activations and integer dot products on the GEMV path
     std::vector<signed char> xq_;  // activations quantized for the integer path
     std::vector<float> xd_;
     std::vector<int> xs_;

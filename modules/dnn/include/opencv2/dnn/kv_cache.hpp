@@ -1,0 +1,100 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#ifndef OPENCV_DNN_KV_CACHE_HPP
+#define OPENCV_DNN_KV_CACHE_HPP
+
+#include <opencv2/dnn.hpp>
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+//! @addtogroup dnn
+//! @{
+
+/** @brief The keys and values of a language model's Net: one paged cache shared by all its
+attention layers.
+
+Memory is a pool of pages of getPageSize() tokens (all layers' keys and values of those
+tokens); each sequence has a page table. A sequence grows by taking pages, so nothing is copied
+or moved as it grows. Sequences are named by non-negative ids of the caller's choice; a
+sequence exists once it holds a token (see setLLMBatch()) or is made by forkSequence().
+
+Memory is bounded by a budget (setMemoryBudget()); a forward that would exceed it, or a
+sequence that would exceed the model's context, raises a cv::Exception before anything in the
+cache changes.
+
+Methods must not be called while the Net runs a forward.
+*/
+class CV_EXPORTS_W KVCache
+{
+public:
+    virtual ~KVCache();
+
+    //! Tokens per page.
+    CV_WRAP virtual int getPageSize() const = 0;
+    //! Tokens one sequence may hold: the model's context length.
+    CV_WRAP virtual int getMaxSequenceLength() const = 0;
+    //! Bytes one token takes in the cache (all layers, keys and values).
+    CV_WRAP virtual size_t getBytesPerToken() const = 0;
+
+    /** @brief Limits the memory of the pages (bytes; rounded down to whole pages).
+    A budget below the pages in use is an error. */
+    CV_WRAP virtual void setMemoryBudget(size_t bytes) = 0;
+    CV_WRAP virtual size_t getMemoryBudget() const = 0;
+
+    /** @brief Element type of the stored keys and values: CV_32F (default), CV_16F (half
+    precision) or CV_8S (8-bit blocks with one float scale per head and token). Only while
+    the cache is empty. */
+    CV_WRAP virtual void setStorageType(int type) = 0;
+    CV_WRAP virtual int getStorageType() const = 0;
+
+    //! Sequence ids the cache holds, ascending.
+    CV_WRAP virtual std::vector<int> getSequenceIds() const = 0;
+    CV_WRAP virtual bool hasSequence(int sequenceId) const = 0;
+    //! Tokens a sequence holds (0 when it does not exist).
+    CV_WRAP virtual int getSequenceLength(int sequenceId) const = 0;
+
+    //! Forgets a sequence and frees the pages no other sequence shares.
+    CV_WRAP virtual void removeSequence(int sequenceId) = 0;
+    //! Keeps the first `length` tokens of a sequence (rewind); a longer length changes nothing.
+    CV_WRAP virtual void truncateSequence(int sequenceId, int length) = 0;
+    /** @brief Makes `destinationId` a copy of `sourceId` that shares its pages (nothing is copied:
+    a shared page that is partly filled is copied when one of them writes to it).
+    `destinationId` must not exist. */
+    CV_WRAP virtual void forkSequence(int sourceId, int destinationId) = 0;
+    /** @brief Context shifting: drops tokens [first, first + count) of a sequence; the tokens
+    after them move back by `count` positions (their keys are re-rotated accordingly). */
+    CV_WRAP virtual void discardTokens(int sequenceId, int first, int count) = 0;
+    //! Removes every sequence.
+    CV_WRAP virtual void clear() = 0;
+
+    //! Pages holding tokens.
+    CV_WRAP virtual int getPagesInUse() const = 0;
+    //! Pages the budget still allows.
+    CV_WRAP virtual int getPagesFree() const = 0;
+    //! Pages in use by more than one sequence.
+    CV_WRAP virtual int getPagesShared() const = 0;
+};
+
+/** @brief The KV cache of a Net made by readNet()/readNetFromGGUF() for a language model. */
+CV_EXPORTS_W Ptr<KVCache> getLLMKVCache(Net& net);
+
+/** @brief Plans the next forward of a language-model Net as a ragged batch.
+
+`sequenceIds[i]` is the sequence that input token i continues (one id per token of the next
+setInput(); a sequence's tokens in input order, each after that sequence's cached tokens).
+Sequences absent from the cache start empty. The forward then returns one row of logits per
+distinct sequence, in order of first appearance, for its last token (every token's row when the
+Net was read with allLogits). Without a plan, a forward continues sequence 0 with all its tokens.
+*/
+CV_EXPORTS_W void setLLMBatch(Net& net, const std::vector<int>& sequenceIds);
+
+//! @}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn
+
+#endif

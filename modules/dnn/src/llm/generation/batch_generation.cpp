@@ -1,0 +1,217 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "batch_generation.hpp"
+
+#include <deque>
+#include <map>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds)
+{
+    CV_Assert(!tokens.empty() && tokens.size() == sequenceIds.size());
+    Mat input(1, (int)tokens.size(), CV_32F);
+    for (size_t i = 0; i < tokens.size(); i++)
+        input.at<float>((int)i) = (float)tokens[i];
+    setLLMBatch(net, sequenceIds);
+    net.setInput(input);
+    return net.forward();
+}
+
+namespace {
+
+struct Active
+{
+    int index;       // of the prompt
+    int sequenceId;
+    std::unique_ptr<Completion> completion;
+    std::vector<float> logits;  // of the next token
+};
+
+// A prompt shared by several requests: prefilled once into a sequence of its own, then forked.
+struct SharedPrompt
+{
+    int sequenceId = -1;
+    int usersLeft = 0;
+    std::vector<float> logits;
+};
+
+class BatchRun
+{
+public:
+    BatchRun(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer, const std::vector<std::vector<int>>& prompts,
+             const GenerationConfig& config, int maxParallel, const std::function<bool(int, const String&)>& onPiece)
+        : net_(net), cache_(cache), tokenizer_(tokenizer), prompts_(prompts), config_(config),
+          maxParallel_(maxParallel), onPiece_(onPiece), results_(prompts.size())
+    {
+        CV_CheckGT(maxParallel, 0, "TextGenerationModel: the number of parallel sequences must be positive");
+        const std::vector<int> used = cache.getSequenceIds();
+        nextId_ = used.empty() ? 0 : used.back() + 1;
+        for (size_t i = 0; i < prompts.size(); i++)
+        {
+            if ((int)prompts[i].size() >= cache.getMaxSequenceLength())
+                CV_Error(Error::StsOutOfRange, format("TextGenerationModel: prompt %zu has %zu tokens; the context holds %d",
+                                                      i, prompts[i].size(), cache.getMaxSequenceLength()));
+            shared_[prompts[i]].usersLeft++;
+            waiting_.push_back((int)i);
+        }
+    }
+
+    std::vector<BatchCompletion> run()
+    {
+        try
+        {
+            while (!waiting_.empty() || !active_.empty())
+            {
+                admit();
+                step();
+            }
+        }
+        catch (...)
+        {
+            cleanUp();
+            throw;
+        }
+        cleanUp();
+        return results_;
+    }
+
+private:
+    int pagesFor(size_t tokens) const
+    {
+        return (int)((tokens + cache_.getPageSize() - 1) / cache_.getPageSize());
+    }
+
+    std::vector<float> forwardOne(const std::vector<int>& prompt, int sequenceId)
+    {
+        const Mat out = forwardTokens(net_, prompt, std::vector<int>(prompt.size(), sequenceId));
+        return std::vector<float>(out.ptr<float>(), out.ptr<float>() + out.cols);
+    }
+
+    // Waiting prompts join while there is room in the batch and in the cache's budget (enough
+    // pages for the prompt and all its new tokens, so a running sequence never runs out).
+    void admit()
+    {
+        while (!waiting_.empty() && (int)active_.size() < maxParallel_)
+        {
+            const int index = waiting_.front();
+            const std::vector<int>& prompt = prompts_[index];
+            SharedPrompt& shared = shared_[prompt];
+            const bool share = shared.usersLeft > 1 || shared.sequenceId >= 0;
+            const size_t maxLength = std::min<size_t>(prompt.size() + config_.maxNewTokens, cache_.getMaxSequenceLength());
+            const int needed = pagesFor(maxLength) + (share && shared.sequenceId < 0 ? pagesFor(prompt.size()) : 0);
+            if (needed > cache_.getPagesFree())
+            {
+                if (active_.empty())
+                    CV_Error(Error::StsNoMem, format(
+                        "TextGenerationModel: the KV cache budget (%zu bytes, %d pages free) cannot hold prompt %d "
+                        "(%zu tokens) and %d new tokens; raise it with KVCache::setMemoryBudget",
+                        cache_.getMemoryBudget(), cache_.getPagesFree(), index, prompt.size(), config_.maxNewTokens));
+                return;  // joins when a running sequence has finished
+            }
+            waiting_.pop_front();
+            Active a;
+            a.index = index;
+            a.sequenceId = nextId_++;
+            GenerationConfig cfg = config_;
+            cfg.seed = config_.seed + index;
+            a.completion.reset(new Completion(tokenizer_, prompt, cfg, std::vector<std::string>()));
+            if (share)
+            {
+                if (shared.sequenceId < 0)
+                {
+                    shared.sequenceId = nextId_++;
+                    shared.logits = forwardOne(prompt, shared.sequenceId);
+                }
+                cache_.forkSequence(shared.sequenceId, a.sequenceId);
+                a.logits = shared.logits;
+                if (--shared.usersLeft == 0)
+                {
+                    cache_.removeSequence(shared.sequenceId);
+                    shared.sequenceId = -1;
+                }
+            }
+            else
+            {
+                shared.usersLeft--;
+                a.logits = forwardOne(prompt, a.sequenceId);
+            }
+            active_.push_back(std::move(a));
+        }
+    }
+
+    // Every active sequence samples its next token; those that go on are fed in one forward.
+    void step()
+    {
+        tokens_.clear();
+        sequenceIds_.clear();
+        for (size_t i = 0; i < active_.size();)
+        {
+            Active& a = active_[i];
+            const int room = cache_.getMaxSequenceLength() - cache_.getSequenceLength(a.sequenceId);
+            const String piece = a.completion->accept(a.logits.data(), (int)a.logits.size(), room);
+            if (!piece.empty() && onPiece_ && !onPiece_(a.index, piece))
+                a.completion->finish();
+            if (a.completion->done())
+            {
+                results_[a.index].text = a.completion->text();
+                results_[a.index].generated = a.completion->generated();
+                cache_.removeSequence(a.sequenceId);
+                active_.erase(active_.begin() + i);
+                continue;
+            }
+            tokens_.push_back(a.completion->lastToken());
+            sequenceIds_.push_back(a.sequenceId);
+            i++;
+        }
+        if (tokens_.empty())
+            return;
+        const Mat out = forwardTokens(net_, tokens_, sequenceIds_);
+        CV_CheckEQ(out.rows, (int)active_.size(), "TextGenerationModel: one logit row per sequence expected");
+        for (size_t i = 0; i < active_.size(); i++)
+            std::copy(out.ptr<float>((int)i), out.ptr<float>((int)i) + out.cols, active_[i].logits.begin());
+    }
+
+    // Whatever happens, the sequences of this run leave the cache.
+    void cleanUp()
+    {
+        for (const Active& a : active_)
+            if (cache_.hasSequence(a.sequenceId))
+                cache_.removeSequence(a.sequenceId);
+        active_.clear();
+        for (auto& s : shared_)
+            if (s.second.sequenceId >= 0 && cache_.hasSequence(s.second.sequenceId))
+                cache_.removeSequence(s.second.sequenceId);
+    }
+
+    Net& net_;
+    PagedKVCache& cache_;
+    const Tokenizer& tokenizer_;
+    const std::vector<std::vector<int>>& prompts_;
+    GenerationConfig config_;
+    int maxParallel_;
+    std::function<bool(int, const String&)> onPiece_;
+    std::vector<BatchCompletion> results_;
+    int nextId_ = 0;
+    std::deque<int> waiting_;
+    std::vector<Active> active_;
+    std::map<std::vector<int>, SharedPrompt> shared_;
+    std::vector<int> tokens_, sequenceIds_;
+};
+
+} // namespace
+
+std::vector<BatchCompletion> generateBatch(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer,
+                                           const std::vector<std::vector<int>>& prompts,
+                                           const GenerationConfig& config, int maxParallel,
+                                           const std::function<bool(int, const String&)>& onPiece)
+{
+    return BatchRun(net, cache, tokenizer, prompts, config, maxParallel, onPiece).run();
+}
+
+}}} // namespace cv::dnn::llm

@@ -1,0 +1,54 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#ifndef OPENCV_DNN_SRC_LLM_GENERATION_COMPLETION_HPP
+#define OPENCV_DNN_SRC_LLM_GENERATION_COMPLETION_HPP
+
+#include <opencv2/dnn/text_generation.hpp>
+#include "../tokenizer/tokenizer.hpp"
+#include "sampler.hpp"
+#include "text_stream.hpp"
+
+#include <memory>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+/** One completion being generated: its sampler, stop conditions and text. The caller runs the
+    model; accept() takes the logits of the next token and says whether to feed it. */
+class Completion
+{
+public:
+    Completion(const Tokenizer& tokenizer, const std::vector<int>& prompt, const GenerationConfig& config,
+               const std::vector<std::string>& extraStops);
+
+    /** Samples the next token from `logits` (vocabulary size). Returns the new piece of text
+        (whole UTF-8 characters; possibly empty). After it, done() or lastToken() is to be fed.
+        `roomLeft`: tokens the sequence may still take (at most 1 ends generation after this). */
+    String accept(const float* logits, int vocab, int roomLeft);
+    //! Ends generation now (cancel); returns the text held back so far.
+    String finish();
+
+    bool done() const { return done_; }
+    int lastToken() const { return generated_.back(); }
+    const std::vector<int>& prompt() const { return prompt_; }
+    const std::vector<int>& generated() const { return generated_; }
+    //! All text generated so far.
+    String text() const { return stream_.text(); }
+
+private:
+    bool isStopToken(int id) const;
+
+    const Tokenizer& tokenizer_;
+    GenerationConfig config_;
+    Sampler sampler_;
+    TextStream stream_;
+    std::vector<int> prompt_, history_, generated_;
+    bool done_ = false;
+};
+
+}}} // namespace cv::dnn::llm
+
+#endif

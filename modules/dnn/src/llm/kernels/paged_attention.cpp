@@ -1,0 +1,246 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "paged_attention.hpp"
+#include "vector_ops.hpp"
+
+#include <cmath>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+namespace {
+
+// One query token's attention for the query heads of one KV head.
+struct AttentionTask
+{
+    int token, kvHead;
+};
+
+// Everything a parallel body needs; the lambdas capture only a reference to it (a closure that
+// small fits std::function's inline storage, so parallel_for_ does not allocate).
+struct AttentionContext
+{
+    const PagedKVCache* cache;
+    const BatchPlan* plan;
+    int layer, heads, group, headDim, pageSize, kvHeads;
+    float scale;
+    const float* q;
+    float* out;
+    size_t partialFloats;      // one partial: group * (2 + headDim)
+    size_t scratchFloats;      // per stripe
+    float* scratch;            // per stripe: scores, decoded rows, a partial and the running state
+    float* partials;           // split-KV: one partial per (token, KV head, chunk)
+    const int* taskStart;      // split-KV: first partial of each (token, KV head)
+    int stripes, tasks;
+
+    int chunks(int token) const
+    {
+        return plan->position[token] / PagedAttention::kChunkTokens + 1;
+    }
+
+    /* Partial of positions [begin, end) of the token's sequence: per query head of the group,
+       [max score, sum of exp(score - max), sum of exp(score - max) * value]. */
+    void chunkPartial(int token, int kvHead, int begin, int end, float* scores, float* rowBuf, float* partial) const
+    {
+        const std::vector<int>& pages = *plan->pageTables[plan->batchSequence[token]];
+        const size_t qWidth = (size_t)heads * headDim;
+        const float* qHead = q + token * qWidth + (size_t)kvHead * group * headDim;
+        const int n = end - begin;
+        for (int j = begin; j < end;)
+        {
+            const int page = pages[j / pageSize], slot = j % pageSize;
+            const int count = std::min(pageSize - slot, end - j);
+            size_t stride;
+            const float* k = cache->rows(layer, false, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
+            for (int s = 0; s < count; s++, k += stride)
+                for (int h = 0; h < group; h++)
+                    scores[h * n + (j - begin) + s] = dotF32(qHead + (size_t)h * headDim, k, headDim) * scale;
+            j += count;
+        }
+        for (int h = 0; h < group; h++)
+        {
+            float* sh = scores + h * n;
+            float m = -FLT_MAX;
+            for (int i = 0; i < n; i++)
+                m = std::max(m, sh[i]);
+            float l = 0.f;
+            for (int i = 0; i < n; i++)
+            {
+                sh[i] = std::exp(sh[i] - m);
+                l += sh[i];
+            }
+            float* ph = partial + (size_t)h * (2 + headDim);
+            ph[0] = m;
+            ph[1] = l;
+            std::fill(ph + 2, ph + 2 + headDim, 0.f);
+        }
+        for (int j = begin; j < end;)
+        {
+            const int page = pages[j / pageSize], slot = j % pageSize;
+            const int count = std::min(pageSize - slot, end - j);
+            size_t stride;
+            const float* v = cache->rows(layer, true, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
+            for (int s = 0; s < count; s++, v += stride)
+                for (int h = 0; h < group; h++)
+                    axpyF32(scores[h * n + (j - begin) + s], v, partial + (size_t)h * (2 + headDim) + 2, headDim);
+            j += count;
+        }
+    }
+
+    // state = merge(state, partial): log-sum-exp rescaling of both sides to the larger maximum.
+    void merge(float* state, const float* partial) const
+    {
+        for (int h = 0; h < group; h++)
+        {
+            float* sh = state + (size_t)h * (2 + headDim);
+            const float* ph = partial + (size_t)h * (2 + headDim);
+            const float m = std::max(sh[0], ph[0]);
+            const float a = std::exp(sh[0] - m), b = std::exp(ph[0] - m);
+            sh[0] = m;
+            sh[1] = sh[1] * a + ph[1] * b;
+            float* acc = sh + 2;
+            const float* pacc = ph + 2;
+            for (int i = 0; i < headDim; i++)
+                acc[i] = acc[i] * a + pacc[i] * b;
+        }
+    }
+
+    void writeOutput(int token, int kvHead, const float* state) const
+    {
+        const size_t qWidth = (size_t)heads * headDim;
+        for (int h = 0; h < group; h++)
+        {
+            const float* sh = state + (size_t)h * (2 + headDim);
+            float* o = out + token * qWidth + ((size_t)kvHead * group + h) * headDim;
+            const float inv = 1.f / sh[1];
+            for (int i = 0; i < headDim; i++)
+                o[i] = sh[2 + i] * inv;
+        }
+    }
+
+    void chunkRange(int token, int c, int* begin, int* end) const
+    {
+        *begin = c * PagedAttention::kChunkTokens;
+        *end = std::min(*begin + PagedAttention::kChunkTokens, plan->position[token] + 1);
+    }
+
+    float* stripeScratch(int stripe) const { return scratch + (size_t)stripe * scratchFloats; }
+
+    // Whole tokens per task: chunks computed and merged in order.
+    void runTokens(int stripe) const
+    {
+        float* scores = stripeScratch(stripe);
+        float* rowBuf = scores + (size_t)group * PagedAttention::kChunkTokens;
+        float* partial = rowBuf + (size_t)pageSize * headDim;
+        float* state = partial + partialFloats;
+        const int t0 = (int)((int64)tasks * stripe / stripes), t1 = (int)((int64)tasks * (stripe + 1) / stripes);
+        for (int task = t0; task < t1; task++)
+        {
+            const int token = task / kvHeads, kvHead = task % kvHeads;
+            for (int c = 0; c < chunks(token); c++)
+            {
+                int begin, end;
+                chunkRange(token, c, &begin, &end);
+                chunkPartial(token, kvHead, begin, end, scores, rowBuf, c == 0 ? state : partial);
+                if (c > 0)
+                    merge(state, partial);
+            }
+            writeOutput(token, kvHead, state);
+        }
+    }
+};
+
+} // namespace
+
+void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& plan, const float* q, int heads,
+                         float scale, float* out)
+{
+    AttentionContext ctx;
+    ctx.cache = &cache;
+    ctx.plan = &plan;
+    ctx.layer = layer;
+    ctx.heads = heads;
+    ctx.kvHeads = cache.kvHeads();
+    ctx.group = heads / ctx.kvHeads;
+    ctx.headDim = cache.headDim();
+    ctx.pageSize = cache.getPageSize();
+    ctx.scale = scale;
+    ctx.q = q;
+    ctx.out = out;
+    ctx.partialFloats = (size_t)ctx.group * (2 + ctx.headDim);
+    ctx.scratchFloats = (size_t)ctx.group * kChunkTokens + (size_t)ctx.pageSize * ctx.headDim + 2 * ctx.partialFloats;
+    ctx.tasks = plan.tokens * ctx.kvHeads;
+    const int threads = std::max(1, getNumThreads());
+
+    int chunkTasks = 0;
+    for (int t = 0; t < plan.tokens; t++)
+        chunkTasks += ctx.chunks(t) * ctx.kvHeads;
+    const bool splitKV = ctx.tasks < 2 * threads && chunkTasks > ctx.tasks;
+
+    if (!splitKV)
+    {
+        ctx.stripes = std::min(ctx.tasks, 4 * threads);
+        if (partials_.size() < ctx.stripes * ctx.scratchFloats)
+            partials_.resize(ctx.stripes * ctx.scratchFloats);
+        ctx.scratch = partials_.data();
+        parallel_for_(Range(0, ctx.stripes), [&ctx](const Range& r) {
+            for (int s = r.start; s < r.end; s++)
+                ctx.runTokens(s);
+        }, ctx.stripes);
+        return;
+    }
+
+    // Split-KV: one task per (token, KV head, chunk) writes its partial; then the partials of
+    // each (token, KV head) are merged in chunk order, exactly as runTokens() merges them.
+    taskStart_.resize(ctx.tasks + 1);
+    taskStart_[0] = 0;
+    for (int task = 0; task < ctx.tasks; task++)
+        taskStart_[task + 1] = taskStart_[task] + ctx.chunks(task / ctx.kvHeads);
+    const int total = taskStart_[ctx.tasks];
+    ctx.stripes = std::min(total, 4 * threads);
+    const size_t need = (size_t)total * ctx.partialFloats + ctx.stripes * ctx.scratchFloats;
+    if (partials_.size() < need)
+        partials_.resize(need);
+    ctx.partials = partials_.data();
+    ctx.scratch = partials_.data() + (size_t)total * ctx.partialFloats;
+    ctx.taskStart = taskStart_.data();
+    struct Split
+    {
+        AttentionContext* ctx;
+        int total;
+    } split{&ctx, total};
+    parallel_for_(Range(0, ctx.stripes), [&split](const Range& r) {
+        const AttentionContext& c = *split.ctx;
+        for (int s = r.start; s < r.end; s++)
+        {
+            float* scores = c.stripeScratch(s);
+            float* rowBuf = scores + (size_t)c.group * kChunkTokens;
+            const int i0 = (int)((int64)split.total * s / c.stripes), i1 = (int)((int64)split.total * (s + 1) / c.stripes);
+            int task = (int)(std::upper_bound(c.taskStart, c.taskStart + c.tasks + 1, i0) - c.taskStart) - 1;
+            for (int i = i0; i < i1; i++)
+            {
+                while (c.taskStart[task + 1] <= i)
+                    task++;
+                const int token = task / c.kvHeads, kvHead = task % c.kvHeads, chunk = i - c.taskStart[task];
+                int begin, end;
+                c.chunkRange(token, chunk, &begin, &end);
+                c.chunkPartial(token, kvHead, begin, end, scores, rowBuf, c.partials + (size_t)i * c.partialFloats);
+            }
+        }
+    }, ctx.stripes);
+    parallel_for_(Range(0, ctx.tasks), [&ctx](const Range& r) {
+        for (int task = r.start; task < r.end; task++)
+        {
+            float* state = ctx.partials + (size_t)ctx.taskStart[task] * ctx.partialFloats;
+            for (int i = ctx.taskStart[task] + 1; i < ctx.taskStart[task + 1]; i++)
+                ctx.merge(state, ctx.partials + (size_t)i * ctx.partialFloats);
+            ctx.writeOutput(task / ctx.kvHeads, task % ctx.kvHeads, state);
+        }
+    });
+}
+
+}}} // namespace cv::dnn::llm
