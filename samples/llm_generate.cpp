@@ -3,12 +3,14 @@
 //   llm_generate --model FILE (--prompt TEXT | --prompt-ids 1,403,407) [--max-new-tokens N]
 //                [--threads N] [--print-token-ids] [--tokenize-only]
 //                [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
-//                [--seed S] [--stop TEXT]...
+//                [--seed S] [--stop TEXT]... [--parallel N]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
-// stops (it works on vocabulary-only GGUF files). Speed goes to stderr; errors go to stderr
-// with a non-zero exit status.
+// stops (it works on vocabulary-only GGUF files). --parallel N generates N completions of the
+// prompt in one batch (continuous batching; completion i samples with seed S+i, so it equals a
+// single run with --seed S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
+// Speed goes to stderr; errors go to stderr with a non-zero exit status.
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
@@ -35,6 +37,7 @@ struct Options
     int threads = -1;
     bool printIds = false;
     bool tokenizeOnly = false;
+    int parallel = 0;
     GenerationConfig config;
 };
 
@@ -44,7 +47,7 @@ struct Options
               << "usage: llm_generate --model FILE (--prompt TEXT | --prompt-ids ID,ID,...)\n"
               << "         [--max-new-tokens N] [--threads N] [--print-token-ids] [--tokenize-only]\n"
               << "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
-              << "         [--seed S] [--stop TEXT]...\n";
+              << "         [--seed S] [--stop TEXT]... [--parallel N]\n";
     std::exit(2);
 }
 
@@ -114,6 +117,12 @@ Options parseOptions(int argc, char** argv)
             o.config.seed = parseInt(value(), arg);
         else if (arg == "--stop")
             o.config.stopStrings.push_back(value());
+        else if (arg == "--parallel")
+        {
+            o.parallel = parseInt(value(), arg);
+            if (o.parallel <= 0)
+                usageError("--parallel must be positive");
+        }
         else
             usageError("unknown option " + arg);
     }
@@ -158,6 +167,30 @@ int main(int argc, char** argv)
         load.start();
         TextGenerationModel model(opt.model);
         load.stop();
+
+        if (opt.parallel > 0)
+        {
+            const std::vector<int> prompt = opt.hasPromptIds ? opt.promptIds : model.getTokenizer()->encode(opt.prompt);
+            TickMeter tm;
+            tm.start();
+            const std::vector<std::vector<int>> generated =
+                model.generateBatchTokenIds(std::vector<std::vector<int>>(opt.parallel, prompt), opt.config);
+            tm.stop();
+            if (opt.printIds)
+                printIds("prompt_ids", prompt);
+            size_t total = 0;
+            for (int i = 0; i < opt.parallel; i++)
+            {
+                printIds(format("generated_ids[%d]", i).c_str(), generated[i]);
+                std::cout << "text[" << i << "]: " << model.getTokenizer()->decode(generated[i]) << "\n";
+                total += generated[i].size();
+            }
+            std::cout.flush();
+            std::cerr << format("load %.1f ms; %d completions of %zu prompt tokens: %zu tokens in %.1f ms, %.1f tokens/s\n",
+                                load.getTimeMilli(), opt.parallel, prompt.size(), total, tm.getTimeMilli(),
+                                total / tm.getTimeSec());
+            return 0;
+        }
 
         TickMeter prefill, decode;
         prefill.start();

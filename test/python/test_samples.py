@@ -29,8 +29,10 @@ def test_python_chatbot_runs(shared_testdata):
 
 def test_parallel_prints_each_completion(shared_testdata):
     r = subprocess.run([str(BIN / "llm_parallel"), f"--model={shared_testdata / 'stories260K.gguf'}", "--n=3",
-                        "--max_new_tokens=8"], capture_output=True, text=True, timeout=60)
+                        "--max_new_tokens=8", "--parallel=2", "--sequential"],
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert [l[:3] for l in lines[:3]] == ["[0]", "[1]", "[2]"] and "3 completions" in lines[3]
     assert len(set(lines[:3])) > 1  # seeds S, S+1, S+2 give different samples
+    assert "same tokens: yes" in lines[4]
