@@ -9,8 +9,10 @@
 set(OPENCV_EXPECTED_SHA256 "4ca619efbad524c550771ab110332fc81293fb720bd03980fe58bc15f9ca3be8")
 
 function(llm_prepare_opencv_tree out_dir)
-  file(GLOB patch_files "${CMAKE_SOURCE_DIR}/patches/*.patch")
+  file(GLOB patch_files CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/patches/*.patch")
   list(SORT patch_files)
+  # An edited patch re-runs this configure step, which re-extracts and re-patches the tree.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${patch_files})
 
   if(OPENCV_SOURCE_DIR)
     # A user's own tree is used in place: it must be 4.10 with our patches already applied

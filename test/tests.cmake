@@ -27,6 +27,15 @@ gtest_discover_tests(llm_tests
     ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
     FIXTURES_REQUIRED generated_test_data)
 
+# Heap allocations per decode step: a process of its own, since it replaces malloc.
+add_executable(llm_alloc_tests "${test_root}/alloc/test_decode_allocations.cpp" "${test_root}/cpp/test_common.cpp")
+target_link_libraries(llm_alloc_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
+gtest_discover_tests(llm_alloc_tests
+  DISCOVERY_MODE PRE_TEST
+  PROPERTIES
+    ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"
+    FIXTURES_REQUIRED generated_test_data)
+
 add_test(NAME python_tests
          COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/python")
 set_tests_properties(python_tests PROPERTIES

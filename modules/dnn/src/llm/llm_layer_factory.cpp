@@ -27,6 +27,7 @@ void initializeLLMLayerFactory()
     CV_DNN_REGISTER_LAYER_CLASS(LLMTokenEmbedding, LLMTokenEmbeddingLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMMatMul,         LLMMatMulLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMSwiGLU,         LLMSwiGLULayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMResidualAdd,    LLMResidualAddLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMAttention,      LLMAttentionLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMLogitRows,      LLMLogitRowsLayer);
 }

@@ -64,6 +64,13 @@ public:
     static Ptr<LLMSwiGLULayer> create(const LayerParams& params);
 };
 
+/** a + b, element-wise (inputs of the same shape): a transformer block's residual connection. */
+class LLMResidualAddLayer : public Layer
+{
+public:
+    static Ptr<LLMResidualAddLayer> create(const LayerParams& params);
+};
+
 /** Causal grouped-query attention with rotary embedding over a paged KV cache
     (kv_cache/paged_kv_cache.hpp): a forward's tokens continue their sequences, as the cache's
     batch plan says (by default: all tokens continue sequence 0).

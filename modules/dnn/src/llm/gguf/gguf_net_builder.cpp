@@ -263,8 +263,7 @@ private:
 
     Pin residual(const std::string& name, Pin a, Pin b)
     {
-        LayerParams lp = params(name, "Eltwise");
-        lp.set("operation", "sum");
+        LayerParams lp = params(name, "LLMResidualAdd");
         return add(lp, {a, b});
     }
 

@@ -70,91 +70,136 @@ public:
     {
         CV_TRACE_FUNCTION();
         CV_TRACE_ARG_VALUE(name, "name", name.c_str());
-        std::vector<Mat> inputs, outputs;
-        inputs_arr.getMatVector(inputs);
-        outputs_arr.getMatVector(outputs);
-        const Mat& x = inputs[0];
+        const Mat x = inputs_arr.getMat(0);
         CV_CheckTypeEQ(x.type(), CV_32F, "LLMMatMul: float32 input only");
-        const int rows = (int)(x.total() / in_);
-        const int nRows = rows;
-        const float* xp = x.ptr<float>();
-        float* y = outputs[0].ptr<float>();
-        const float* bias = blobs.size() > 1 ? blobs[1].ptr<float>() : nullptr;
-        const Mat& w = blobs[0];
-        const size_t rowBytes = w.cols;
-        const uchar* wp = w.ptr();
-
-        // ~16 stripes per thread keeps threads balanced without tiny tasks.
-        const double nstripes = std::min<double>(out_, std::max(1, getNumThreads()) * 16);
-        if (nRows <= gemvMaxRows_ && integerDot_)
+        Run run;
+        run.self = this;
+        run.rows = (int)(x.total() / in_);
+        run.x = x.ptr<float>();
+        run.y = outputs_arr.getMatRef(0).ptr<float>();
+        run.bias = blobs.size() > 1 ? blobs[1].ptr<float>() : nullptr;
+        run.w = blobs[0].ptr();
+        run.rowBytes = blobs[0].cols;
+        // Work is split into stripes of output rows (or tiles), each with its own scratch kept
+        // by the layer: ~16 stripes per thread balance the threads, and nothing is allocated
+        // per call once the scratch has grown. The lambdas capture one reference, small enough
+        // for std::function not to allocate either.
+        const int threads = std::max(1, getNumThreads());
+        if (run.rows <= gemvMaxRows_ && integerDot_)
         {
             const int blocks = in_ / 32;
-            xq_.resize((size_t)nRows * in_);
-            xd_.resize((size_t)nRows * blocks);
-            xs_.resize((size_t)nRows * blocks);
-            for (int t = 0; t < nRows; t++)
-                llm::quantizeRowQ8(xp + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
+            xq_.resize((size_t)run.rows * in_);
+            xd_.resize((size_t)run.rows * blocks);
+            xs_.resize((size_t)run.rows * blocks);
+            for (int t = 0; t < run.rows; t++)
+                llm::quantizeRowQ8(run.x + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
                                    &xs_[(size_t)t * blocks], in_);
-            parallel_for_(Range(0, out_), [&](const Range& r) {
-                for (int n = r.start; n < r.end; n++)
-                {
-                    const uchar* src = wp + (size_t)n * rowBytes;
-                    const float b = bias ? bias[n] : 0.f;
-                    for (int t = 0; t < nRows; t++)
-                        y[(size_t)t * out_ + n] = llm::dotQ8(type_, src, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
-                                                             &xs_[(size_t)t * blocks], in_) + b;
-                }
-            }, nstripes);
-            return;
+            run.stripes = std::min(out_, threads * 16);
+            parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.integerGemv(r); }, run.stripes);
         }
-        if (nRows > gemvMaxRows_)
+        else if (run.rows <= gemvMaxRows_)
+        {
+            run.stripes = std::min(out_, threads * 16);
+            const size_t perStripe = type_ == llm::GGML_F32 ? 0 : (size_t)in_;
+            if (scratch_.size() < run.stripes * perStripe)
+                scratch_.resize(run.stripes * perStripe);
+            run.scratch = scratch_.data();
+            parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.floatGemv(r); }, run.stripes);
+        }
+        else
         {
             // Prefill: decode a tile of weight rows to float once, then a GEMM of all tokens
             // against it (dnn's own fastGemm, one thread per tile).
-            const int tileRows = std::max(8, std::min(64, (1 << 17) / in_));
-            const int tiles = (out_ + tileRows - 1) / tileRows;
-            FastGemmOpt opt;
-            opt.init();
-            opt.multi_thread = false;
-            parallel_for_(Range(0, tiles), [&](const Range& r) {
-                AutoBuffer<float> tile((size_t)tileRows * in_);
-                for (int k = r.start; k < r.end; k++)
-                {
-                    const int n0 = k * tileRows, n1 = std::min(out_, n0 + tileRows);
-                    for (int n = n0; n < n1; n++)
-                        llm::dequantizeRowFast(type_, wp + (size_t)n * rowBytes, tile.data() + (size_t)(n - n0) * in_, in_);
-                    FastGemmOpt tileOpt = opt;
-                    fastGemm(false, true, nRows, in_, n1 - n0, in_, 1.f, xp, in_, 1, tile.data(), in_, 1,
-                             0.f, y + n0, out_, tileOpt);
-                    if (bias)
-                        for (int t = 0; t < nRows; t++)
-                            for (int n = n0; n < n1; n++)
-                                y[(size_t)t * out_ + n] += bias[n];
-                }
-            }, tiles);
-            return;
+            run.tileRows = std::max(8, std::min(64, (1 << 17) / in_));
+            run.tiles = (out_ + run.tileRows - 1) / run.tileRows;
+            run.stripes = std::min(run.tiles, threads * 4);
+            if (scratch_.size() < (size_t)run.stripes * run.tileRows * in_)
+                scratch_.resize((size_t)run.stripes * run.tileRows * in_);
+            run.scratch = scratch_.data();
+            run.gemmOpt.init();
+            run.gemmOpt.multi_thread = false;
+            parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.gemm(r); }, run.stripes);
         }
-        parallel_for_(Range(0, out_), [&](const Range& r) {
-            AutoBuffer<float> rowBuf(type_ == llm::GGML_F32 ? 0 : in_);
-            for (int n = r.start; n < r.end; n++)
-            {
-                const uchar* src = wp + (size_t)n * rowBytes;
-                const float* wr;
-                if (type_ == llm::GGML_F32)
-                    wr = reinterpret_cast<const float*>(src);
-                else
-                {
-                    llm::dequantizeRowFast(type_, src, rowBuf.data(), in_);
-                    wr = rowBuf.data();
-                }
-                const float b = bias ? bias[n] : 0.f;
-                for (int t = 0; t < nRows; t++)
-                    y[(size_t)t * out_ + n] = llm::dotF32Fast(wr, xp + (size_t)t * in_, in_) + b;
-            }
-        }, nstripes);
     }
 
 private:
+    // One forward's arguments and the three ways to compute it, each over a range of stripes.
+    struct Run
+    {
+        const LLMMatMulLayerImpl* self;
+        int rows;
+        const float* x;
+        float* y;
+        const float* bias;
+        const uchar* w;
+        size_t rowBytes;
+        int stripes = 1, tileRows = 0, tiles = 0;
+        float* scratch = nullptr;
+        FastGemmOpt gemmOpt;
+
+        int stripeBegin(int s, int n) const { return (int)((int64)n * s / stripes); }
+
+        void integerGemv(const Range& r) const
+        {
+            const int in = self->in_, out = self->out_, blocks = in / 32;
+            for (int s = r.start; s < r.end; s++)
+                for (int n = stripeBegin(s, out); n < stripeBegin(s + 1, out); n++)
+                {
+                    const uchar* src = w + (size_t)n * rowBytes;
+                    const float b = bias ? bias[n] : 0.f;
+                    for (int t = 0; t < rows; t++)
+                        y[(size_t)t * out + n] = llm::dotQ8(self->type_, src, &self->xq_[(size_t)t * in],
+                                                            &self->xd_[(size_t)t * blocks],
+                                                            &self->xs_[(size_t)t * blocks], in) + b;
+                }
+        }
+
+        void floatGemv(const Range& r) const
+        {
+            const int in = self->in_, out = self->out_;
+            for (int s = r.start; s < r.end; s++)
+            {
+                float* rowBuf = scratch + (size_t)s * in;
+                for (int n = stripeBegin(s, out); n < stripeBegin(s + 1, out); n++)
+                {
+                    const uchar* src = w + (size_t)n * rowBytes;
+                    const float* wr;
+                    if (self->type_ == llm::GGML_F32)
+                        wr = reinterpret_cast<const float*>(src);
+                    else
+                    {
+                        llm::dequantizeRowFast(self->type_, src, rowBuf, in);
+                        wr = rowBuf;
+                    }
+                    const float b = bias ? bias[n] : 0.f;
+                    for (int t = 0; t < rows; t++)
+                        y[(size_t)t * out + n] = llm::dotF32Fast(wr, x + (size_t)t * in, in) + b;
+                }
+            }
+        }
+
+        void gemm(const Range& r) const
+        {
+            const int in = self->in_, out = self->out_;
+            for (int s = r.start; s < r.end; s++)
+            {
+                float* tile = scratch + (size_t)s * tileRows * in;
+                for (int k = stripeBegin(s, tiles); k < stripeBegin(s + 1, tiles); k++)
+                {
+                    const int n0 = k * tileRows, n1 = std::min(out, n0 + tileRows);
+                    for (int n = n0; n < n1; n++)
+                        llm::dequantizeRowFast(self->type_, w + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
+                    FastGemmOpt opt = gemmOpt;
+                    fastGemm(false, true, rows, in, n1 - n0, in, 1.f, x, in, 1, tile, in, 1, 0.f, y + n0, out, opt);
+                    if (bias)
+                        for (int t = 0; t < rows; t++)
+                            for (int n = n0; n < n1; n++)
+                                y[(size_t)t * out + n] += bias[n];
+                }
+            }
+        }
+    };
+
     llm::GGMLType type_;
     int in_, out_;
     int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles
@@ -162,6 +207,7 @@ private:
     std::vector<signed char> xq_;  // activations quantized for the integer path
     std::vector<float> xd_;
     std::vector<int> xs_;
+    std::vector<float> scratch_;  // per stripe: a decoded weight row (GEMV) or tile (GEMM)
 };
 
 Ptr<LLMMatMulLayer> LLMMatMulLayer::create(const LayerParams& params)

@@ -90,7 +90,7 @@ public:
         const size_t normSize = total(x, a);
         const size_t scaleSize = blobs.empty() ? total(inputs[1]) : blobs[0].total();
         CV_CheckGT(normSize, (size_t)0, "RMSNorm: the normalized axes are empty");
-        checkScaleSize(x, a, scaleSize);
+        checkScaleSize(x.data(), (int)x.size(), a, scaleSize);
 
         outputs.assign(1, x);
         if (requiredOutputs > 1)
@@ -110,38 +110,43 @@ public:
         CV_TRACE_FUNCTION();
         CV_TRACE_ARG_VALUE(name, "name", name.c_str());
 
-        std::vector<Mat> inputs, outputs;
-        inputs_arr.getMatVector(inputs);
-        outputs_arr.getMatVector(outputs);
-
-        const Mat& x = inputs[0];
-        const Mat& scaleMat = blobs.empty() ? inputs[1] : blobs[0];
+        // Mats by index, not getMatVector(): a forward allocates nothing on the heap.
+        const Mat x = inputs_arr.getMat(0);
+        const Mat scaleMat = blobs.empty() ? inputs_arr.getMat(1) : blobs[0];
         CV_CheckTypeEQ(x.type(), CV_32F, "RMSNorm: only float32 input is supported");
         CV_CheckTypeEQ(scaleMat.type(), CV_32F, "RMSNorm: only float32 scale is supported");
         CV_Assert(x.isContinuous() && scaleMat.isContinuous());
 
         const int a = normalizedAxis(x.dims);
-        const int normSize = (int)total(shape(x), a);
+        int normSize = 1;
+        for (int i = a; i < x.dims; i++)
+            normSize *= x.size[i];
         const int scaleSize = (int)scaleMat.total();
-        checkScaleSize(shape(x), a, scaleSize);
-        const size_t rows = x.total() / normSize;
+        checkScaleSize(x.size.p, x.dims, a, scaleSize);
 
-        const float* src = x.ptr<float>();
-        const float* scale = scaleMat.ptr<float>();
-        float* dst = outputs[0].ptr<float>();
-        float* invStdOut = outputs.size() > 1 ? outputs[1].ptr<float>() : nullptr;
-        const float eps = epsilon;
+        struct Rows
+        {
+            const float* src;
+            const float* scale;
+            float* dst;
+            float* invStdOut;
+            int normSize, scaleSize;
+            float eps;
+        } rows{x.ptr<float>(), scaleMat.ptr<float>(), outputs_arr.getMatRef(0).ptr<float>(),
+               outputs_arr.total() > 1 ? outputs_arr.getMatRef(1).ptr<float>() : nullptr,
+               normSize, scaleSize, epsilon};
 
-        // Rows are independent; small rows are batched into stripes of ~64K elements.
+        // Rows are independent; small rows are batched into stripes of ~64K elements. The
+        // lambda captures one reference, small enough for std::function not to allocate.
         const double nstripes = std::max(1.0, (double)x.total() / (1 << 16));
-        parallel_for_(Range(0, (int)rows), [&](const Range& r) {
+        parallel_for_(Range(0, (int)(x.total() / normSize)), [&rows](const Range& r) {
             for (int row = r.start; row < r.end; row++)
             {
-                const float* xr = src + (size_t)row * normSize;
-                const float invRms = 1.f / std::sqrt(sumOfSquares(xr, normSize) / normSize + eps);
-                scaleRow(xr, scale, scaleSize, invRms, dst + (size_t)row * normSize, normSize);
-                if (invStdOut)
-                    invStdOut[row] = invRms;
+                const float* xr = rows.src + (size_t)row * rows.normSize;
+                const float invRms = 1.f / std::sqrt(sumOfSquares(xr, rows.normSize) / rows.normSize + rows.eps);
+                scaleRow(xr, rows.scale, rows.scaleSize, invRms, rows.dst + (size_t)row * rows.normSize, rows.normSize);
+                if (rows.invStdOut)
+                    rows.invStdOut[row] = invRms;
             }
         }, nstripes);
     }
@@ -156,20 +161,21 @@ private:
 
     // The scale must cover the normalized shape or a suffix of it (broadcast over the rest),
     // or be a single value.
-    static void checkScaleSize(const MatShape& x, int a, size_t scaleSize)
+    static void checkScaleSize(const int* dims, int ndims, int a, size_t scaleSize)
     {
         if (scaleSize == 1)
             return;
         size_t suffix = 1;
-        for (int i = (int)x.size() - 1; i >= a; i--)
+        for (int i = ndims - 1; i >= a; i--)
         {
-            suffix *= x[i];
+            suffix *= dims[i];
             if (suffix == scaleSize)
                 return;
         }
+        const MatShape normalized(dims + a, dims + ndims);
         CV_Error(Error::StsBadSize, cv::format(
             "RMSNorm: scale has %zu elements but the normalized shape %s (axis %d) needs %zu",
-            scaleSize, toString(MatShape(x.begin() + a, x.end())).c_str(), a, (size_t)total(x, a)));
+            scaleSize, toString(normalized).c_str(), a, (size_t)total(normalized)));
     }
 
     float epsilon;

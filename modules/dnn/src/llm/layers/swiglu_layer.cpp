@@ -36,19 +36,21 @@ public:
     void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
     {
         CV_TRACE_FUNCTION();
-        std::vector<Mat> inputs, outputs;
-        inputs_arr.getMatVector(inputs);
-        outputs_arr.getMatVector(outputs);
-        CV_CheckTypeEQ(inputs[0].type(), CV_32F, "LLMSwiGLU: float32 only");
-        const float* gate = inputs[0].ptr<float>();
-        const float* up = inputs[1].ptr<float>();
-        float* y = outputs[0].ptr<float>();
-        const int n = (int)inputs[0].total();
-        parallel_for_(Range(0, n), [&](const Range& r) {
+        const Mat gateMat = inputs_arr.getMat(0), upMat = inputs_arr.getMat(1);
+        CV_CheckTypeEQ(gateMat.type(), CV_32F, "LLMSwiGLU: float32 only");
+        CV_CheckTypeEQ(upMat.type(), CV_32F, "LLMSwiGLU: float32 only");
+        struct Args
+        {
+            const float* gate;
+            const float* up;
+            float* y;
+        } args{gateMat.ptr<float>(), upMat.ptr<float>(), outputs_arr.getMatRef(0).ptr<float>()};
+        const int n = (int)gateMat.total();
+        parallel_for_(Range(0, n), [&args](const Range& r) {
             for (int i = r.start; i < r.end; i++)
             {
-                const float g = gate[i];
-                y[i] = g / (1.f + std::exp(-g)) * up[i];
+                const float g = args.gate[i];
+                args.y[i] = g / (1.f + std::exp(-g)) * args.up[i];
             }
         }, std::max(1.0, n / 16384.0));
     }

@@ -52,10 +52,7 @@ public:
     void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
     {
         CV_TRACE_FUNCTION();
-        std::vector<Mat> inputs, outputs;
-        inputs_arr.getMatVector(inputs);
-        outputs_arr.getMatVector(outputs);
-        const Mat& ids = inputs[0];
+        const Mat ids = inputs_arr.getMat(0);
         CV_CheckTypeEQ(ids.type(), CV_32F, "LLMTokenEmbedding: token ids must be float32");
         const int tokens = (int)ids.total();
         const float* idp = ids.ptr<float>();
@@ -65,11 +62,17 @@ public:
             if (!(id >= 0.f && id < (float)vocab_) || id != std::floor(id))
                 CV_Error(Error::StsOutOfRange, format("LLMTokenEmbedding: token id %g is not in [0, %d)", id, vocab_));
         }
-        const Mat& table = blobs[0];
-        float* out = outputs[0].ptr<float>();
-        parallel_for_(Range(0, tokens), [&](const Range& r) {
+        struct Args
+        {
+            const LLMTokenEmbeddingLayerImpl* self;
+            const float* ids;
+            float* out;
+        } args{this, idp, outputs_arr.getMatRef(0).ptr<float>()};
+        parallel_for_(Range(0, tokens), [&args](const Range& r) {
+            const Mat& table = args.self->blobs[0];
             for (int t = r.start; t < r.end; t++)
-                llm::dequantizeRowFast(type_, table.ptr((int)idp[t]), out + (size_t)t * dim_, dim_);
+                llm::dequantizeRowFast(args.self->type_, table.ptr((int)args.ids[t]),
+                                       args.out + (size_t)t * args.self->dim_, args.self->dim_);
         });
     }
 

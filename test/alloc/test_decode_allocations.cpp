@@ -1,0 +1,153 @@
+// Heap allocations of a decode step, counted by interposing the C allocator for the whole
+// process (OpenCV's fastMalloc and C++'s operator new both end in these functions).
+// A separate executable, so that the counting hooks do not run under the other tests.
+
+#include <gtest/gtest.h>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/dnn.hpp>
+#include <opencv2/dnn/kv_cache.hpp>
+
+#include "../cpp/test_common.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* ptr, size_t size);
+void* __libc_memalign(size_t alignment, size_t size);
+void __libc_free(void* ptr);
+}
+
+static std::atomic<long> g_allocations{0};
+
+extern "C" {
+void* malloc(size_t size)
+{
+    g_allocations++;
+    return __libc_malloc(size);
+}
+void* calloc(size_t count, size_t size)
+{
+    g_allocations++;
+    return __libc_calloc(count, size);
+}
+void* realloc(void* ptr, size_t size)
+{
+    g_allocations++;
+    return __libc_realloc(ptr, size);
+}
+void* memalign(size_t alignment, size_t size)
+{
+    g_allocations++;
+    return __libc_memalign(alignment, size);
+}
+void* aligned_alloc(size_t alignment, size_t size)
+{
+    g_allocations++;
+    return __libc_memalign(alignment, size);
+}
+int posix_memalign(void** ptr, size_t alignment, size_t size)
+{
+    g_allocations++;
+    *ptr = __libc_memalign(alignment, size);
+    return *ptr ? 0 : ENOMEM;
+}
+void free(void* ptr)
+{
+    __libc_free(ptr);
+}
+}
+
+using namespace cv;
+using namespace cv::dnn;
+
+namespace {
+
+struct Decoder
+{
+    Net net;
+    Mat input = Mat(1, 1, CV_32F);
+    std::vector<int> sequences = std::vector<int>(1, 0);
+    int next = 0;
+
+    explicit Decoder(const std::string& model) : net(readNet(model)) {}
+
+    void prefill(const std::vector<int>& ids)
+    {
+        Mat m(1, (int)ids.size(), CV_32F);
+        for (size_t i = 0; i < ids.size(); i++)
+            m.at<float>((int)i) = (float)ids[i];
+        setLLMBatch(net, std::vector<int>(ids.size(), 0));
+        net.setInput(m);
+        next = argmax(net.forward());
+    }
+
+    // One greedy decode step, as a serving loop would run it.
+    void step()
+    {
+        input.at<float>(0) = (float)next;
+        setLLMBatch(net, sequences);
+        net.setInput(input);
+        next = argmax(net.forward());
+    }
+
+    static int argmax(const Mat& logits)
+    {
+        const float* p = logits.ptr<float>();
+        int best = 0;
+        for (int i = 1; i < (int)logits.total(); i++)
+            if (p[i] > p[best])
+                best = i;
+        return best;
+    }
+};
+
+// Allocations per step of `steps` decode steps after a warm-up that grew the cache's page pool
+// to the same length (then rewound): buffers, scratch and pages are all in place.
+double allocationsPerStep(const std::string& model, int steps)
+{
+    const std::vector<int> prompt = {1, 403, 407, 261, 378};
+    Decoder d(model);
+    d.prefill(prompt);
+    for (int i = 0; i < steps + 2; i++)
+        d.step();
+    getLLMKVCache(d.net)->truncateSequence(0, 0);
+    d.prefill(prompt);  // a shape change back to the prompt, then single tokens again
+    d.step();
+    const long before = g_allocations.load();
+    for (int i = 0; i < steps; i++)
+        d.step();
+    return (double)(g_allocations.load() - before) / steps;
+}
+
+class DecodeAllocations : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecodeAllocations, steadyDecodeStepAllocatesNothingOnOneThread)
+{
+    const int threads = getNumThreads();
+    setNumThreads(1);
+    const double perStep = allocationsPerStep(GetParam(), 24);
+    setNumThreads(threads);
+    EXPECT_EQ(perStep, 0.0);
+}
+
+// With threads: OpenCV's thread pool recycles its job objects (patches/0006), so a
+// multi-threaded step allocates nothing either.
+TEST_P(DecodeAllocations, steadyDecodeStepAllocatesNothingOnTwoThreads)
+{
+    const int threads = getNumThreads();
+    setNumThreads(2);
+    const double perStep = allocationsPerStep(GetParam(), 24);
+    setNumThreads(threads);
+    EXPECT_EQ(perStep, 0.0);
+}
+
+INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
+    llm_test::sharedTestData("stories260K.gguf"),
+    llm_test::testModel("synthetic/synthetic_llama_Q4_0.gguf"),
+    llm_test::testModel("synthetic/synthetic_qwen2_Q5_K_M.gguf")));
+
+} // namespace
