@@ -28,7 +28,8 @@ gtest_discover_tests(llm_tests
     FIXTURES_REQUIRED generated_test_data)
 
 # Heap allocations per decode step: a process of its own, since it replaces malloc.
-add_executable(llm_alloc_tests "${test_root}/alloc/test_decode_allocations.cpp" "${test_root}/cpp/test_common.cpp")
+add_executable(llm_alloc_tests "${test_root}/alloc/test_decode_allocations.cpp" "${test_root}/cpp/test_common.cpp"
+               "${LLM_PROJECT_ROOT}/samples/allocation_counter.cpp")
 target_link_libraries(llm_alloc_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
 gtest_discover_tests(llm_alloc_tests
   DISCOVERY_MODE PRE_TEST

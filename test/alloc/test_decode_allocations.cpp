@@ -1,6 +1,5 @@
-// Heap allocations of a decode step, counted by interposing the C allocator for the whole
-// process (OpenCV's fastMalloc and C++'s operator new both end in these functions).
-// A separate executable, so that the counting hooks do not run under the other tests.
+// Heap allocations of a decode step, counted by samples/allocation_counter.cpp (which replaces
+// the process's C allocator). A separate executable, so that the other tests run without it.
 
 #include <gtest/gtest.h>
 #include <opencv2/core/utility.hpp>
@@ -9,57 +8,7 @@
 
 #include "../cpp/test_common.hpp"
 
-#include <atomic>
-#include <cerrno>
-#include <cstdlib>
-
-extern "C" {
-void* __libc_malloc(size_t size);
-void* __libc_calloc(size_t count, size_t size);
-void* __libc_realloc(void* ptr, size_t size);
-void* __libc_memalign(size_t alignment, size_t size);
-void __libc_free(void* ptr);
-}
-
-static std::atomic<long> g_allocations{0};
-
-extern "C" {
-void* malloc(size_t size)
-{
-    g_allocations++;
-    return __libc_malloc(size);
-}
-void* calloc(size_t count, size_t size)
-{
-    g_allocations++;
-    return __libc_calloc(count, size);
-}
-void* realloc(void* ptr, size_t size)
-{
-    g_allocations++;
-    return __libc_realloc(ptr, size);
-}
-void* memalign(size_t alignment, size_t size)
-{
-    g_allocations++;
-    return __libc_memalign(alignment, size);
-}
-void* aligned_alloc(size_t alignment, size_t size)
-{
-    g_allocations++;
-    return __libc_memalign(alignment, size);
-}
-int posix_memalign(void** ptr, size_t alignment, size_t size)
-{
-    g_allocations++;
-    *ptr = __libc_memalign(alignment, size);
-    return *ptr ? 0 : ENOMEM;
-}
-void free(void* ptr)
-{
-    __libc_free(ptr);
-}
-}
+#include "../../samples/allocation_counter.hpp"
 
 using namespace cv;
 using namespace cv::dnn;
@@ -117,10 +66,10 @@ double allocationsPerStep(const std::string& model, int steps)
     getLLMKVCache(d.net)->truncateSequence(0, 0);
     d.prefill(prompt);  // a shape change back to the prompt, then single tokens again
     d.step();
-    const long before = g_allocations.load();
+    const long before = heapAllocations();
     for (int i = 0; i < steps; i++)
         d.step();
-    return (double)(g_allocations.load() - before) / steps;
+    return (double)(heapAllocations() - before) / steps;
 }
 
 class DecodeAllocations : public ::testing::TestWithParam<std::string> {};
