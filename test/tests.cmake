@@ -41,3 +41,7 @@ add_test(NAME python_tests
          COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/python")
 set_tests_properties(python_tests PROPERTIES
   ENVIRONMENT "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};LLM_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};PYTHONDONTWRITEBYTECODE=1")
+
+# Soak: 10,000 tokens with context shifting (512-token context) in flat resident memory.
+add_test(NAME soak_10000_tokens_flat_memory
+         COMMAND llm_soak "--model=${LLM_PROJECT_ROOT}/../shared/testdata/stories260K.gguf" --tokens=10000 --threads=1)

@@ -358,3 +358,36 @@ TEST(TextGenerationBatch, conversationSurvivesABatch)
 }
 
 } // namespace
+
+namespace {
+
+// Generation past the context: with contextShift it goes on (the sequence is shifted, never
+// longer than the context); without, it stops when the context is full.
+TEST(TextGenerationContext, shiftKeepsGeneratingAndStopWithoutIt)
+{
+    TextGenerationModel model(llm_test::sharedTestData("stories260K.gguf"));
+    Net net = model.getNetwork();
+    GenerationConfig config;
+    config.maxNewTokens = 700;  // the context holds 512
+    config.temperature = 0.8f;
+    config.ignoreEndOfGeneration = true;
+    model.generate("Once upon a time", config);
+    const size_t prompt = model.getPromptTokenIds().size();
+    EXPECT_EQ(model.getGeneratedTokenIds().size(), 512 - prompt);
+    EXPECT_EQ(getLLMSequenceLength(net), 511);
+
+    config.contextShift = true;
+    model.start("Once upon a time", config);
+    int maxLength = 0;
+    while (!model.isDone())
+    {
+        model.next();
+        maxLength = std::max(maxLength, getLLMSequenceLength(net));
+    }
+    EXPECT_EQ(model.getGeneratedTokenIds().size(), 700u);
+    EXPECT_LE(maxLength, 512);
+    for (int id : model.getGeneratedTokenIds())
+        EXPECT_FALSE(model.getTokenizer()->isEndOfGeneration(id));
+}
+
+} // namespace

@@ -55,5 +55,5 @@ for target in $TARGETS; do
   echo "== $target for ${SECONDS_PER_TARGET}s"
   "$OUT/$target" "$OUT/corpus_${target#fuzz_}" -max_total_time="$SECONDS_PER_TARGET" -max_len=65536 \
     -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$target-" \
-    "${extra[@]}" 2>&1 | tee "$OUT/$target.log" | grep -E "^(stat::|#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY)" || true
+    "${extra[@]}" 2>&1 | tee "$OUT/$target.log" | grep -E "^(stat::|#[0-9]+[[:space:]]+DONE|Done [0-9]+ runs|==[0-9]+==ERROR|SUMMARY|.*Test unit written)" || true
 done

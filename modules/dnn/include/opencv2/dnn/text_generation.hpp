@@ -32,6 +32,12 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW int seed = 0;                  //!< random seed for sampling
     CV_PROP_RW std::vector<String> stopStrings;  //!< generation ends before any of these texts
     CV_PROP_RW std::vector<int> stopTokenIds;    //!< extra tokens that end generation
+    /** When the context is full: false ends generation; true drops the older half of the
+    tokens after the first (llama.cpp's context shift) and goes on. generate() and the step
+    API only; generateBatch() ends a full sequence. */
+    CV_PROP_RW bool contextShift = false;
+    //! Never pick end-of-generation tokens (EOS, end of turn): generate until another limit.
+    CV_PROP_RW bool ignoreEndOfGeneration = false;
 };
 
 /** @brief Text generation with a language model: tokenizer, sampling, stop conditions,

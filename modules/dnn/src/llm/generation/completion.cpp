@@ -5,6 +5,8 @@
 #include "../../precomp.hpp"
 #include "completion.hpp"
 
+#include <limits>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -43,6 +45,10 @@ Completion::Completion(const Tokenizer& tokenizer, const std::vector<int>& promp
     for (int id : config.stopTokenIds)
         CV_Check(id, id >= 0 && id < tokenizer.vocabSize(), "TextGenerationModel: stop token id out of range");
     done_ = config.maxNewTokens == 0;
+    if (config.ignoreEndOfGeneration)
+        for (int id = 0; id < tokenizer.vocabSize(); id++)
+            if (tokenizer.isEndOfGeneration(id))
+                endOfGeneration_.push_back(id);
 }
 
 bool Completion::isStopToken(int id) const
@@ -55,6 +61,14 @@ String Completion::accept(const float* logits, int vocab, int roomLeft)
 {
     if (done_)
         return String();
+    if (!endOfGeneration_.empty())
+    {
+        masked_.assign(logits, logits + vocab);
+        for (int id : endOfGeneration_)
+            if (id < vocab)
+                masked_[id] = -std::numeric_limits<float>::infinity();
+        logits = masked_.data();
+    }
     const int id = sampler_.sample(logits, vocab, history_);
     if (isStopToken(id))
         return finish();

@@ -46,6 +46,8 @@ private:
     Sampler sampler_;
     TextStream stream_;
     std::vector<int> prompt_, history_, generated_;
+    std::vector<int> endOfGeneration_;  // ids masked out with ignoreEndOfGeneration
+    std::vector<float> masked_;         // logits with those ids at -inf
     bool done_ = false;
 };
 

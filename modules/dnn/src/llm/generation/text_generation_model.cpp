@@ -20,6 +20,7 @@
 #include "completion.hpp"
 
 #include <atomic>
+#include <climits>
 
 namespace cv {
 namespace dnn {
@@ -60,6 +61,7 @@ struct TextGenerationModel::Impl
     std::vector<int> prompt;
     Mat logits;                   // of the next token
     bool done = true;
+    bool contextShift = false;
     int maxParallel = 16;         // sequences per forward in generateBatch
 
     void load(const String& path, Net network)
@@ -114,6 +116,7 @@ struct TextGenerationModel::Impl
         completion.reset(new llm::Completion(*tokenizer, promptIds, cfg,
                                              std::vector<std::string>(extraStops.begin(), extraStops.end())));
         prompt = promptIds;
+        contextShift = cfg.contextShift;
         done = true;
         logits = prefill(promptIds);
         done = completion->done();
@@ -130,11 +133,24 @@ struct TextGenerationModel::Impl
         if (done)
             return String();
         const Mat row = logits.reshape(1, 1);
-        String piece = completion->accept(row.ptr<float>(), row.cols, contextLength - (int)fed.size());
+        const int room = contextShift ? INT_MAX : contextLength - (int)fed.size();
+        String piece = completion->accept(row.ptr<float>(), row.cols, room);
         if (completion->done())
             return finish(piece);
+        if ((int)fed.size() >= contextLength)
+            shiftContext();
         logits = forward({completion->lastToken()});
         return piece;
+    }
+
+    // llama.cpp's context shift: keep the first token when it is BOS, drop the older half of
+    // the rest; the cache moves the later tokens back and re-rotates their keys.
+    void shiftContext()
+    {
+        const int keep = tokenizer->addBos() ? 1 : 0;
+        const int discard = ((int)fed.size() - keep) / 2;
+        cache->discardTokens(0, keep, discard);
+        fed.erase(fed.begin() + keep, fed.begin() + keep + discard);
     }
 
     String finish(const String& piece)
