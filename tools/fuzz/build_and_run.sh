@@ -13,10 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
-TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template}
+TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_onnx}
 OUT=build/fuzz
 SRC=build/opencv-src/modules/dnn/src
-mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/artifacts"
+mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_onnx" "$OUT/artifacts"
 CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -D__OPENCV_BUILD=1 -DHAVE_PROTOBUF=1
   -I build/opencv-src/modules/core/include -I build/opencv-src/modules/dnn/include
@@ -36,6 +36,15 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
       "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp \
       "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
   fi
+  if selected fuzz_kv_cache; then
+    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_cache" tools/fuzz/fuzz_kv_cache.cpp \
+      "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/paged_attention.cpp \
+      "$SRC"/llm/kernels/rotary_embedding.cpp "${LIBS[@]}"
+  fi
+  if selected fuzz_onnx; then
+    # Our layers run from build/opencv (not instrumented); the importer and protobuf are OpenCV's.
+    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_onnx" tools/fuzz/fuzz_onnx.cpp "${LIBS[@]}"
+  fi
   if selected fuzz_chat_template; then
     clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
       "$SRC"/llm/generation/chat_template.cpp "${LIBS[@]}"
@@ -47,6 +56,7 @@ fi
 cp -n ../shared/testdata/stories260K.gguf ../shared/testdata/llama.cpp-vocab/ggml-vocab-gpt-2.gguf "$OUT/corpus_gguf/" 2>/dev/null || true
 for f in ../shared/testdata/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
+cp -n build/test-models/*.onnx "$OUT/corpus_onnx/" 2>/dev/null || true  # made by the test fixtures
 
 export FUZZ_VOCAB_DIR="$ROOT/../shared/testdata/llama.cpp-vocab"
 for target in $TARGETS; do
