@@ -4,7 +4,7 @@
 
 #include "../../precomp.hpp"
 #include "paged_attention.hpp"
-#include "vector_ops.hpp"
+#include "attention_kernels.hpp"
 
 #include <cmath>
 
@@ -22,6 +22,9 @@ struct AttentionTask
 
 // Everything a parallel body needs; the lambdas capture only a reference to it (a closure that
 // small fits std::function's inline storage, so parallel_for_ does not allocate).
+// Query heads per KV head this kernel takes (GQA ratios in use are at most 16).
+const int kMaxGroup = 64;
+
 struct AttentionContext
 {
     const PagedKVCache* cache;
@@ -50,32 +53,23 @@ struct AttentionContext
         const size_t qWidth = (size_t)heads * headDim;
         const float* qHead = q + token * qWidth + (size_t)kvHead * group * headDim;
         const int n = end - begin;
+        const size_t partialStride = 2 + headDim;
         for (int j = begin; j < end;)
         {
             const int page = pages[j / pageSize], slot = j % pageSize;
             const int count = std::min(pageSize - slot, end - j);
             size_t stride;
             const float* k = cache->rows(layer, false, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
-            for (int s = 0; s < count; s++, k += stride)
-                for (int h = 0; h < group; h++)
-                    scores[h * n + (j - begin) + s] = dotF32(qHead + (size_t)h * headDim, k, headDim) * scale;
+            attentionScores(qHead, group, headDim, k, stride, count, scale, scores + (j - begin), n);
             j += count;
         }
+        float maxes[kMaxGroup], sums[kMaxGroup];
+        attentionSoftmaxRows(scores, group, n, n, maxes, sums);
         for (int h = 0; h < group; h++)
         {
-            float* sh = scores + h * n;
-            float m = -FLT_MAX;
-            for (int i = 0; i < n; i++)
-                m = std::max(m, sh[i]);
-            float l = 0.f;
-            for (int i = 0; i < n; i++)
-            {
-                sh[i] = std::exp(sh[i] - m);
-                l += sh[i];
-            }
-            float* ph = partial + (size_t)h * (2 + headDim);
-            ph[0] = m;
-            ph[1] = l;
+            float* ph = partial + h * partialStride;
+            ph[0] = maxes[h];
+            ph[1] = sums[h];
             std::fill(ph + 2, ph + 2 + headDim, 0.f);
         }
         for (int j = begin; j < end;)
@@ -84,9 +78,7 @@ struct AttentionContext
             const int count = std::min(pageSize - slot, end - j);
             size_t stride;
             const float* v = cache->rows(layer, true, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
-            for (int s = 0; s < count; s++, v += stride)
-                for (int h = 0; h < group; h++)
-                    axpyF32(scores[h * n + (j - begin) + s], v, partial + (size_t)h * (2 + headDim) + 2, headDim);
+            attentionAccumulate(scores + (j - begin), group, count, n, v, stride, headDim, partial + 2, partialStride);
             j += count;
         }
     }
@@ -166,6 +158,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     ctx.heads = heads;
     ctx.kvHeads = cache.kvHeads();
     ctx.group = heads / ctx.kvHeads;
+    CV_CheckLE(ctx.group, kMaxGroup, "LLMAttention: too many query heads per KV head");
     ctx.headDim = cache.headDim();
     ctx.pageSize = cache.getPageSize();
     ctx.scale = scale;

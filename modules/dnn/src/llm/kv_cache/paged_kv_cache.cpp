@@ -18,22 +18,22 @@ CV__DNN_INLINE_NS_END
 
 namespace llm {
 
-// A page table row: the keys (or values) of one token in one layer, all KV heads.
-// float32: kvWidth floats; float16: kvWidth halves; 8-bit: kvWidth int8 then kvHeads float scales.
+// A head row: the keys (or values) of one token in one layer for one KV head. float32: headDim
+// floats; float16: headDim halves; 8-bit: headDim int8 then one float scale.
 void PagedKVCache::computeRowBytes()
 {
     if (storageType_ == CV_32F)
-        rowBytes_ = (size_t)kvWidth_ * sizeof(float);
+        headRowBytes_ = (size_t)headDim_ * sizeof(float);
     else if (storageType_ == CV_16F)
-        rowBytes_ = (size_t)kvWidth_ * sizeof(hfloat);
+        headRowBytes_ = (size_t)headDim_ * sizeof(hfloat);
     else
-        rowBytes_ = (size_t)kvWidth_ + (size_t)kvHeads_ * sizeof(float);
-    rowBytes_ = alignSize(rowBytes_, 4);
-    pageBytes_ = (size_t)layers_ * 2 * pageSize_ * rowBytes_;
+        headRowBytes_ = (size_t)headDim_ + sizeof(float);
+    headRowBytes_ = alignSize(headRowBytes_, 4);
+    pageBytes_ = (size_t)layers_ * 2 * kvHeads_ * pageSize_ * headRowBytes_;
 }
 
 PagedKVCache::PagedKVCache(int layers, int kvHeads, int headDim, int maxSequenceLength, int pageSize)
-    : layers_(layers), kvHeads_(kvHeads), headDim_(headDim), kvWidth_(kvHeads * headDim),
+    : layers_(layers), kvHeads_(kvHeads), headDim_(headDim),
       maxSequenceLength_(maxSequenceLength), pageSize_(pageSize)
 {
     CV_CheckGT(layers, 0, "KVCache: layer count must be positive");
@@ -144,7 +144,8 @@ void PagedKVCache::copyPage(int from, int to, int slots)
 {
     for (int l = 0; l < layers_; l++)
         for (int kv = 0; kv < 2; kv++)
-            std::memcpy(row(to, l, kv != 0, 0), row(from, l, kv != 0, 0), (size_t)slots * rowBytes_);
+            for (int g = 0; g < kvHeads_; g++)
+                std::memcpy(headRow(to, l, kv != 0, g, 0), headRow(from, l, kv != 0, g, 0), (size_t)slots * headRowBytes_);
 }
 
 void PagedKVCache::removeSequence(int sequenceId)
@@ -205,7 +206,7 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
             p = copy;
         }
     }
-    std::vector<float> buf(kvWidth_);
+    std::vector<float> buf(headDim_);
     const int delta = -count;
     for (int j = first; j < newLength; j++)
     {
@@ -213,13 +214,14 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
         const int sp = s.pages[src / pageSize_], ss = src % pageSize_;
         const int dp = s.pages[j / pageSize_], ds = j % pageSize_;
         for (int l = 0; l < layers_; l++)
-        {
-            // Keys carry their position's rotation: turn them back by `count` positions.
-            decodeRow(row(sp, l, false, ss), buf.data());
-            rotary_[l].apply(buf.data(), 1, kvWidth_, kvHeads_, headDim_, &delta);
-            encodeRow(buf.data(), row(dp, l, false, ds));
-            std::memmove(row(dp, l, true, ds), row(sp, l, true, ss), rowBytes_);
-        }
+            for (int g = 0; g < kvHeads_; g++)
+            {
+                // Keys carry their position's rotation: turn them back by `count` positions.
+                decodeHead(headRow(sp, l, false, g, ss), buf.data());
+                rotary_[l].apply(buf.data(), 1, headDim_, 1, headDim_, &delta);
+                encodeHead(buf.data(), headRow(dp, l, false, g, ds));
+                std::memmove(headRow(dp, l, true, g, ds), headRow(sp, l, true, g, ss), headRowBytes_);
+            }
     }
     truncateSequence(sequenceId, newLength);
 }
@@ -353,58 +355,51 @@ const BatchPlan& PagedKVCache::beginForward(int tokens)
     return p;
 }
 
-void PagedKVCache::encodeRow(const float* src, uchar* dst) const
+void PagedKVCache::encodeHead(const float* src, uchar* dst) const
 {
     if (storageType_ == CV_32F)
     {
-        std::memcpy(dst, src, (size_t)kvWidth_ * sizeof(float));
+        std::memcpy(dst, src, (size_t)headDim_ * sizeof(float));
     }
     else if (storageType_ == CV_16F)
     {
         hfloat* d = reinterpret_cast<hfloat*>(dst);
-        for (int i = 0; i < kvWidth_; i++)
+        for (int i = 0; i < headDim_; i++)
             d[i] = hfloat(src[i]);
     }
     else
     {
-        // 8 bits per element, one scale per head: scale = max|x| / 127.
+        // 8 bits per element and one scale: scale = max|x| / 127.
+        float amax = 0.f;
+        for (int i = 0; i < headDim_; i++)
+            amax = std::max(amax, std::abs(src[i]));
+        const float scale = amax / 127.f, inv = amax > 0.f ? 127.f / amax : 0.f;
         signed char* q = reinterpret_cast<signed char*>(dst);
-        for (int h = 0; h < kvHeads_; h++)
-        {
-            const float* x = src + (size_t)h * headDim_;
-            float amax = 0.f;
-            for (int i = 0; i < headDim_; i++)
-                amax = std::max(amax, std::abs(x[i]));
-            const float scale = amax / 127.f, inv = amax > 0.f ? 127.f / amax : 0.f;
-            for (int i = 0; i < headDim_; i++)
-                q[(size_t)h * headDim_ + i] = (signed char)cvRound(x[i] * inv);
-            std::memcpy(dst + kvWidth_ + h * sizeof(float), &scale, sizeof(float));
-        }
+        for (int i = 0; i < headDim_; i++)
+            q[i] = (signed char)cvRound(src[i] * inv);
+        std::memcpy(dst + headDim_, &scale, sizeof(float));
     }
 }
 
-void PagedKVCache::decodeRow(const uchar* src, float* dst) const
+void PagedKVCache::decodeHead(const uchar* src, float* dst) const
 {
     if (storageType_ == CV_32F)
     {
-        std::memcpy(dst, src, (size_t)kvWidth_ * sizeof(float));
+        std::memcpy(dst, src, (size_t)headDim_ * sizeof(float));
     }
     else if (storageType_ == CV_16F)
     {
-        const hfloat* s = reinterpret_cast<const hfloat*>(src);
-        for (int i = 0; i < kvWidth_; i++)
-            dst[i] = float(s[i]);
+        const hfloat* h = reinterpret_cast<const hfloat*>(src);
+        for (int i = 0; i < headDim_; i++)
+            dst[i] = float(h[i]);
     }
     else
     {
         const signed char* q = reinterpret_cast<const signed char*>(src);
-        for (int h = 0; h < kvHeads_; h++)
-        {
-            float scale;
-            std::memcpy(&scale, src + kvWidth_ + h * sizeof(float), sizeof(float));
-            for (int i = 0; i < headDim_; i++)
-                dst[(size_t)h * headDim_ + i] = q[(size_t)h * headDim_ + i] * scale;
-        }
+        float scale;
+        std::memcpy(&scale, src + headDim_, sizeof(float));
+        for (int i = 0; i < headDim_; i++)
+            dst[i] = q[i] * scale;
     }
 }
 
@@ -413,39 +408,22 @@ void PagedKVCache::store(int layer, int t, const float* key, const float* value)
     const BatchPlan& p = plan_;
     const int pos = p.position[t];
     const int page = (*p.pageTables[p.batchSequence[t]])[pos / pageSize_], slot = pos % pageSize_;
-    encodeRow(key, row(page, layer, false, slot));
-    encodeRow(value, row(page, layer, true, slot));
+    for (int g = 0; g < kvHeads_; g++)
+    {
+        encodeHead(key + (size_t)g * headDim_, headRow(page, layer, false, g, slot));
+        encodeHead(value + (size_t)g * headDim_, headRow(page, layer, true, g, slot));
+    }
 }
 
 const float* PagedKVCache::rows(int layer, bool values, int page, int kvHead, int count,
                                 float* buffer, size_t* stride) const
 {
-    const uchar* first = row(page, layer, values, 0);
-    if (storageType_ == CV_32F)
-    {
-        *stride = rowBytes_ / sizeof(float);
-        return reinterpret_cast<const float*>(first) + (size_t)kvHead * headDim_;
-    }
+    const uchar* first = headRow(page, layer, values, kvHead, 0);
     *stride = headDim_;
+    if (storageType_ == CV_32F)
+        return reinterpret_cast<const float*>(first);
     for (int s = 0; s < count; s++)
-    {
-        const uchar* r = first + (size_t)s * rowBytes_;
-        float* d = buffer + (size_t)s * headDim_;
-        if (storageType_ == CV_16F)
-        {
-            const hfloat* h = reinterpret_cast<const hfloat*>(r) + (size_t)kvHead * headDim_;
-            for (int i = 0; i < headDim_; i++)
-                d[i] = float(h[i]);
-        }
-        else
-        {
-            const signed char* q = reinterpret_cast<const signed char*>(r) + (size_t)kvHead * headDim_;
-            float scale;
-            std::memcpy(&scale, r + kvWidth_ + kvHead * sizeof(float), sizeof(float));
-            for (int i = 0; i < headDim_; i++)
-                d[i] = q[i] * scale;
-        }
-    }
+        decodeHead(first + (size_t)s * headRowBytes_, buffer + (size_t)s * headDim_);
     return buffer;
 }
 

@@ -42,7 +42,7 @@ public:
     // KVCache
     int getPageSize() const CV_OVERRIDE { return pageSize_; }
     int getMaxSequenceLength() const CV_OVERRIDE { return maxSequenceLength_; }
-    size_t getBytesPerToken() const CV_OVERRIDE { return (size_t)layers_ * 2 * rowBytes_; }
+    size_t getBytesPerToken() const CV_OVERRIDE { return (size_t)layers_ * 2 * kvHeads_ * headRowBytes_; }
     void setMemoryBudget(size_t bytes) CV_OVERRIDE;
     size_t getMemoryBudget() const CV_OVERRIDE { return (size_t)maxPages_ * pageBytes_; }
     void setStorageType(int type) CV_OVERRIDE;
@@ -79,7 +79,7 @@ public:
 
     //! Stores the keys and values (kvHeads * headDim floats each) of token `t` of the plan.
     void store(int layer, int t, const float* key, const float* value);
-    /** Keys or values of `count` consecutive slots of a page for one KV head, as float rows of
+    /** Keys or values of the first `count` slots of a page for one KV head, as float rows of
         headDim with stride `*stride`: points into the page (float32 storage) or decodes into
         `buffer` (pageSize * headDim floats). */
     const float* rows(int layer, bool values, int page, int kvHead, int count, float* buffer, size_t* stride) const;
@@ -91,12 +91,14 @@ private:
         int length = 0;
     };
 
-    uchar* row(int page, int layer, bool values, int slot) const
+    // A page holds, for each layer, keys then values, for each KV head its pageSize rows of
+    // headDim elements: one head's rows are contiguous, as attention reads them.
+    uchar* headRow(int page, int layer, bool values, int kvHead, int slot) const
     {
-        return pages_[page] + (((size_t)layer * 2 + (values ? 1 : 0)) * pageSize_ + slot) * rowBytes_;
+        return pages_[page] + ((((size_t)layer * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * pageSize_ + slot) * headRowBytes_;
     }
-    void encodeRow(const float* src, uchar* dst) const;
-    void decodeRow(const uchar* src, float* dst) const;  // the whole row (all KV heads)
+    void encodeHead(const float* src, uchar* dst) const;
+    void decodeHead(const uchar* src, float* dst) const;
     int takePage();
     void releasePage(int page);
     void copyPage(int from, int to, int slots);
@@ -104,9 +106,9 @@ private:
     Sequence& sequence(int sequenceId, const char* what);
     void computeRowBytes();
 
-    int layers_, kvHeads_, headDim_, kvWidth_, maxSequenceLength_, pageSize_;
+    int layers_, kvHeads_, headDim_, maxSequenceLength_, pageSize_;
     int storageType_ = CV_32F;
-    size_t rowBytes_ = 0, pageBytes_ = 0;
+    size_t headRowBytes_ = 0, pageBytes_ = 0;
     int maxPages_ = 0;
     std::vector<uchar*> pages_;      // allocated pages (never moved or freed before the cache)
     std::vector<int> refCount_;      // sequences using each page (0: free)

@@ -1,0 +1,34 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Inner loops of paged attention over a run of key/value rows, dispatched by CPU features
+// (attention_kernels.simd.hpp: baseline, AVX2, AVX-512). A call covers a whole run of rows,
+// so the dispatch costs nothing per key.
+
+#ifndef OPENCV_DNN_SRC_LLM_KERNELS_ATTENTION_KERNELS_HPP
+#define OPENCV_DNN_SRC_LLM_KERNELS_ATTENTION_KERNELS_HPP
+
+#include <opencv2/core.hpp>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+/** scores[h * ld + j] = scale * dot(q + h * headDim, k + j * kStride), for the `group` query
+    heads h that share the keys and the n key rows j. */
+void attentionScores(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
+                     float scale, float* scores, int ld);
+
+/** For each of the `rows` rows of n scores (stride ld): subtracts the row's maximum, takes the
+    exponentials in place, and returns the maximum and the sum of the exponentials. */
+void attentionSoftmaxRows(float* scores, int rows, int n, int ld, float* maxOut, float* sumOut);
+
+/** acc[h * accStride + i] += sum over j of p[h * ld + j] * v[j * vStride + i], for h < group,
+    i < headDim, j < n. */
+void attentionAccumulate(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
+                         float* acc, size_t accStride);
+
+}}} // namespace cv::dnn::llm
+
+#endif

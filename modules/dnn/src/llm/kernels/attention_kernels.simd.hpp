@@ -1,0 +1,129 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Compiled once per dispatched ISA with OpenCV's universal intrinsics at that ISA's width.
+// Results differ between ISAs only by float rounding (reduction order, exp approximation).
+
+#include <opencv2/core/hal/intrin.hpp>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+CV_CPU_OPTIMIZATION_NAMESPACE_BEGIN
+
+void attentionScoresSimd(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
+                         float scale, float* scores, int ld);
+void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* maxOut, float* sumOut);
+void attentionAccumulateSimd(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
+                             float* acc, size_t accStride);
+
+#ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
+
+static inline float dotRow(const float* a, const float* b, int n)
+{
+    int i = 0;
+    float sum = 0.f;
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+    const int lanes = VTraits<v_float32>::vlanes();
+    v_float32 s0 = vx_setzero_f32(), s1 = vx_setzero_f32();
+    for (; i + 2 * lanes <= n; i += 2 * lanes)
+    {
+        s0 = v_fma(vx_load(a + i), vx_load(b + i), s0);
+        s1 = v_fma(vx_load(a + i + lanes), vx_load(b + i + lanes), s1);
+    }
+    for (; i + lanes <= n; i += lanes)
+        s0 = v_fma(vx_load(a + i), vx_load(b + i), s0);
+    sum = v_reduce_sum(v_add(s0, s1));
+#endif
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+void attentionScoresSimd(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
+                         float scale, float* scores, int ld)
+{
+    for (int j = 0; j < n; j++, k += kStride)
+        for (int h = 0; h < group; h++)
+            scores[h * ld + j] = dotRow(q + (size_t)h * headDim, k, headDim) * scale;
+}
+
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+// exp(x) for x <= 0 (scores minus their maximum): 2^n * p(r), r = x - n ln2 in [-ln2/2, ln2/2],
+// p a degree-6 polynomial (relative error ~2e-7); below -87 the result is 0.
+static inline v_float32 expNonPositive(const v_float32& x0)
+{
+    const v_float32 x = v_max(x0, vx_setall_f32(-87.f));
+    const v_float32 n = v_cvt_f32(v_round(v_mul(x, vx_setall_f32(1.44269504088896341f))));
+    v_float32 r = v_fma(n, vx_setall_f32(-0.693359375f), x);
+    r = v_fma(n, vx_setall_f32(2.12194440e-4f), r);
+    v_float32 p = vx_setall_f32(1.f / 720);
+    p = v_fma(p, r, vx_setall_f32(1.f / 120));
+    p = v_fma(p, r, vx_setall_f32(1.f / 24));
+    p = v_fma(p, r, vx_setall_f32(1.f / 6));
+    p = v_fma(p, r, vx_setall_f32(0.5f));
+    p = v_fma(p, r, vx_setall_f32(1.f));
+    p = v_fma(p, r, vx_setall_f32(1.f));
+    const v_int32 e = v_shl<23>(v_add(v_round(n), vx_setall_s32(127)));
+    const v_float32 y = v_mul(p, v_reinterpret_as_f32(e));
+    return v_select(v_lt(x0, vx_setall_f32(-87.f)), vx_setzero_f32(), y);
+}
+#endif
+
+void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* maxOut, float* sumOut)
+{
+    for (int h = 0; h < rows; h++)
+    {
+        float* s = scores + (size_t)h * ld;
+        float m = -FLT_MAX;
+        for (int j = 0; j < n; j++)
+            m = std::max(m, s[j]);
+        int j = 0;
+        float sum = 0.f;
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+        const int lanes = VTraits<v_float32>::vlanes();
+        const v_float32 vm = vx_setall_f32(m);
+        v_float32 vsum = vx_setzero_f32();
+        for (; j + lanes <= n; j += lanes)
+        {
+            const v_float32 e = expNonPositive(v_sub(vx_load(s + j), vm));
+            v_store(s + j, e);
+            vsum = v_add(vsum, e);
+        }
+        sum = v_reduce_sum(vsum);
+#endif
+        for (; j < n; j++)
+        {
+            s[j] = std::exp(s[j] - m);
+            sum += s[j];
+        }
+        maxOut[h] = m;
+        sumOut[h] = sum;
+    }
+}
+
+void attentionAccumulateSimd(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
+                             float* acc, size_t accStride)
+{
+    for (int j = 0; j < n; j++, v += vStride)
+        for (int h = 0; h < group; h++)
+        {
+            const float w = p[h * ld + j];
+            float* a = acc + (size_t)h * accStride;
+            int i = 0;
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+            const int lanes = VTraits<v_float32>::vlanes();
+            const v_float32 vw = vx_setall_f32(w);
+            for (; i + lanes <= headDim; i += lanes)
+                v_store(a + i, v_fma(vw, vx_load(v + i), vx_load(a + i)));
+#endif
+            for (; i < headDim; i++)
+                a[i] += w * v[i];
+        }
+}
+
+#endif // CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
+
+CV_CPU_OPTIMIZATION_NAMESPACE_END
+}}} // namespace cv::dnn::llm
