@@ -10,9 +10,9 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
 
+#include "sample_args.hpp"
+
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <iostream>
 #include <numeric>
@@ -24,21 +24,19 @@ using namespace cv::dnn;
 
 namespace {
 
+const char* const kUsage = "llm_bench --model FILE --threads N [--prompt-tokens P] [--gen-tokens G] [--repetitions R]";
+
 [[noreturn]] void usageError(const std::string& msg)
 {
-    std::cerr << "llm_bench: " << msg << "\n"
-              << "usage: llm_bench --model FILE --threads N [--prompt-tokens P] [--gen-tokens G] [--repetitions R]\n";
-    std::exit(2);
+    ::usageError("llm_bench", kUsage, msg);
 }
 
 int parsePositive(const std::string& s, const std::string& flag)
 {
-    char* end = nullptr;
-    errno = 0;
-    const long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || errno != 0 || v <= 0 || v > INT_MAX)
+    const int v = parsePositiveInt(s);
+    if (v < 0)
         usageError("invalid value '" + s + "' for " + flag);
-    return (int)v;
+    return v;
 }
 
 // Read bandwidth of main memory: sums a buffer much larger than the caches with all threads.

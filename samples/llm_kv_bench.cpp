@@ -15,9 +15,9 @@
 
 #include "allocation_counter.hpp"
 
+#include "sample_args.hpp"
+
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -28,21 +28,19 @@ using namespace cv::dnn;
 
 namespace {
 
+const char* const kUsage = "llm_kv_bench --model FILE --threads N [--steps S]";
+
 [[noreturn]] void usageError(const std::string& msg)
 {
-    std::cerr << "llm_kv_bench: " << msg << "\n"
-              << "usage: llm_kv_bench --model FILE --threads N [--steps S]\n";
-    std::exit(2);
+    ::usageError("llm_kv_bench", kUsage, msg);
 }
 
 int parsePositive(const std::string& s, const std::string& flag)
 {
-    char* end = nullptr;
-    errno = 0;
-    const long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || errno != 0 || v <= 0 || v > INT_MAX)
+    const int v = parsePositiveInt(s);
+    if (v < 0)
         usageError("invalid value '" + s + "' for " + flag);
-    return (int)v;
+    return v;
 }
 
 class Bench

@@ -53,6 +53,35 @@ std::vector<double> headOf(const Mat& m, int row, int head, int headDim)
     return std::vector<double>(p, p + headDim);
 }
 
+/* One query head's attention output by definition: the tokens at positions 0..query are rows
+   tokens[0..query] of q, k and v; q and k are rotated by their positions. */
+std::vector<double> referenceHead(const Mat& q, const Mat& k, const Mat& v, const AttentionCase& c, int head,
+                                  const std::vector<int>& tokens, int query)
+{
+    const int g = head / (c.heads / c.kvHeads);
+    std::vector<double> qh = headOf(q, tokens[query], head, c.headDim);
+    rope(qh, query, c);
+    std::vector<double> scores;
+    for (int j = 0; j <= query; j++)
+    {
+        std::vector<double> kj = headOf(k, tokens[j], g, c.headDim);
+        rope(kj, j, c);
+        double dot = 0;
+        for (int d = 0; d < c.headDim; d++)
+            dot += qh[d] * kj[d];
+        scores.push_back(dot / std::sqrt((double)c.headDim));
+    }
+    const double m = *std::max_element(scores.begin(), scores.end());
+    double sum = 0;
+    for (double& sc : scores)
+        sum += sc = std::exp(sc - m);
+    std::vector<double> out(c.headDim, 0.0);
+    for (int d = 0; d < c.headDim; d++)
+        for (int j = 0; j <= query; j++)
+            out[d] += scores[j] / sum * v.at<float>(tokens[j], g * c.headDim + d);
+    return out;
+}
+
 class AttentionMath : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
@@ -86,7 +115,9 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
     rng.fill(q, RNG::NORMAL, 0, 1);
     rng.fill(k, RNG::NORMAL, 0, 1);
     rng.fill(v, RNG::NORMAL, 0, 1);
-    const int group = c.heads / c.kvHeads;
+    std::vector<int> tokens(total);  // token t at position t
+    for (int t = 0; t < total; t++)
+        tokens[t] = t;
     for (const auto& s : c.steps)
     {
         net.setInput(q.rowRange(s.first, s.second).clone(), "q");
@@ -97,31 +128,10 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
         for (int t = s.first; t < s.second; t++)
             for (int h = 0; h < c.heads; h++)
             {
-                const int g = h / group;
-                std::vector<double> qh = headOf(q, t, h, c.headDim);
-                rope(qh, t, c);
-                std::vector<double> scores;
-                for (int j = 0; j <= t; j++)
-                {
-                    std::vector<double> kj = headOf(k, j, g, c.headDim);
-                    rope(kj, j, c);
-                    double dot = 0;
-                    for (int d = 0; d < c.headDim; d++)
-                        dot += qh[d] * kj[d];
-                    scores.push_back(dot / std::sqrt((double)c.headDim));
-                }
-                const double m = *std::max_element(scores.begin(), scores.end());
-                double sum = 0;
-                for (double& sc : scores)
-                    sum += sc = std::exp(sc - m);
+                const std::vector<double> expected = referenceHead(q, k, v, c, h, tokens, t);
                 for (int d = 0; d < c.headDim; d++)
-                {
-                    double expected = 0;
-                    for (int j = 0; j <= t; j++)
-                        expected += scores[j] / sum * v.at<float>(j, g * c.headDim + d);
-                    EXPECT_NEAR(out.at<float>(t - s.first, h * c.headDim + d), expected, c.tolerance)
+                    EXPECT_NEAR(out.at<float>(t - s.first, h * c.headDim + d), expected[d], c.tolerance)
                         << "token " << t << " head " << h << " dim " << d;
-                }
             }
     }
 }
@@ -177,35 +187,14 @@ TEST(AttentionLayer, discardTokensReRotatesKeys)
     std::vector<int> kept{0};
     for (int t = dropFirst + dropCount; t < total; t++)
         kept.push_back(t);
-    const int group = c.heads / c.kvHeads;
     for (int r = 0; r < 3; r++)
     {
         const int pos = (int)kept.size() - 3 + r;  // query position after the shift
         for (int h = 0; h < c.heads; h++)
         {
-            std::vector<double> qh = headOf(q, kept[pos], h, c.headDim);
-            rope(qh, pos, c);
-            std::vector<double> scores;
-            for (int j = 0; j <= pos; j++)
-            {
-                std::vector<double> kj = headOf(k, kept[j], h / group, c.headDim);
-                rope(kj, j, c);
-                double dot = 0;
-                for (int d = 0; d < c.headDim; d++)
-                    dot += qh[d] * kj[d];
-                scores.push_back(dot / std::sqrt((double)c.headDim));
-            }
-            const double m = *std::max_element(scores.begin(), scores.end());
-            double sum = 0;
-            for (double& sc : scores)
-                sum += sc = std::exp(sc - m);
+            const std::vector<double> expected = referenceHead(q, k, v, c, h, kept, pos);
             for (int d = 0; d < c.headDim; d++)
-            {
-                double expected = 0;
-                for (int j = 0; j <= pos; j++)
-                    expected += scores[j] / sum * v.at<float>(kept[j], h / group * c.headDim + d);
-                EXPECT_NEAR(out.at<float>(r, h * c.headDim + d), expected, 2e-5) << "row " << r << " head " << h;
-            }
+                EXPECT_NEAR(out.at<float>(r, h * c.headDim + d), expected[d], 2e-5) << "row " << r << " head " << h;
         }
     }
 }
