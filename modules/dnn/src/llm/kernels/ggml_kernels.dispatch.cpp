@@ -50,4 +50,16 @@ float dotQ8(GGMLType type, const void* w, const signed char* q, const float* d, 
     CV_CPU_DISPATCH(dotQ8Simd, ((int)type, static_cast<const uchar*>(w), q, d, sums, n / 32), CV_CPU_DISPATCH_MODES_ALL);
 }
 
+bool hasMultiRowIntegerDot(GGMLType type)
+{
+    return hasIntegerDot(type) && (type == GGML_Q4_0 || type == GGML_Q8_0);
+}
+
+void dotQ8Rows(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n,
+               int rows, float* out)
+{
+    CV_CPU_DISPATCH(dotQ8RowsSimd, ((int)type, static_cast<const uchar*>(w), q, d, sums, n / 32, rows, out),
+                    CV_CPU_DISPATCH_MODES_ALL);
+}
+
 }}} // namespace cv::dnn::llm

@@ -29,6 +29,13 @@ bool hasIntegerDot(GGMLType type);
 void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n);
 //! Dot product of a weight row of n elements (Q4_0, Q8_0, Q4_K, Q6_K) with a quantized activation row.
 float dotQ8(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n);
+/** dotQ8() of one weight row with `rows` consecutive quantized activation rows (q stride n, d
+    and sums stride n/32): each result is bit-identical to dotQ8()'s, but Q4_0 and Q8_0 blocks
+    are unpacked once for every 4 rows. */
+void dotQ8Rows(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n,
+               int rows, float* out);
+//! True when dotQ8Rows() shares the weight unpacking between rows for this type (Q4_0, Q8_0).
+bool hasMultiRowIntegerDot(GGMLType type);
 
 }}} // namespace cv::dnn::llm
 

@@ -34,6 +34,11 @@ bool hasIntegerDotSimd();
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
 //! Dot product of a Q4_0, Q8_0, Q4_K or Q6_K weight row with an activation row quantized as above.
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
+//! dotQ8Simd() of one weight row with `rows` activation rows (q stride blocks*32, d and sums
+//! stride blocks), each computed exactly as dotQ8Simd() computes it; the weight blocks are
+//! unpacked once for all rows.
+void dotQ8RowsSimd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks,
+                   int rows, float* out);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
@@ -242,24 +247,89 @@ static inline float hsum256(__m256 s)
     return _mm_cvtss_f32(r);
 }
 
+// Q4_0 and Q8_0 weight rows against R activation rows: each weight block is unpacked once, and
+// row r's arithmetic is the same sequence of operations whatever R is.
+template <int R>
+static void dotQ4_0Q8_0Rows(int type, const uchar* w, const signed char* q, const float* d, const int* sums,
+                            int blocks, float* out)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    const size_t qStride = (size_t)blocks * 32;
+    __m256 acc[R];
+    float offset[R];
+    for (int r = 0; r < R; r++)
+    {
+        acc[r] = _mm256_setzero_ps();
+        offset[r] = 0.f;
+    }
+    if (type == GGML_Q4_0)
+    {
+        // sum (w - 8) x = sum w x - 8 sum x, with w in 0..15 as unsigned bytes.
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        for (int b = 0; b < blocks; b++, w += 18)
+        {
+            const __m128i packed = _mm_loadu_si128((const __m128i*)(w + 2));
+            const __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+            const float ws = blockScale(w);
+            for (int r = 0; r < R; r++)
+            {
+                const __m256i x = _mm256_loadu_si256((const __m256i*)(q + r * qStride + (size_t)b * 32));
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, x), ones);
+                const float scale = ws * d[r * blocks + b];
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), acc[r]);
+                offset[r] += scale * 8.f * sums[r * blocks + b];
+            }
+        }
+    }
+    else  // GGML_Q8_0: signed x signed through |w| and sign(x, w)
+    {
+        for (int b = 0; b < blocks; b++, w += 34)
+        {
+            const __m256i wv = _mm256_loadu_si256((const __m256i*)(w + 2));
+            const __m256i wAbs = _mm256_sign_epi8(wv, wv);
+            const float ws = blockScale(w);
+            for (int r = 0; r < R; r++)
+            {
+                const __m256i x = _mm256_loadu_si256((const __m256i*)(q + r * qStride + (size_t)b * 32));
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, wv)), ones);
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(ws * d[r * blocks + b]), acc[r]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        out[r] = hsum256(acc[r]) - offset[r];
+}
+
+void dotQ8RowsSimd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks,
+                   int rows, float* out)
+{
+    if (type != GGML_Q4_0 && type != GGML_Q8_0)
+    {
+        for (int r = 0; r < rows; r++)
+            out[r] = dotQ8Simd(type, w, q + (size_t)r * blocks * 32, d + (size_t)r * blocks, sums + (size_t)r * blocks, blocks);
+        return;
+    }
+    for (; rows >= 4; rows -= 4, q += (size_t)4 * blocks * 32, d += 4 * blocks, sums += 4 * blocks, out += 4)
+        dotQ4_0Q8_0Rows<4>(type, w, q, d, sums, blocks, out);
+    switch (rows)
+    {
+    case 3: dotQ4_0Q8_0Rows<3>(type, w, q, d, sums, blocks, out); break;
+    case 2: dotQ4_0Q8_0Rows<2>(type, w, q, d, sums, blocks, out); break;
+    case 1: dotQ4_0Q8_0Rows<1>(type, w, q, d, sums, blocks, out); break;
+    default: break;
+    }
+}
+
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc = _mm256_setzero_ps();
     float offset = 0.f;
-    if (type == GGML_Q4_0)
+    if (type == GGML_Q4_0 || type == GGML_Q8_0)
     {
-        // sum (w - 8) x = sum w x - 8 sum x, with w in 0..15 as unsigned bytes.
-        const __m128i mask = _mm_set1_epi8(0x0F);
-        for (int b = 0; b < blocks; b++, w += 18, q += 32)
-        {
-            const __m128i packed = _mm_loadu_si128((const __m128i*)(w + 2));
-            const __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, _mm256_loadu_si256((const __m256i*)q)), ones);
-            const float scale = blockScale(w) * d[b];
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), acc);
-            offset += scale * 8.f * sums[b];
-        }
+        float out;
+        dotQ4_0Q8_0Rows<1>(type, w, q, d, sums, blocks, &out);
+        return out;
     }
     else if (type == GGML_Q4_K)
     {
@@ -319,16 +389,6 @@ float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, 
             }
         }
     }
-    else  // GGML_Q8_0: signed x signed through |w| and sign(x, w)
-    {
-        for (int b = 0; b < blocks; b++, w += 34, q += 32)
-        {
-            const __m256i wv = _mm256_loadu_si256((const __m256i*)(w + 2));
-            const __m256i xv = _mm256_loadu_si256((const __m256i*)q);
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)), ones);
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(blockScale(w) * d[b]), acc);
-        }
-    }
     return hsum256(acc) - offset;
 }
 
@@ -350,6 +410,11 @@ void quantizeRowQ8Simd(const float*, signed char*, float*, int*, int)
 }
 
 float dotQ8Simd(int, const uchar*, const signed char*, const float*, const int*, int)
+{
+    CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
+}
+
+void dotQ8RowsSimd(int, const uchar*, const signed char*, const float*, const int*, int, int, float*)
 {
     CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
 }

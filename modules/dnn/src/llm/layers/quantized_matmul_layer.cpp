@@ -85,7 +85,9 @@ public:
         // per call once the scratch has grown. The lambdas capture one reference, small enough
         // for std::function not to allocate either.
         const int threads = std::max(1, getNumThreads());
-        if (run.rows <= gemvMaxRows_ && integerDot_)
+        // Types whose integer kernel shares the weight unpacking between rows take it for any
+        // row count: faster than decoding tiles to float for a GEMM, and batch-independent.
+        if (integerDot_ && (run.rows <= gemvMaxRows_ || llm::hasMultiRowIntegerDot(type_)))
         {
             const int blocks = in_ / 32;
             xq_.resize((size_t)run.rows * in_);
@@ -137,6 +139,8 @@ private:
         float* scratch = nullptr;
         FastGemmOpt gemmOpt;
 
+        static const int kRowsPerCall = 8;  // activation rows per weight-row kernel call
+
         int stripeBegin(int s, int n) const { return (int)((int64)n * s / stripes); }
 
         void integerGemv(const Range& r) const
@@ -147,10 +151,15 @@ private:
                 {
                     const uchar* src = w + (size_t)n * rowBytes;
                     const float b = bias ? bias[n] : 0.f;
-                    for (int t = 0; t < rows; t++)
-                        y[(size_t)t * out + n] = llm::dotQ8(self->type_, src, &self->xq_[(size_t)t * in],
-                                                            &self->xd_[(size_t)t * blocks],
-                                                            &self->xs_[(size_t)t * blocks], in) + b;
+                    float dots[kRowsPerCall];
+                    for (int t0 = 0; t0 < rows; t0 += kRowsPerCall)
+                    {
+                        const int count = std::min(kRowsPerCall, rows - t0);
+                        llm::dotQ8Rows(self->type_, src, &self->xq_[(size_t)t0 * in], &self->xd_[(size_t)t0 * blocks],
+                                       &self->xs_[(size_t)t0 * blocks], in, count, dots);
+                        for (int t = 0; t < count; t++)
+                            y[(size_t)(t0 + t) * out + n] = dots[t] + b;
+                    }
                 }
         }
 
