@@ -62,4 +62,11 @@ void dotQ8Rows(GGMLType type, const void* w, const signed char* q, const float* 
                     CV_CPU_DISPATCH_MODES_ALL);
 }
 
+void dotQ8Rows2(GGMLType type, const void* w, size_t wStride, const signed char* q, const float* d, const int* sums,
+                int n, int rows, float* out, size_t outStride)
+{
+    CV_CPU_DISPATCH(dotQ8Rows2Simd, ((int)type, static_cast<const uchar*>(w), wStride, q, d, sums, n / 32, rows,
+                                     out, outStride), CV_CPU_DISPATCH_MODES_ALL);
+}
+
 }}} // namespace cv::dnn::llm

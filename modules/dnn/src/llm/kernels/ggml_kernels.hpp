@@ -36,6 +36,10 @@ void dotQ8Rows(GGMLType type, const void* w, const signed char* q, const float* 
                int rows, float* out);
 //! True when dotQ8Rows() shares the weight unpacking between rows for this type (Q4_0, Q8_0).
 bool hasMultiRowIntegerDot(GGMLType type);
+/** dotQ8Rows() of two weight rows (w and w + wStride bytes) at once, sharing each activation
+    block load: out[0 .. rows) and out[outStride ..]. Only where hasMultiRowIntegerDot(). */
+void dotQ8Rows2(GGMLType type, const void* w, size_t wStride, const signed char* q, const float* d, const int* sums,
+                int n, int rows, float* out, size_t outStride);
 
 }}} // namespace cv::dnn::llm
 

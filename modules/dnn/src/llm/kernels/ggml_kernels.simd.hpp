@@ -39,6 +39,10 @@ float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, 
 //! unpacked once for all rows.
 void dotQ8RowsSimd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks,
                    int rows, float* out);
+//! dotQ8RowsSimd() for two weight rows (w and w + wStride) at once, for Q4_0 and Q8_0 only:
+//! out[0..rows) for the first, out[outStride..] for the second.
+void dotQ8Rows2Simd(int type, const uchar* w, size_t wStride, const signed char* q, const float* d, const int* sums,
+                    int blocks, int rows, float* out, size_t outStride);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
@@ -247,57 +251,86 @@ static inline float hsum256(__m256 s)
     return _mm_cvtss_f32(r);
 }
 
-// Q4_0 and Q8_0 weight rows against R activation rows: each weight block is unpacked once, and
-// row r's arithmetic is the same sequence of operations whatever R is.
-template <int R>
-static void dotQ4_0Q8_0Rows(int type, const uchar* w, const signed char* q, const float* d, const int* sums,
-                            int blocks, float* out)
+// W Q4_0 or Q8_0 weight rows (wStride bytes apart) against R activation rows: each weight block
+// is unpacked once for the R rows and each activation block loaded once for the W weight rows.
+// The arithmetic of a (weight row, activation row) pair is the same sequence of operations
+// whatever W and R are, so results are bit-identical to the single-row kernel's.
+template <int W, int R>
+static void dotQ4_0Q8_0Tile(int type, const uchar* w, size_t wStride, const signed char* q, const float* d,
+                            const int* sums, int blocks, float* out, size_t outStride)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     const size_t qStride = (size_t)blocks * 32;
-    __m256 acc[R];
-    float offset[R];
-    for (int r = 0; r < R; r++)
-    {
-        acc[r] = _mm256_setzero_ps();
-        offset[r] = 0.f;
-    }
+    __m256 acc[W][R];
+    float offset[W][R];
+    for (int i = 0; i < W; i++)
+        for (int r = 0; r < R; r++)
+        {
+            acc[i][r] = _mm256_setzero_ps();
+            offset[i][r] = 0.f;
+        }
     if (type == GGML_Q4_0)
     {
         // sum (w - 8) x = sum w x - 8 sum x, with w in 0..15 as unsigned bytes.
         const __m128i mask = _mm_set1_epi8(0x0F);
-        for (int b = 0; b < blocks; b++, w += 18)
+        for (int b = 0; b < blocks; b++)
         {
-            const __m128i packed = _mm_loadu_si128((const __m128i*)(w + 2));
-            const __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
-            const float ws = blockScale(w);
+            __m256i wv[W];
+            float ws[W];
+            for (int i = 0; i < W; i++)
+            {
+                const uchar* wb = w + i * wStride + (size_t)b * 18;
+                const __m128i packed = _mm_loadu_si128((const __m128i*)(wb + 2));
+                wv[i] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+                ws[i] = blockScale(wb);
+            }
             for (int r = 0; r < R; r++)
             {
                 const __m256i x = _mm256_loadu_si256((const __m256i*)(q + r * qStride + (size_t)b * 32));
-                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, x), ones);
-                const float scale = ws * d[r * blocks + b];
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), acc[r]);
-                offset[r] += scale * 8.f * sums[r * blocks + b];
+                for (int i = 0; i < W; i++)
+                {
+                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[i], x), ones);
+                    const float scale = ws[i] * d[r * blocks + b];
+                    acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), acc[i][r]);
+                    offset[i][r] += scale * 8.f * sums[r * blocks + b];
+                }
             }
         }
     }
     else  // GGML_Q8_0: signed x signed through |w| and sign(x, w)
     {
-        for (int b = 0; b < blocks; b++, w += 34)
+        for (int b = 0; b < blocks; b++)
         {
-            const __m256i wv = _mm256_loadu_si256((const __m256i*)(w + 2));
-            const __m256i wAbs = _mm256_sign_epi8(wv, wv);
-            const float ws = blockScale(w);
+            __m256i wv[W], wAbs[W];
+            float ws[W];
+            for (int i = 0; i < W; i++)
+            {
+                const uchar* wb = w + i * wStride + (size_t)b * 34;
+                wv[i] = _mm256_loadu_si256((const __m256i*)(wb + 2));
+                wAbs[i] = _mm256_sign_epi8(wv[i], wv[i]);
+                ws[i] = blockScale(wb);
+            }
             for (int r = 0; r < R; r++)
             {
                 const __m256i x = _mm256_loadu_si256((const __m256i*)(q + r * qStride + (size_t)b * 32));
-                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, wv)), ones);
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(ws * d[r * blocks + b]), acc[r]);
+                for (int i = 0; i < W; i++)
+                {
+                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs[i], _mm256_sign_epi8(x, wv[i])), ones);
+                    acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(ws[i] * d[r * blocks + b]), acc[i][r]);
+                }
             }
         }
     }
-    for (int r = 0; r < R; r++)
-        out[r] = hsum256(acc[r]) - offset[r];
+    for (int i = 0; i < W; i++)
+        for (int r = 0; r < R; r++)
+            out[i * outStride + r] = hsum256(acc[i][r]) - offset[i][r];
+}
+
+template <int R>
+static void dotQ4_0Q8_0Rows(int type, const uchar* w, const signed char* q, const float* d, const int* sums,
+                            int blocks, float* out)
+{
+    dotQ4_0Q8_0Tile<1, R>(type, w, 0, q, d, sums, blocks, out, 0);
 }
 
 void dotQ8RowsSimd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks,
@@ -316,6 +349,21 @@ void dotQ8RowsSimd(int type, const uchar* w, const signed char* q, const float* 
     case 3: dotQ4_0Q8_0Rows<3>(type, w, q, d, sums, blocks, out); break;
     case 2: dotQ4_0Q8_0Rows<2>(type, w, q, d, sums, blocks, out); break;
     case 1: dotQ4_0Q8_0Rows<1>(type, w, q, d, sums, blocks, out); break;
+    default: break;
+    }
+}
+
+void dotQ8Rows2Simd(int type, const uchar* w, size_t wStride, const signed char* q, const float* d, const int* sums,
+                    int blocks, int rows, float* out, size_t outStride)
+{
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0);
+    for (; rows >= 4; rows -= 4, q += (size_t)4 * blocks * 32, d += 4 * blocks, sums += 4 * blocks, out += 4)
+        dotQ4_0Q8_0Tile<2, 4>(type, w, wStride, q, d, sums, blocks, out, outStride);
+    switch (rows)
+    {
+    case 3: dotQ4_0Q8_0Tile<2, 3>(type, w, wStride, q, d, sums, blocks, out, outStride); break;
+    case 2: dotQ4_0Q8_0Tile<2, 2>(type, w, wStride, q, d, sums, blocks, out, outStride); break;
+    case 1: dotQ4_0Q8_0Tile<2, 1>(type, w, wStride, q, d, sums, blocks, out, outStride); break;
     default: break;
     }
 }
@@ -415,6 +463,11 @@ float dotQ8Simd(int, const uchar*, const signed char*, const float*, const int*,
 }
 
 void dotQ8RowsSimd(int, const uchar*, const signed char*, const float*, const int*, int, int, float*)
+{
+    CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
+}
+
+void dotQ8Rows2Simd(int, const uchar*, size_t, const signed char*, const float*, const int*, int, int, float*, size_t)
 {
     CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
 }

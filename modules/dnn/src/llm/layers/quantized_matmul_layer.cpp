@@ -147,20 +147,34 @@ private:
         {
             const int in = self->in_, out = self->out_, blocks = in / 32;
             for (int s = r.start; s < r.end; s++)
-                for (int n = stripeBegin(s, out); n < stripeBegin(s + 1, out); n++)
+            {
+                const int end = stripeBegin(s + 1, out);
+                // Two weight rows at a time where the kernel shares the activation loads.
+                const int step = llm::hasMultiRowIntegerDot(self->type_) ? 2 : 1;
+                for (int n = stripeBegin(s, out); n < end; n += step)
                 {
+                    const int wRows = std::min(step, end - n);
                     const uchar* src = w + (size_t)n * rowBytes;
-                    const float b = bias ? bias[n] : 0.f;
-                    float dots[kRowsPerCall];
+                    float dots[2][kRowsPerCall];
                     for (int t0 = 0; t0 < rows; t0 += kRowsPerCall)
                     {
                         const int count = std::min(kRowsPerCall, rows - t0);
-                        llm::dotQ8Rows(self->type_, src, &self->xq_[(size_t)t0 * in], &self->xd_[(size_t)t0 * blocks],
-                                       &self->xs_[(size_t)t0 * blocks], in, count, dots);
-                        for (int t = 0; t < count; t++)
-                            y[(size_t)(t0 + t) * out + n] = dots[t] + b;
+                        const signed char* xq = &self->xq_[(size_t)t0 * in];
+                        const float* xd = &self->xd_[(size_t)t0 * blocks];
+                        const int* xs = &self->xs_[(size_t)t0 * blocks];
+                        if (wRows == 2)
+                            llm::dotQ8Rows2(self->type_, src, rowBytes, xq, xd, xs, in, count, dots[0], kRowsPerCall);
+                        else
+                            llm::dotQ8Rows(self->type_, src, xq, xd, xs, in, count, dots[0]);
+                        for (int i = 0; i < wRows; i++)
+                        {
+                            const float b = bias ? bias[n + i] : 0.f;
+                            for (int t = 0; t < count; t++)
+                                y[(size_t)(t0 + t) * out + n + i] = dots[i][t] + b;
+                        }
                     }
                 }
+            }
         }
 
         void floatGemv(const Range& r) const
