@@ -37,9 +37,20 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
       "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
   fi
   if selected fuzz_kv_cache; then
+    # The attention kernels are dispatched by CPU features: their AVX2 copy is compiled as
+    # OpenCV's build compiles it (the generated build/opencv/.../attention_kernels.avx2.cpp).
+    GEN=build/opencv/modules/dnn/llm/kernels
+    AVX2=(-mavx2 -mfma -mf16c -mpopcnt -msse4.2 -DCV_CPU_DISPATCH_MODE=AVX2 -DCV_CPU_COMPILE_AVX2=1
+      -DCV_CPU_COMPILE_AVX=1 -DCV_CPU_COMPILE_FMA3=1 -DCV_CPU_COMPILE_FP16=1 -DCV_CPU_COMPILE_POPCNT=1
+      -DCV_CPU_COMPILE_SSE4_1=1 -DCV_CPU_COMPILE_SSE4_2=1 -DCV_CPU_COMPILE_SSSE3=1)
+    AVX512=(-mavx512f -mavx512cd -mavx512vl -mavx512bw -mavx512dq "${AVX2[@]/AVX2/AVX512_SKX}"
+      -DCV_CPU_COMPILE_AVX_512F=1 -DCV_CPU_COMPILE_AVX512_COMMON=1 -DCV_CPU_COMPILE_AVX512_SKX=1)
+    clang++ "${CXXFLAGS[@]}" "${AVX2[@]}" -c -o "$OUT/attention_kernels.avx2.o" "$GEN/attention_kernels.avx2.cpp"
+    clang++ "${CXXFLAGS[@]}" "${AVX512[@]}" -c -o "$OUT/attention_kernels.avx512.o" "$GEN/attention_kernels.avx512_skx.cpp"
     clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_cache" tools/fuzz/fuzz_kv_cache.cpp \
       "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/paged_attention.cpp \
-      "$SRC"/llm/kernels/rotary_embedding.cpp "${LIBS[@]}"
+      "$SRC"/llm/kernels/attention_kernels.dispatch.cpp "$OUT/attention_kernels.avx2.o" \
+      "$OUT/attention_kernels.avx512.o" "$SRC"/llm/kernels/rotary_embedding.cpp "${LIBS[@]}"
   fi
   if selected fuzz_onnx; then
     # Our layers run from build/opencv (not instrumented); the importer and protobuf are OpenCV's.
