@@ -82,7 +82,8 @@ void runBatch(PagedKVCache& cache, PagedAttention& attention, Input& in, std::ma
             x = (in.next(256) - 128) / 16.f;
         attention.run(cache, layer, plan, q.data(), kHeads, 1.f / std::sqrt((float)kHeadDim), out.data());
         for (float x : out)
-            check(std::isfinite(x) && std::abs(x) <= 8.f, "attention output is a convex mix of values in [-8, 8]");
+            // (to rounding: the softmax weights may sum to 1 + a few ulp)
+            check(std::isfinite(x) && std::abs(x) <= 8.001f, "attention output is a convex mix of values in [-8, 8]");
     }
 }
 
