@@ -29,7 +29,8 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   if selected fuzz_gguf; then
     clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
       "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
-      "$SRC"/llm/gguf/gguf_net_builder.cpp "${LIBS[@]}"
+      "$SRC"/llm/gguf/gguf_net_builder.cpp "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/rotary_embedding.cpp \
+      "${LIBS[@]}"
   fi
   if selected fuzz_tokenizer; then
     clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
