@@ -4,9 +4,11 @@
 
 // TextGenerationModel: prompt -> tokens -> Net forward -> sampler -> text.
 //
-// The Net keeps the keys and values of every token fed so far (`fed_`). A new prompt that
-// starts with those tokens only feeds the rest, which is what makes multi-turn chat cheap; a
-// prompt that diverges rewinds the Net to the common prefix first.
+// generate(), the step API and chat() run on sequence 0 of the Net's KV cache, which keeps the
+// keys and values of every token fed so far (`fed`). A new prompt that starts with those tokens
+// only feeds the rest, which is what makes multi-turn chat cheap; a prompt that diverges
+// rewinds the sequence to the common prefix first. generateBatch() uses other sequences
+// (batch_generation.cpp).
 
 #include "../../precomp.hpp"
 #include <opencv2/dnn/gguf.hpp>
@@ -28,8 +30,9 @@ CV__DNN_INLINE_NS_BEGIN
 
 struct TextGenerationModel::Impl
 {
-    // One call at a time: a Net holds one sequence and its buffers, so a second thread's call
-    // while one runs is refused (separate models are independent and may run in parallel).
+    // One call at a time: the Net, its buffers and its KV cache serve one call, so a second
+    // thread's call while one runs is refused (separate models are independent and may run in
+    // parallel).
     std::atomic<bool> busy{false};
     struct Busy
     {
