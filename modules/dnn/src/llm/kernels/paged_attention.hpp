@@ -25,7 +25,7 @@ namespace llm {
 class PagedAttention
 {
 public:
-    static const int kChunkTokens = 256;
+    static constexpr int kChunkTokens = 256;
 
     /** q: tokens x heads*headDim, rotated. out: same shape. The keys and values of the plan's
         tokens must be stored in the cache already. */

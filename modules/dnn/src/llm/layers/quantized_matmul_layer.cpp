@@ -139,7 +139,7 @@ private:
         float* scratch = nullptr;
         FastGemmOpt gemmOpt;
 
-        static const int kRowsPerCall = 8;  // activation rows per weight-row kernel call
+        static constexpr int kRowsPerCall = 8;  // activation rows per weight-row kernel call (inline: std::min binds it)
 
         int stripeBegin(int s, int n) const { return (int)((int64)n * s / stripes); }
 
