@@ -2,8 +2,8 @@
 # compiled into opencv_dnn) and of the apps. Use a build folder of its own:
 #   cmake -S . -B build-asan -G Ninja -DLLM_SANITIZE=ON && cmake --build build-asan
 #   ctest --test-dir build-asan
-# Included by the superbuild (compiler flags for both external projects, environment of the
-# tests) and by apps/ (LLM_SANITIZER_PYTHON_ENV, for the tests that run /usr/bin/python3).
+# Included by the superbuild (compiler flags for both external projects, the tests' runtime
+# options) and by apps/ (the extra environment of the Python tests and of the soak).
 # GCC (Debian's default compiler); see doc/robustness.md, "Sanitizers".
 option(LLM_SANITIZE "Build OpenCV and the apps with -fsanitize=address,undefined (use a separate build folder)" OFF)
 
@@ -22,10 +22,21 @@ if(LLM_SANITIZE)
       -DOPENCV_ENABLE_MEMORY_SANITIZER=ON)     # AutoBuffer/BufferArea: one heap block each, so ASan sees overflows
 endif()
 
-# apps/: the environment of a test that runs the (uninstrumented) Python interpreter on the
-# sanitized cv2 module: the sanitizer runtimes must be loaded first, and LeakSanitizer is off
-# (CPython does not free everything at exit by design). Empty when LLM_SANITIZE is off.
+# Runtime options of every test (ctest's environment, see cmake/tests.cmake; a value the user
+# has set already wins): leaks, use of a returned function's stack and static initialization
+# order are checked; a UBSan report prints its stack.
+set(LLM_SANITIZER_ASAN_OPTIONS "detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1")
+set(LLM_SANITIZER_UBSAN_OPTIONS "print_stacktrace=1:halt_on_error=1")
+
+# apps/: extra ENVIRONMENT entries of two tests (test/tests.cmake); empty when LLM_SANITIZE is off.
+#  - LLM_SANITIZER_PYTHON_ENV: a test that runs the (uninstrumented) Python interpreter on the
+#    sanitized cv2 module: the sanitizer runtimes must be loaded first (LD_PRELOAD), and
+#    LeakSanitizer is off (CPython does not free everything at exit, by design).
+#  - LLM_SANITIZER_SOAK_ENV: the flat-memory soak. ASan keeps freed blocks in a quarantine
+#    (256 MiB by default) to catch use after free, which the soak would see as growth (~2.4 KiB
+#    freed per token); a 1 MiB quarantine fills before the soak's first report.
 set(LLM_SANITIZER_PYTHON_ENV "")
+set(LLM_SANITIZER_SOAK_ENV "")
 if(LLM_SANITIZE AND CMAKE_CXX_COMPILER)
   set(preload "")
   foreach(rt libasan.so libubsan.so)
@@ -38,5 +49,6 @@ if(LLM_SANITIZE AND CMAKE_CXX_COMPILER)
     list(APPEND preload "${rt_path}")
   endforeach()
   string(REPLACE ";" ":" preload "${preload}")
-  set(LLM_SANITIZER_PYTHON_ENV "LD_PRELOAD=${preload}" "ASAN_OPTIONS=detect_leaks=0")
+  set(LLM_SANITIZER_PYTHON_ENV "LD_PRELOAD=${preload}" "ASAN_OPTIONS=${LLM_SANITIZER_ASAN_OPTIONS}:detect_leaks=0")
+  set(LLM_SANITIZER_SOAK_ENV "ASAN_OPTIONS=${LLM_SANITIZER_ASAN_OPTIONS}:quarantine_size_mb=1")
 endif()

@@ -27,15 +27,18 @@ gtest_discover_tests(llm_tests
     ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
     FIXTURES_REQUIRED generated_test_data)
 
-# Heap allocations per decode step: a process of its own, since it replaces malloc.
-add_executable(llm_alloc_tests "${test_root}/alloc/test_decode_allocations.cpp" "${test_root}/cpp/test_common.cpp"
-               "${LLM_PROJECT_ROOT}/samples/allocation_counter.cpp")
-target_link_libraries(llm_alloc_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
-gtest_discover_tests(llm_alloc_tests
-  DISCOVERY_MODE PRE_TEST
-  PROPERTIES
-    ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"
-    FIXTURES_REQUIRED generated_test_data)
+# Heap allocations per decode step: a process of its own, since it replaces malloc. Not built
+# with LLM_SANITIZE: AddressSanitizer replaces malloc too (cmake/sanitizers.cmake).
+if(NOT LLM_SANITIZE)
+  add_executable(llm_alloc_tests "${test_root}/alloc/test_decode_allocations.cpp" "${test_root}/cpp/test_common.cpp"
+                 "${LLM_PROJECT_ROOT}/samples/allocation_counter.cpp")
+  target_link_libraries(llm_alloc_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(llm_alloc_tests
+    DISCOVERY_MODE PRE_TEST
+    PROPERTIES
+      ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"
+      FIXTURES_REQUIRED generated_test_data)
+endif()
 
 add_test(NAME python_tests
          COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/python")
@@ -45,3 +48,9 @@ set_tests_properties(python_tests PROPERTIES
 # Soak: 10,000 tokens with context shifting (512-token context) in flat resident memory.
 add_test(NAME soak_10000_tokens_flat_memory
          COMMAND llm_soak "--model=${LLM_PROJECT_ROOT}/../shared/testdata/stories260K.gguf" --tokens=10000 --threads=1)
+if(LLM_SANITIZE)  # a 1 MiB ASan quarantine, which fills before the first report (cmake/sanitizers.cmake)
+  set_property(TEST soak_10000_tokens_flat_memory APPEND PROPERTY ENVIRONMENT ${LLM_SANITIZER_SOAK_ENV})
+endif()
+if(LLM_SANITIZE)  # the sanitizer runtimes preloaded into Python, no leak checks (cmake/sanitizers.cmake)
+  set_property(TEST python_tests APPEND PROPERTY ENVIRONMENT ${LLM_SANITIZER_PYTHON_ENV})
+endif()
