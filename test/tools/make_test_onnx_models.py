@@ -69,9 +69,24 @@ def make_case(out_dir, case):
             "scale_as_input": int(scale_as_input), "outputs": n_out}
 
 
+def make_short_tensor_data(out_dir):
+    """The input fuzz_onnx found (heap overflow in OpenCV's importer before patch 0007): an
+    initializer whose dims claim 4096 floats but whose raw data holds 4."""
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, [1], vals=b"\0\0\x80?", raw=True)
+    scale.dims[0] = 4096  # after make_tensor, which would refuse the mismatch
+    node = helper.make_node("SimplifiedLayerNormalization", ["X", "scale"], ["Y"])
+    graph = helper.make_graph([node], "short_tensor_data",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 4096])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 4096])], [scale])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with open(os.path.join(out_dir, "fuzz_tensor_data_shorter_than_dims.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
+    make_short_tensor_data(out_dir)
     manifest = [make_case(out_dir, c) for c in CASES]
     with open(os.path.join(out_dir, "rms_norm_cases.json"), "w") as f:
         json.dump({"cases": manifest}, f, indent=1)
