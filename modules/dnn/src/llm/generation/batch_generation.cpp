@@ -12,10 +12,10 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds)
+Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds, Mat& input)
 {
     CV_Assert(!tokens.empty() && tokens.size() == sequenceIds.size());
-    Mat input(1, (int)tokens.size(), CV_32F);
+    input.create(1, (int)tokens.size(), CV_32F);  // reused: no allocation while the count stays
     for (size_t i = 0; i < tokens.size(); i++)
         input.at<float>((int)i) = (float)tokens[i];
     setLLMBatch(net, sequenceIds);
@@ -89,7 +89,7 @@ private:
 
     std::vector<float> forwardOne(const std::vector<int>& prompt, int sequenceId)
     {
-        const Mat out = forwardTokens(net_, prompt, std::vector<int>(prompt.size(), sequenceId));
+        const Mat out = forwardTokens(net_, prompt, std::vector<int>(prompt.size(), sequenceId), input_);
         return std::vector<float>(out.ptr<float>(), out.ptr<float>() + out.cols);
     }
 
@@ -171,7 +171,7 @@ private:
         }
         if (tokens_.empty())
             return;
-        const Mat out = forwardTokens(net_, tokens_, sequenceIds_);
+        const Mat out = forwardTokens(net_, tokens_, sequenceIds_, input_);
         CV_CheckEQ(out.rows, (int)active_.size(), "TextGenerationModel: one logit row per sequence expected");
         for (size_t i = 0; i < active_.size(); i++)
             std::copy(out.ptr<float>((int)i), out.ptr<float>((int)i) + out.cols, active_[i].logits.begin());
@@ -202,6 +202,7 @@ private:
     std::vector<Active> active_;
     std::map<std::vector<int>, SharedPrompt> shared_;
     std::vector<int> tokens_, sequenceIds_;
+    Mat input_;
 };
 
 } // namespace

@@ -34,8 +34,8 @@ std::vector<BatchCompletion> generateBatch(Net& net, PagedKVCache& cache, const 
                                            const std::function<bool(int, const String&)>& onPiece);
 
 /** Feeds `tokens` (token i continues sequence sequenceIds[i]) and returns one row of logits per
-    distinct sequence, in order of first appearance. */
-Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds);
+    distinct sequence, in order of first appearance. `input`: the caller's reusable input Mat. */
+Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds, Mat& input);
 
 }}} // namespace cv::dnn::llm
 

@@ -66,6 +66,8 @@ struct TextGenerationModel::Impl
     bool done = true;
     bool contextShift = false;
     int maxParallel = 16;         // sequences per forward in generateBatch
+    std::vector<int> nextToken = std::vector<int>(1), sequenceZero;  // forward()'s scratch
+    Mat input;
 
     void load(const String& path, Net network)
     {
@@ -90,7 +92,8 @@ struct TextGenerationModel::Impl
 
     Mat forward(const std::vector<int>& ids)
     {
-        Mat out = llm::forwardTokens(net, ids, std::vector<int>(ids.size(), 0));
+        sequenceZero.assign(ids.size(), 0);  // reused, as is `input`: a decode step allocates nothing here
+        Mat out = llm::forwardTokens(net, ids, sequenceZero, input);
         fed.insert(fed.end(), ids.begin(), ids.end());
         return out;
     }
@@ -142,7 +145,8 @@ struct TextGenerationModel::Impl
             return finish(piece);
         if ((int)fed.size() >= contextLength)
             shiftContext();
-        logits = forward({completion->lastToken()});
+        nextToken[0] = completion->lastToken();
+        logits = forward(nextToken);
         return piece;
     }
 
