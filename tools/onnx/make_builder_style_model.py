@@ -1,0 +1,462 @@
+#!/usr/bin/python3
+"""Writes a small random-weight decoder-only LLM in the layout onnxruntime-genai's model builder
+(builder.py) emits for Llama / Qwen2 / Phi-3 style models, for testing an importer of such graphs.
+
+Usage: make_builder_style_model.py --out DIR [options]     (see --help)
+
+DIR receives model.onnx (plus model.onnx.data with --external-data), genai_config.json in the
+builder's format, and generator.json (this command line, so an oracle run can record it).
+The output is a pure function of the arguments: numpy's PCG64 seeded with --seed, no timestamps,
+so re-running gives byte-identical files.
+
+Graph (names follow builder.py):
+  Gather(embed_tokens) -> per layer: [Skip]SimplifiedLayerNormalization -> q/k/v MatMul (or one
+  packed qkv MatMul) [+ bias Add] -> attention -> o_proj MatMul -> SkipSimplifiedLayerNormalization
+  -> SwiGLU MLP (gate MatMul, Sigmoid, Mul, up MatMul, Mul, down MatMul) -> ... final
+  SkipSimplifiedLayerNormalization -> lm_head MatMul -> logits.
+Attention kinds:
+  gqa-rotary  com.microsoft GroupQueryAttention, do_rotary=1, cos_cache/sin_cache inputs;
+              seqlens_k / total_sequence_length from attention_mask; no position_ids input.
+  gqa         com.microsoft RotaryEmbedding on q and k (position_ids input), then
+              GroupQueryAttention with do_rotary=0.
+  mha         com.microsoft RotaryEmbedding on q and k, MultiHeadAttention with the builder's 4-D
+              attention_bias (causal + padding) subgraph built from attention_mask.
+
+Made with Debian's python3-onnx 1.12: the contrib ops are not known to its checker, so the model
+is assembled with onnx.helper and not checked.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+MS_DOMAIN = "com.microsoft"
+OPSET = 14          # what builder.py targets for these models (ir_version 7)
+IR_VERSION = 7
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, help="output folder (created)")
+    p.add_argument("--attention", choices=["gqa-rotary", "gqa", "mha"], default="gqa-rotary")
+    p.add_argument("--packed-qkv", action="store_true",
+                   help="one q|k|v MatMul feeding GroupQueryAttention's query (key/value left empty); gqa-rotary only")
+    p.add_argument("--qkv-bias", action="store_true", help="Add a bias after the q/k/v projections (Qwen2)")
+    p.add_argument("--rotary-interleaved", type=int, choices=[0, 1], default=0,
+                   help="1: rotate adjacent pairs (GPT-J); 0: rotate the two halves (GPT-NeoX, builder's default)")
+    p.add_argument("--rotary-dim", type=int, default=0, help="rotated dims per head; 0 = head size (partial rotary if less)")
+    p.add_argument("--precision", choices=["fp32", "fp16"], default="fp32",
+                   help="activations, graph inputs/outputs, KV cache and float weights")
+    p.add_argument("--bits", type=int, choices=[0, 4, 8], default=0,
+                   help="0: float MatMul; 4 or 8: com.microsoft MatMulNBits for every projection and lm_head")
+    p.add_argument("--block-size", type=int, choices=[16, 32, 64, 128], default=32)
+    p.add_argument("--zero-points", action="store_true", help="asymmetric quantization with packed uint8 zero_points")
+    p.add_argument("--flat-quant-params", action="store_true",
+                   help="scales [N*k_blocks] and zero_points [N*zp_bytes_per_row] as onnxruntime's quantizer writes "
+                        "them (default: the 2-D [N, ...] shapes of the operator spec)")
+    p.add_argument("--external-data", action="store_true", help="initializers in model.onnx.data")
+    p.add_argument("--model-type", default="llama", help="genai_config model.type (llama, qwen2, phi3, ...)")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--kv-heads", type=int, default=2)
+    p.add_argument("--head-size", type=int, default=16)
+    p.add_argument("--ffn", type=int, default=128, help="MLP intermediate size")
+    p.add_argument("--vocab", type=int, default=256)
+    p.add_argument("--context-length", type=int, default=512, help="rows of cos_cache/sin_cache")
+    p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--rms-eps", type=float, default=1e-6)
+    p.add_argument("--bos", type=int, default=1)
+    p.add_argument("--eos", type=int, default=2)
+    p.add_argument("--pad", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args(argv)
+    rotary_dim = a.rotary_dim or a.head_size
+    if a.packed_qkv and a.attention != "gqa-rotary":
+        p.error("--packed-qkv needs --attention gqa-rotary (the builder only packs when attention does the rotary)")
+    if a.attention == "mha" and a.kv_heads != a.heads:
+        p.error("--attention mha needs --kv-heads == --heads (MultiHeadAttention has no grouped KV heads)")
+    if a.heads % a.kv_heads:
+        p.error("--heads must be a multiple of --kv-heads")
+    if rotary_dim % 2 or rotary_dim > a.head_size:
+        p.error("--rotary-dim must be even and <= --head-size")
+    return a
+
+
+class GraphBuilder:
+    """Collects nodes and initializers; names follow builder.py (/model/layers.N/attn/q_proj/MatMul)."""
+
+    def __init__(self, args):
+        self.a = args
+        self.rng = np.random.default_rng(args.seed)
+        self.float_type = TensorProto.FLOAT16 if args.precision == "fp16" else TensorProto.FLOAT
+        self.np_float = np.float16 if args.precision == "fp16" else np.float32
+        self.nodes, self.initializers, self.constants = [], [], {}
+
+    # ---- primitives ----------------------------------------------------------------------
+    def node(self, op, name, inputs, outputs=None, domain="", **attrs):
+        outputs = outputs or [f"{name}/output_0"]
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=name, domain=domain or None, **attrs))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def initializer(self, name, array):
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def constant(self, np_value):
+        """One Constant node per distinct value, named like builder.py's /model/constants/...."""
+        value = np.asarray(np_value)
+        type_name = TensorProto.DataType.Name(numpy_helper.from_array(value).data_type)
+        text = ", ".join(str(v) for v in value.reshape(-1).tolist())
+        key = f"/model/constants/TensorProto.{type_name}/{value.ndim}D/{text}"
+        if key not in self.constants:
+            self.constants[key] = key
+            self.nodes.append(helper.make_node("Constant", [], [key], name=key.replace("constants", "constant_nodes"),
+                                               value=numpy_helper.from_array(value, key)))
+        return key
+
+    def normal(self, shape, std):
+        return (self.rng.standard_normal(shape) * std).astype(np.float32)
+
+    # ---- layers ----------------------------------------------------------------------------
+    def linear(self, name, x, weight, bias=None, output=None):
+        """x @ weight (weight [K, N] float32) as MatMul or MatMulNBits, plus an optional bias Add."""
+        layer = re.match(r"model\.layers\.(\d+)\.(.*)", name)    # model.layers.0.attn.q_proj -> /model/layers.0/attn/q_proj
+        prefix = f"/model/layers.{layer[1]}/" + layer[2].replace(".", "/") if layer else "/" + name
+        init_name = f"{name}.MatMul.weight"
+        outputs = [output] if output and bias is None else None
+        if self.a.bits:
+            y = self.matmul_nbits(f"{prefix}/MatMul", x, init_name, weight, outputs)
+        else:
+            self.initializer(init_name, weight.astype(self.np_float))
+            y = self.node("MatMul", f"{prefix}/MatMul", [x, init_name], outputs)
+        if bias is not None:
+            bias_name = self.initializer(f"{name}.Add.bias", bias.astype(self.np_float))
+            y = self.node("Add", f"{prefix}/Add", [y, bias_name], [output] if output else None)
+        return y
+
+    def matmul_nbits(self, node_name, x, init_name, weight, outputs):
+        """MatMulNBits per the contrib-op spec: B [N, k_blocks, block_size*bits/8] uint8, element k of
+        a block in byte k*bits/8 (4 bits: even k in the low nibble, odd k in the high nibble);
+        scales [N, k_blocks]; zero_points uint8 [N, ceil(k_blocks*bits/8)] packed like B, default
+        2^(bits-1) when absent. dequantized = (q - zero_point) * scale."""
+        bits, block = self.a.bits, self.a.block_size
+        k, n = weight.shape
+        k_blocks = -(-k // block)
+        # Pad K with zeros to whole blocks (as onnxruntime's quantizer does), blocks along K per column.
+        w = np.zeros((n, k_blocks * block), np.float32)
+        w[:, :k] = weight.T
+        w = w.reshape(n, k_blocks, block)
+        q_max = (1 << bits) - 1
+        if self.a.zero_points:
+            lo = np.minimum(w.min(axis=2), 0.0)
+            hi = np.maximum(w.max(axis=2), 0.0)
+            scale = (hi - lo) / q_max
+            scale[scale == 0] = 1.0
+            zero_point = np.clip(np.round(-lo / scale), 0, q_max).astype(np.uint8)
+        else:
+            scale = np.abs(w).max(axis=2) / (q_max >> 1)
+            scale[scale == 0] = 1.0
+            zero_point = np.full((n, k_blocks), 1 << (bits - 1), np.uint8)
+        scale = scale.astype(self.np_float)     # the kernel dequantizes with the stored (rounded) scale
+        q = np.clip(np.round(w / scale.astype(np.float32)[:, :, None]) + zero_point[:, :, None], 0, q_max)
+        q = q.astype(np.uint8)
+        if bits == 4:
+            packed_b = q[:, :, 0::2] | (q[:, :, 1::2] << 4)
+            zp_padded = np.zeros((n, k_blocks + (k_blocks & 1)), np.uint8)
+            zp_padded[:, :k_blocks] = zero_point
+            packed_zp = zp_padded[:, 0::2] | (zp_padded[:, 1::2] << 4)
+        else:
+            packed_b, packed_zp = q, zero_point
+        inputs = [x, self.initializer(f"{init_name}_Q{bits}", packed_b)]
+        flat = self.a.flat_quant_params
+        inputs.append(self.initializer(f"{init_name}_scales", scale.reshape(-1) if flat else scale))
+        if self.a.zero_points:
+            inputs.append(self.initializer(f"{init_name}_zero_points", packed_zp.reshape(-1) if flat else packed_zp))
+        return self.node("MatMulNBits", node_name, inputs, outputs, domain=MS_DOMAIN,
+                         K=k, N=n, bits=bits, block_size=block, accuracy_level=0)
+
+    def rotary_caches(self):
+        """cos/sin [context_length, rotary_dim/2] of position * theta^(-2i/rotary_dim), float64 math."""
+        dim = self.a.rotary_dim or self.a.head_size
+        inv_freq = 1.0 / (self.a.rope_theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+        angles = np.outer(np.arange(self.a.context_length, dtype=np.float64), inv_freq)
+        self.initializer("cos_cache", np.cos(angles).astype(self.np_float))
+        self.initializer("sin_cache", np.sin(angles).astype(self.np_float))
+
+    def gqa_mask_inputs(self):
+        """builder.py's attn_mask_subgraph for GroupQueryAttention: seqlens_k = ReduceSum(mask, axis 1,
+        keepdims) - 1 as int32 [batch, 1]; total_sequence_length = Shape(mask)[1] as int32 scalar."""
+        base = "/model/attn_mask_reformat/attn_mask_subgraph"
+        one = self.constant(np.array([1], np.int64))
+        reduce_sum = self.node("ReduceSum", f"{base}/ReduceSum", ["attention_mask", one])
+        sub = self.node("Sub", f"{base}/Sub", [reduce_sum, one])
+        seqlens_k = self.node("Cast", f"{base}/Sub/Cast", [sub], to=TensorProto.INT32)
+        shape = self.node("Shape", f"{base}/Shape", ["attention_mask"])
+        total = self.node("Gather", f"{base}/Gather", [shape, self.constant(np.array(1, np.int64))], axis=0)
+        total_i32 = self.node("Cast", f"{base}/Gather/Cast", [total], to=TensorProto.INT32)
+        return seqlens_k, total_i32
+
+    def mha_attention_bias(self):
+        """builder.py's attn_mask_reformat subgraph for MultiHeadAttention: a [batch, 1, seq, total]
+        additive bias = causal part (0 on/below the diagonal of the new tokens, float min above;
+        built [1, 1, seq, seq] and Expanded to [batch, 1, seq, total], so it only broadcasts when
+        past is empty or seq is 1, as in the builder) + padding part (float min where
+        attention_mask is 0)."""
+        i64 = lambda v: self.constant(np.array(v, np.int64))
+        f_min = np.finfo(self.np_float).min
+        base = "/model/attn_mask_reformat"
+        ids, msk = f"{base}/input_ids_subgraph", f"{base}/attn_mask_subgraph"
+
+        past_shape = self.node("Shape", f"{base}/past_key_subgraph/Shape", ["past_key_values.0.key"])
+        past_len = self.node("Gather", f"{base}/past_key_subgraph/Gather", [past_shape, i64(2)], axis=0)
+
+        ids_shape_1 = self.node("Shape", f"{ids}/Shape_1", ["input_ids"])
+        ids_shape_2 = self.node("Shape", f"{ids}/Shape_2", ["input_ids"])
+        batch = self.node("Gather", f"{ids}/Gather_1", [ids_shape_1, i64(0)], axis=0)
+        seq = self.node("Gather", f"{ids}/Gather_2", [ids_shape_2, i64(1)], axis=0)
+        total = self.node("Add", f"{ids}/Add_1", [seq, past_len])
+        total_1d = self.node("Unsqueeze", f"{ids}/Unsqueeze_3", [total, i64([0])])
+        seq_1d_a = self.node("Unsqueeze", f"{ids}/Unsqueeze_4", [seq, i64([0])])
+        seq_1d_b = self.node("Unsqueeze", f"{ids}/Unsqueeze_5", [seq, i64([0])])
+        seq_1d_c = self.node("Unsqueeze", f"{ids}/Unsqueeze_6", [seq, i64([0])])
+        seq_seq = self.node("Concat", f"{ids}/Concat_2", [seq_1d_a, seq_1d_b], axis=0)
+        min_fill = self.node("ConstantOfShape", f"{ids}/ConstantOfShape_2", [seq_seq],
+                             value=numpy_helper.from_array(np.array([f_min], self.np_float)))
+        # row index + 1 as a column [seq, 1], column index as a row: Less gives the causal lower triangle
+        shape_4 = self.node("Shape", f"{ids}/Shape_4", [min_fill])
+        last_dim = self.node("Slice", f"{ids}/Slice_1", [shape_4, i64([-1]), i64([np.iinfo(np.int64).max]), i64([0])])
+        last_dim = self.node("Squeeze", f"{ids}/Squeeze_1", [last_dim, i64([0])])
+        last_dim = self.node("Unsqueeze", f"{ids}/output_0", [last_dim, i64([0])])
+        column_shape = self.node("Concat", f"{ids}/Concat_3", [last_dim, i64([1])], axis=0)
+        shape_5 = self.node("Shape", f"{ids}/Shape_5", [min_fill])
+        n = self.node("Slice", f"{ids}/Slice_2", [shape_5, i64([-1]), i64([np.iinfo(np.int64).max]), i64([0])])
+        n = self.node("Squeeze", f"{ids}/Squeeze_2", [n, i64([0])])
+        cols = self.node("Range", f"{ids}/Range", [i64(0), n, i64(1)])
+        rows_plus_1 = self.node("Add", f"{ids}/Add_2", [cols, i64(1)])
+        rows_plus_1 = self.node("Reshape", f"{ids}/Reshape", [rows_plus_1, column_shape])
+        lower = self.node("Less", f"{ids}/Less", [cols, rows_plus_1])
+        causal = self.node("Where", f"{ids}/Where_2", [lower, self.constant(np.array(0, self.np_float)), min_fill])
+        causal = self.node("Unsqueeze", f"{ids}/Unsqueeze_8", [causal, i64([0])])
+        causal = self.node("Unsqueeze", f"{ids}/Unsqueeze_9", [causal, i64([1])])
+        batch_1d = self.node("Unsqueeze", f"{ids}/Unsqueeze_1", [batch, i64([0])])
+        seq_1d = self.node("Unsqueeze", f"{ids}/Unsqueeze_2", [seq, i64([0])])
+        target = self.node("Concat", f"{ids}/Concat_1", [batch_1d, i64([1]), seq_1d, total_1d], axis=0)
+        causal = self.node("Expand", f"{ids}/Expand", [causal, self.expand_shape(ids, target, "ConstantOfShape_1")])
+
+        mask_4d = self.node("Unsqueeze", f"{msk}/Unsqueeze_3", ["attention_mask", i64([1])])
+        mask_4d = self.node("Unsqueeze", f"{msk}/Unsqueeze_4", [mask_4d, i64([2])])
+        mask_shape_1 = self.node("Shape", f"{msk}/Shape_1", ["attention_mask"])
+        mask_shape_2 = self.node("Shape", f"{msk}/Shape_2", ["attention_mask"])
+        mask_batch = self.node("Gather", f"{msk}/Gather_1", [mask_shape_1, i64(0)], axis=0)
+        mask_total = self.node("Gather", f"{msk}/Gather_2", [mask_shape_2, i64(1)], axis=0)
+        mask_batch = self.node("Unsqueeze", f"{msk}/Unsqueeze_1", [mask_batch, i64([0])])
+        mask_total = self.node("Unsqueeze", f"{msk}/Unsqueeze_2", [mask_total, i64([0])])
+        mask_target = self.node("Concat", f"{msk}/Concat", [mask_batch, i64([1]), seq_1d_c, mask_total], axis=0)
+        mask_4d = self.node("Expand", f"{msk}/Expand", [mask_4d, self.expand_shape(msk, mask_target, "ConstantOfShape")])
+        mask_f = self.node("Cast", f"{msk}/Cast_1", [mask_4d], to=self.float_type)
+        inverted = self.node("Sub", f"{msk}/Sub", [self.constant(np.array(1, self.np_float)), mask_f])
+        inverted_bool = self.node("Cast", f"{msk}/Cast_2", [inverted], to=TensorProto.BOOL)
+        padding = self.node("Where", f"{msk}/Where_2",
+                            [inverted_bool, self.constant(np.array(f_min, self.np_float)), inverted])
+        bias = self.node("Add", f"{base}/Add", [padding, causal])
+        return self.node("Tile", f"{base}/Tile", [bias, i64([1, 1, 1, 1])])
+
+    def expand_shape(self, base, shape, ones_name):
+        """Where(shape == -1, 1, shape): builder.py's guard that turns -1 dims into broadcastable 1s."""
+        ones = self.node("ConstantOfShape", f"{base}/{ones_name}",
+                         [self.node("Shape", f"{base}/Shape_3", [shape])],
+                         value=numpy_helper.from_array(np.array([1], np.int64)))
+        minus_ones = self.node("Mul", f"{base}/Mul", [ones, self.constant(np.array(-1, np.int64))])
+        is_minus_one = self.node("Equal", f"{base}/Equal", [shape, minus_ones])
+        return self.node("Where", f"{base}/Where_1", [is_minus_one, ones, shape])
+
+    def rotary(self, name, x, num_heads):
+        a = self.a
+        partial = a.rotary_dim and a.rotary_dim != a.head_size
+        # num_heads / rotary_embedding_dim stay 0 (= whole head) unless rotary is partial, as in builder.py
+        return self.node("RotaryEmbedding", name, [x, "position_ids", "cos_cache", "sin_cache"], domain=MS_DOMAIN,
+                         interleaved=a.rotary_interleaved, num_heads=num_heads if partial else 0,
+                         rotary_embedding_dim=a.rotary_dim if partial else 0)
+
+    def layer(self, i, normed, mask_inputs):
+        a = self.a
+        pre = f"/model/layers.{i}/attn"
+        q_size, kv_size = a.heads * a.head_size, a.kv_heads * a.head_size
+        w = {p: self.normal(shape, 0.1) for p, shape in
+             [("q", (a.hidden, q_size)), ("k", (a.hidden, kv_size)), ("v", (a.hidden, kv_size))]}
+        b = {p: self.normal(w[p].shape[1], 0.1) for p in "qkv"} if a.qkv_bias else {p: None for p in "qkv"}
+        if a.packed_qkv:
+            packed_bias = np.concatenate([b["q"], b["k"], b["v"]]) if a.qkv_bias else None
+            q = self.linear(f"model.layers.{i}.attn.qkv_proj", normed,
+                            np.concatenate([w["q"], w["k"], w["v"]], axis=1), packed_bias)
+            k = v = ""
+        else:
+            q, k, v = (self.linear(f"model.layers.{i}.attn.{p}_proj", normed, w[p], b[p]) for p in "qkv")
+
+        past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
+        present = [f"present.{i}.key", f"present.{i}.value"]
+        scale = float(1.0 / np.sqrt(a.head_size))
+        if a.attention in ("gqa", "mha"):
+            q = self.rotary(f"{pre}/q_rotary/RotaryEmbedding", q, a.heads)
+            k = self.rotary(f"{pre}/k_rotary/RotaryEmbedding", k, a.kv_heads)
+        if a.attention == "mha":
+            attn = self.node("MultiHeadAttention", f"{pre}/MultiHeadAttention",
+                             [q, k, v, "", "", mask_inputs] + past, [f"{pre}/MultiHeadAttention/output_0"] + present,
+                             domain=MS_DOMAIN, num_heads=a.heads, scale=scale)[0]
+        else:
+            rotary_inputs = ["cos_cache", "sin_cache"] if a.attention == "gqa-rotary" else []
+            attn = self.node("GroupQueryAttention", f"{pre}/GroupQueryAttention",
+                             [q, k, v] + past + list(mask_inputs) + rotary_inputs,
+                             [f"{pre}/GroupQueryAttention/output_0"] + present, domain=MS_DOMAIN,
+                             num_heads=a.heads, kv_num_heads=a.kv_heads, scale=scale, local_window_size=-1,
+                             softcap=0.0, do_rotary=int(a.attention == "gqa-rotary"),
+                             rotary_interleaved=a.rotary_interleaved if a.attention == "gqa-rotary" else 0)[0]
+        return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
+
+    def mlp(self, i, x):
+        a = self.a
+        pre = f"/model/layers.{i}/mlp"
+        gate = self.linear(f"model.layers.{i}.mlp.gate_proj", x, self.normal((a.hidden, a.ffn), 0.1))
+        up = self.linear(f"model.layers.{i}.mlp.up_proj", x, self.normal((a.hidden, a.ffn), 0.1))
+        sig = self.node("Sigmoid", f"{pre}/act_fn/Sigmoid", [gate])
+        silu = self.node("Mul", f"{pre}/act_fn/Mul", [gate, sig])
+        prod = self.node("Mul", f"{pre}/Mul", [silu, up])
+        return self.linear(f"model.layers.{i}.mlp.down_proj", prod, self.normal((a.ffn, a.hidden), 0.1))
+
+    def norm_weight(self, name):
+        return self.initializer(name, (1.0 + self.normal(self.a.hidden, 0.1)).astype(self.np_float))
+
+    def skip_norm(self, name, residual, x, weight, keep_sum=True):
+        """SkipSimplifiedLayerNormalization(input, skip, gamma): output 0 = RMSNorm(input + skip),
+        output 3 = input + skip (the residual stream, carried to the next Skip norm)."""
+        outputs = [f"{name}/output_0", "", "", f"{name}/output_3"] if keep_sum else [f"{name}/output_0"]
+        out = self.node("SkipSimplifiedLayerNormalization", f"{name}/SkipLayerNorm", [residual, x, weight],
+                        outputs, domain=MS_DOMAIN, epsilon=self.a.rms_eps)
+        return (out[0], out[3]) if keep_sum else (out, None)
+
+    def build(self):
+        a = self.a
+        if a.attention == "mha":
+            mask_inputs = self.mha_attention_bias()
+        else:
+            mask_inputs = self.gqa_mask_inputs()
+        self.rotary_caches()
+        embed = self.initializer("model.embed_tokens.weight", self.normal((a.vocab, a.hidden), 0.5).astype(self.np_float))
+        residual = self.node("Gather", "/model/embed_tokens/Gather", [embed, "input_ids"])
+        normed = self.node("SimplifiedLayerNormalization", "/model/layers.0/input_layernorm/LayerNorm",
+                           [residual, self.norm_weight("model.layers.0.input_layernorm.weight")],
+                           ["/model/layers.0/input_layernorm/output_0"], epsilon=a.rms_eps, axis=-1, stash_type=1)
+        for i in range(a.layers):
+            if i > 0:
+                normed, residual = self.skip_norm(f"/model/layers.{i}/input_layernorm", residual, mlp_out,
+                                                  self.norm_weight(f"model.layers.{i}.input_layernorm.weight"))
+            attn_out = self.layer(i, normed, mask_inputs)
+            normed, residual = self.skip_norm(f"/model/layers.{i}/post_attention_layernorm", residual, attn_out,
+                                              self.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight"))
+            mlp_out = self.mlp(i, normed)
+        final, _ = self.skip_norm(f"/model/layers.{a.layers}/final_norm_layernorm", residual, mlp_out,
+                                  self.norm_weight(f"model.layers.{a.layers}.final_norm_layernorm.weight"), False)
+        self.linear("lm_head", final, self.normal((a.hidden, a.vocab), 0.3), output="logits")
+        return self.model()
+
+    def model(self):
+        a = self.a
+        ft = self.float_type
+        cache_in = ["batch_size", a.kv_heads, "past_sequence_length", a.head_size]
+        cache_out = ["batch_size", a.kv_heads, "total_sequence_length", a.head_size]
+        inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
+                  helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"])]
+        if a.attention != "gqa-rotary":
+            inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]))
+        outputs = [helper.make_tensor_value_info("logits", ft, ["batch_size", "sequence_length", a.vocab])]
+        for i in range(a.layers):
+            for kind in ("key", "value"):
+                inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}", ft, cache_in))
+                outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", ft, cache_out))
+        graph = helper.make_graph(self.nodes, "main_graph", inputs, outputs, self.initializers)
+        model = helper.make_model(graph, producer_name="onnxruntime-genai-style synthetic (tools/onnx)",
+                                  opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)])
+        model.ir_version = IR_VERSION
+        return model
+
+
+def genai_config(a):
+    inputs = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
+    if a.attention != "gqa-rotary":
+        inputs["position_ids"] = "position_ids"
+    inputs.update({"past_key_names": "past_key_values.%d.key", "past_value_names": "past_key_values.%d.value"})
+    return {
+        "model": {
+            "bos_token_id": a.bos,
+            "context_length": a.context_length,
+            "decoder": {
+                "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+                "filename": "model.onnx",
+                "head_size": a.head_size,
+                "hidden_size": a.hidden,
+                "inputs": inputs,
+                "outputs": {"logits": "logits", "present_key_names": "present.%d.key",
+                            "present_value_names": "present.%d.value"},
+                "num_attention_heads": a.heads,
+                "num_hidden_layers": a.layers,
+                "num_key_value_heads": a.kv_heads,
+            },
+            "eos_token_id": a.eos,
+            "pad_token_id": a.pad,
+            "type": a.model_type,
+            "vocab_size": a.vocab,
+        },
+        "search": {"do_sample": False, "max_length": a.context_length, "min_length": 0, "num_beams": 1,
+                   "num_return_sequences": 1, "past_present_share_buffer": False, "top_k": 1, "top_p": 1.0},
+    }
+
+
+def write_external_data(model, out_dir):
+    """All initializers into model.onnx.data, in graph order, each at a 16-byte aligned offset
+    (deterministic; onnx.save's own external-data path is not needed for that)."""
+    data = bytearray()
+    for tensor in model.graph.initializer:
+        data.extend(b"\0" * (-len(data) % 16))
+        raw = tensor.raw_data
+        offset = len(data)
+        data.extend(raw)
+        tensor.ClearField("raw_data")
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", "model.onnx.data"), ("offset", str(offset)), ("length", str(len(raw)))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+    with open(os.path.join(out_dir, "model.onnx.data"), "wb") as f:
+        f.write(data)
+
+
+def main(argv):
+    a = parse_args(argv)
+    model = GraphBuilder(a).build()
+    os.makedirs(a.out, exist_ok=True)
+    data_path = os.path.join(a.out, "model.onnx.data")
+    if a.external_data:
+        write_external_data(model, a.out)
+    elif os.path.exists(data_path):
+        os.remove(data_path)     # a stale one from an earlier --external-data run would mislead
+    with open(os.path.join(a.out, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    with open(os.path.join(a.out, "genai_config.json"), "w") as f:
+        json.dump(genai_config(a), f, indent=4)
+        f.write("\n")
+    # The command without --out, so that a record of it stays valid wherever the model is remade.
+    args = [x for j, x in enumerate(argv) if x != "--out" and (j == 0 or argv[j - 1] != "--out")]
+    command = " ".join(["python3", "tools/onnx/make_builder_style_model.py"] + [shlex.quote(x) for x in args])
+    with open(os.path.join(a.out, "generator.json"), "w") as f:
+        json.dump({"command": command, "numpy": np.__version__, "onnx": onnx.__version__}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
