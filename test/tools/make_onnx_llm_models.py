@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""Makes the synthetic onnxruntime-genai style decoder models that test/data/oracle/onnx/*.ort.json
+describe, each into OUTPUT_DIR/<name>/ (model.onnx [+ model.onnx.data], genai_config.json,
+generator.json).
+
+Usage: make_onnx_llm_models.py OUTPUT_DIR [--only NAME[,NAME...]] [--oracle]
+
+  --only    make just these variants
+  --oracle  also run ONNX Runtime (tools/oracle/ort_logits.mjs, node + onnxruntime-node) on each
+            model and write test/data/oracle/onnx/<name>.ort.json; only needed when a variant or
+            the generator changes (see test/data/oracle/onnx/README.md)
+
+The models are small (2 layers, hidden 64-128, vocab 256-512) and a pure function of the
+arguments below, so tests remake them and check the sha256 recorded in the oracle files instead of
+storing them.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GENERATOR = os.path.join(ROOT, "tools", "onnx", "make_builder_style_model.py")
+ORACLE = os.path.join(ROOT, "tools", "oracle", "ort_logits.mjs")
+ORACLE_DIR = os.path.join(ROOT, "test", "data", "oracle", "onnx")
+
+PROMPT = "1 17 42 99 5 200"
+GREEDY_STEPS = 8
+# Append case for the oracle: the cache of the first 3 prompt tokens, then 3 new tokens in one run.
+BRANCH = "3:7 8 9"
+
+# name -> generator arguments (without --out). Seeds are picked so that no greedy step of ONNX
+# Runtime's run has a near-tie (top-1/top-2 logit gap; see the README).
+VARIANTS = {
+    # Llama-style, fp32, GQA with the rotary inside the attention op.
+    "gqa_rotary_fp32": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 160 "
+                       "--vocab 256 --seed 5",
+    # Phi-3 style int4: one packed qkv MatMulNBits, GQA key/value inputs empty, symmetric (no zero points).
+    "gqa_rotary_packed_q4_b32": "--attention gqa-rotary --packed-qkv --heads 8 --kv-heads 2 --head-size 16 "
+                                "--hidden 128 --ffn 256 --vocab 384 --bits 4 --block-size 32 --model-type phi3 --seed 17",
+    # Separate RotaryEmbedding nodes (interleaved pairs) + GQA without rotary; int4 block 16 with zero points.
+    "gqa_rope_interleaved_q4_b16_zp": "--attention gqa --rotary-interleaved 1 --heads 4 --kv-heads 2 --head-size 16 "
+                                      "--hidden 64 --ffn 128 --vocab 256 --bits 4 --block-size 16 --zero-points --seed 10",
+    # int8 block 64 with zero points, 6:2 heads; hidden 96 and ffn 160 are not multiples of the block
+    # (the last block of every column is zero-padded); scales/zero_points in the quantizer's 1-D layout.
+    "gqa_rotary_q8_b64_zp_flat": "--attention gqa-rotary --heads 6 --kv-heads 2 --head-size 16 --hidden 96 --ffn 160 "
+                                 "--vocab 320 --bits 8 --block-size 64 --zero-points --flat-quant-params --seed 16",
+    # int8 block 128 symmetric, 4:4 heads (plain multi-head attention through the GQA op).
+    "gqa_rotary_q8_b128": "--attention gqa-rotary --heads 4 --kv-heads 4 --head-size 32 --hidden 128 --ffn 256 "
+                          "--vocab 256 --bits 8 --block-size 128 --seed 14",
+    # Like tiny-random-LlamaForCausalLM-fp16: fp16 everywhere, MultiHeadAttention with the builder's
+    # attention_bias subgraph, RotaryEmbedding nodes, weights in model.onnx.data.
+    "mha_fp16": "--attention mha --precision fp16 --heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 "
+                "--vocab 512 --external-data --seed 5",
+    # Partial rotary (Phi-2 / StableLM style): 16 of 32 dims per head rotated, by the GQA op.
+    "gqa_rotary_partial": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 32 --rotary-dim 16 --hidden 128 "
+                          "--ffn 256 --vocab 256 --model-type phi --seed 10",
+    # Qwen2 style: q/k/v bias, rope theta 1e6, eps 1e-6.
+    "qwen_bias": "--attention gqa-rotary --qkv-bias --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 "
+                 "--vocab 256 --rope-theta 1000000 --model-type qwen2 --seed 14",
+    # fp16 activations with int4 weights (fp16 scales), as GPU-targeted builder models have.
+    "gqa_rotary_fp16_q4_b32_zp": "--attention gqa-rotary --precision fp16 --heads 4 --kv-heads 1 --head-size 16 "
+                                 "--hidden 64 --ffn 128 --vocab 256 --bits 4 --block-size 32 --zero-points --seed 8",
+}
+
+
+def make(name, out_dir):
+    folder = os.path.join(out_dir, name)
+    subprocess.run([sys.executable, GENERATOR] + VARIANTS[name].split() + ["--out", folder], check=True)
+    return folder
+
+
+def run_oracle(name, folder):
+    os.makedirs(ORACLE_DIR, exist_ok=True)
+    out = os.path.join(ORACLE_DIR, name + ".ort.json")
+    subprocess.run(["node", ORACLE, folder, "--ids", PROMPT, "--n", str(GREEDY_STEPS), "--branch", BRANCH,
+                    "--out", out], check=True)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out_dir")
+    p.add_argument("--only", help="comma-separated variant names")
+    p.add_argument("--oracle", action="store_true", help="also write test/data/oracle/onnx/<name>.ort.json")
+    a = p.parse_args()
+    names = a.only.split(",") if a.only else list(VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        p.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    for name in names:
+        folder = make(name, a.out_dir)
+        print(folder)
+        if a.oracle:
+            print(run_oracle(name, folder))
+
+
+if __name__ == "__main__":
+    main()
