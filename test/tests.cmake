@@ -21,6 +21,15 @@ add_test(NAME make_synthetic_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_synthetic_models.py" "${test_models}/synthetic")
 set_tests_properties(make_synthetic_models PROPERTIES FIXTURES_SETUP generated_test_data)
 
+# Builder-style ONNX decoders (test/data/oracle/onnx/README.md): remade and checked byte for
+# byte against the models ONNX Runtime's stored outputs were computed on.
+add_test(NAME make_onnx_llm_models
+         COMMAND "${LLM_PYTHON}" "${test_root}/tools/check_onnx_llm_models.py" --keep "${test_models}/onnx_llm")
+set_tests_properties(make_onnx_llm_models PROPERTIES FIXTURES_SETUP generated_test_data)
+add_test(NAME make_onnx_llm_error_models
+         COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_onnx_llm_error_models.py" "${test_models}/onnx_llm_errors")
+set_tests_properties(make_onnx_llm_error_models PROPERTIES FIXTURES_SETUP generated_test_data)
+
 gtest_discover_tests(llm_tests
   DISCOVERY_MODE PRE_TEST
   PROPERTIES

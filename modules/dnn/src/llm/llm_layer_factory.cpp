@@ -30,6 +30,8 @@ void initializeLLMLayerFactory()
     CV_DNN_REGISTER_LAYER_CLASS(LLMResidualAdd,    LLMResidualAddLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMAttention,      LLMAttentionLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMLogitRows,      LLMLogitRowsLayer);
+    // and those only imported graphs need (onnx/onnx_llm_importer.cpp)
+    CV_DNN_REGISTER_LAYER_CLASS(LLMElementwise,    LLMElementwiseLayer);
 }
 
 CV__DNN_INLINE_NS_END

@@ -71,14 +71,27 @@ public:
     static Ptr<LLMResidualAddLayer> create(const LayerParams& params);
 };
 
+/** Element-wise operation of imported graphs. Parameter `operation`: binary "add", "sub",
+    "mul", "div" (two inputs of the same shape, or one input and a constant blobs[0] that is a
+    scalar or has one value per feature; `constant_first` puts the constant on the left) or
+    unary "sigmoid", "silu", "relu", "tanh", "neg". */
+class LLMElementwiseLayer : public Layer
+{
+public:
+    static Ptr<LLMElementwiseLayer> create(const LayerParams& params);
+};
+
 /** Causal grouped-query attention with rotary embedding over a paged KV cache
     (kv_cache/paged_kv_cache.hpp): a forward's tokens continue their sequences, as the cache's
     batch plan says (by default: all tokens continue sequence 0).
 
-    Inputs: q (T x num_heads*head_dim), k and v (T x num_kv_heads*head_dim), before rotary.
-    Output: T x num_heads*head_dim. Parameters: `num_heads`, `num_kv_heads`, `head_dim`,
-    `max_context`, and the rotary ones (see RotaryEmbedding): `rope_dim`, `rope_base`,
-    `rope_neox`, `rope_freq_scale`; blobs[0] (optional): per-pair frequency factors.
+    Inputs: q (T x num_heads*head_dim), k and v (T x num_kv_heads*head_dim), before rotary;
+    or one packed input whose rows are q|k|v. Output: T x num_heads*head_dim. Parameters:
+    `num_heads`, `num_kv_heads`, `head_dim`, `max_context`, `scale` (of the scores; default
+    1/sqrt(head_dim)), and the rotary ones (see RotaryEmbedding): `rope_mode` "formula"
+    (default: `rope_dim`, `rope_base`, `rope_neox`, `rope_freq_scale`; blobs[0], optional:
+    per-pair frequency factors), "table" (blobs[0], blobs[1]: cos and sin, positions x pairs;
+    `rope_neox`; max_context is capped at the tables' positions) or "none".
 */
 class LLMAttentionLayer : public Layer
 {

@@ -13,7 +13,7 @@ namespace llm {
 
 RotaryEmbedding::RotaryEmbedding(int ropeDim, float base, bool neox, float freqScale,
                                  const std::vector<float>& freqFactors)
-    : neox_(neox)
+    : pairs_(ropeDim / 2), neox_(neox), configured_(true)
 {
     CV_CheckGT(ropeDim, 0, "RotaryEmbedding: rotary dimension must be positive");
     CV_CheckEQ(ropeDim % 2, 0, "RotaryEmbedding: rotary dimension must be even");
@@ -35,21 +35,66 @@ RotaryEmbedding::RotaryEmbedding(int ropeDim, float base, bool neox, float freqS
     }
 }
 
+RotaryEmbedding::RotaryEmbedding(const Mat& cosTable, const Mat& sinTable, bool neox)
+    : neox_(neox), configured_(true)
+{
+    CV_CheckTypeEQ(cosTable.type(), CV_32F, "RotaryEmbedding: the cos table must be float32");
+    CV_CheckTypeEQ(sinTable.type(), CV_32F, "RotaryEmbedding: the sin table must be float32");
+    CV_CheckEQ(cosTable.dims, 2, "RotaryEmbedding: the cos table must be 2-D (positions x pairs)");
+    CV_Check(sinTable.rows, cosTable.size == sinTable.size, "RotaryEmbedding: cos and sin tables differ in shape");
+    CV_CheckGT(cosTable.rows, 0, "RotaryEmbedding: empty angle tables");
+    CV_CheckGT(cosTable.cols, 0, "RotaryEmbedding: empty angle tables");
+    cosTable_ = cosTable.isContinuous() ? cosTable : cosTable.clone();
+    sinTable_ = sinTable.isContinuous() ? sinTable : sinTable.clone();
+    pairs_ = cosTable.cols;
+}
+
+RotaryEmbedding RotaryEmbedding::none()
+{
+    RotaryEmbedding r;
+    r.configured_ = true;
+    return r;
+}
+
+void RotaryEmbedding::angles(int position, float* cosSin) const
+{
+    if (cosTable_.empty())
+    {
+        for (int i = 0; i < pairs_; i++)
+        {
+            const double theta = (double)position * invFreq_[i];
+            cosSin[2 * i] = (float)std::cos(theta);
+            cosSin[2 * i + 1] = (float)std::sin(theta);
+        }
+        return;
+    }
+    // A rotation by -p is the transpose of the rotation by p.
+    const int p = std::abs(position);
+    if (position == INT_MIN || p >= cosTable_.rows)
+        CV_Error(Error::StsOutOfRange, format("RotaryEmbedding: position %d is outside the rotary tables (%d positions)",
+                                              position, cosTable_.rows));
+    const float* c = cosTable_.ptr<float>(p);
+    const float* s = sinTable_.ptr<float>(p);
+    const float sign = position < 0 ? -1.f : 1.f;
+    for (int i = 0; i < pairs_; i++)
+    {
+        cosSin[2 * i] = c[i];
+        cosSin[2 * i + 1] = sign * s[i];
+    }
+}
+
 void RotaryEmbedding::apply(float* x, int rows, size_t rowStride, int heads, int headDim, const int* positions) const
 {
-    const int pairs = (int)invFreq_.size();
+    const int pairs = pairs_;
+    if (pairs == 0)
+        return;
     CV_Assert(2 * pairs <= headDim);
     const int half = neox_ ? pairs : 1;   // distance between the two members of a pair
     const int step = neox_ ? 1 : 2;       // distance between consecutive pairs
     AutoBuffer<float> cosSin(2 * pairs);
     for (int r = 0; r < rows; r++)
     {
-        for (int i = 0; i < pairs; i++)
-        {
-            const double theta = (double)positions[r] * invFreq_[i];
-            cosSin[2 * i] = (float)std::cos(theta);
-            cosSin[2 * i + 1] = (float)std::sin(theta);
-        }
+        angles(positions[r], cosSin.data());
         float* row = x + r * rowStride;
         for (int h = 0; h < heads; h++)
         {

@@ -189,7 +189,7 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
     if (count == 0)
         return;
     for (int l = 0; l < layers_; l++)
-        if (rotary_[l].ropeDim() == 0)
+        if (!rotary_[l].isConfigured())
             CV_Error(Error::StsError, "KVCache::discardTokens: the attention layers did not register their rotary embedding");
     // Pages from the one holding `first` on are rewritten: unshare them first.
     const int newLength = s.length - count;

@@ -12,6 +12,7 @@
 #include "../kernels/rotary_embedding.hpp"
 #include "../kernels/paged_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cv {
@@ -33,17 +34,38 @@ public:
         CV_CheckEQ(heads_ % kvHeads_, 0, "LLMAttention: num_heads must be a multiple of num_kv_heads");
         CV_CheckGT(headDim_, 0, "LLMAttention: head_dim must be positive");
         CV_CheckGT(maxContext_, 0, "LLMAttention: max_context must be positive");
-        const int ropeDim = params.get<int>("rope_dim", headDim_);
-        CV_CheckLE(ropeDim, headDim_, "LLMAttention: rope_dim exceeds head_dim");
-        std::vector<float> freqFactors;
-        if (!blobs.empty())
+        scale_ = params.get<float>("scale", 1.f / std::sqrt((float)headDim_));
+        CV_Check(scale_, scale_ > 0.f && std::isfinite(scale_), "LLMAttention: scale must be positive");
+        const String ropeMode = params.get<String>("rope_mode", "formula");
+        if (ropeMode == "none")
         {
-            CV_CheckTypeEQ(blobs[0].type(), CV_32F, "LLMAttention: frequency factors must be float32");
-            freqFactors.assign(blobs[0].ptr<float>(), blobs[0].ptr<float>() + blobs[0].total());
+            rope_ = llm::RotaryEmbedding::none();
         }
-        rope_ = llm::RotaryEmbedding(ropeDim, params.get<float>("rope_base", 10000.f),
-                                     params.get<bool>("rope_neox", false),
-                                     params.get<float>("rope_freq_scale", 1.f), freqFactors);
+        else if (ropeMode == "table")
+        {
+            CV_CheckEQ(blobs.size(), (size_t)2, "LLMAttention: rope_mode 'table' needs the cos and sin tables as blobs");
+            rope_ = llm::RotaryEmbedding(blobs[0], blobs[1], params.get<bool>("rope_neox", false));
+            CV_CheckLE(rope_.ropeDim(), headDim_, "LLMAttention: the rotary tables cover more than head_dim");
+            maxContext_ = std::min(maxContext_, rope_.positionLimit());
+        }
+        else if (ropeMode == "formula")
+        {
+            const int ropeDim = params.get<int>("rope_dim", headDim_);
+            CV_CheckLE(ropeDim, headDim_, "LLMAttention: rope_dim exceeds head_dim");
+            std::vector<float> freqFactors;
+            if (!blobs.empty())
+            {
+                CV_CheckTypeEQ(blobs[0].type(), CV_32F, "LLMAttention: frequency factors must be float32");
+                freqFactors.assign(blobs[0].ptr<float>(), blobs[0].ptr<float>() + blobs[0].total());
+            }
+            rope_ = llm::RotaryEmbedding(ropeDim, params.get<float>("rope_base", 10000.f),
+                                         params.get<bool>("rope_neox", false),
+                                         params.get<float>("rope_freq_scale", 1.f), freqFactors);
+        }
+        else
+        {
+            CV_Error(Error::StsBadArg, "LLMAttention: rope_mode must be 'formula', 'table' or 'none', not '" + ropeMode + "'");
+        }
     }
 
     bool supportBackend(int backendId) CV_OVERRIDE
@@ -54,12 +76,20 @@ public:
     bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
                          std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
     {
-        CV_CheckEQ(inputs.size(), (size_t)3, "LLMAttention: expects q, k and v");
+        CV_Check(inputs.size(), inputs.size() == 3 || inputs.size() == 1,
+                 "LLMAttention: expects q, k and v, or one packed q|k|v input");
         for (const MatShape& s : inputs)
             CV_CheckEQ((int)s.size(), 2, "LLMAttention: inputs must be 2-D (tokens x features)");
-        CV_CheckEQ(inputs[0][1], heads_ * headDim_, "LLMAttention: q width != num_heads * head_dim");
-        CV_CheckEQ(inputs[1][1], kvHeads_ * headDim_, "LLMAttention: k width != num_kv_heads * head_dim");
-        CV_CheckEQ(inputs[2][1], kvHeads_ * headDim_, "LLMAttention: v width != num_kv_heads * head_dim");
+        const int qWidth = heads_ * headDim_, kvWidth = kvHeads_ * headDim_;
+        if (inputs.size() == 1)
+        {
+            CV_CheckEQ(inputs[0][1], qWidth + 2 * kvWidth, "LLMAttention: packed q|k|v width != (num_heads + 2 * num_kv_heads) * head_dim");
+            outputs.assign(1, MatShape{inputs[0][0], qWidth});
+            return false;
+        }
+        CV_CheckEQ(inputs[0][1], qWidth, "LLMAttention: q width != num_heads * head_dim");
+        CV_CheckEQ(inputs[1][1], kvWidth, "LLMAttention: k width != num_kv_heads * head_dim");
+        CV_CheckEQ(inputs[2][1], kvWidth, "LLMAttention: v width != num_kv_heads * head_dim");
         CV_CheckEQ(inputs[1][0], inputs[0][0], "LLMAttention: q and k token counts differ");
         CV_CheckEQ(inputs[2][0], inputs[0][0], "LLMAttention: q and v token counts differ");
         outputs.assign(1, inputs[0]);
@@ -87,7 +117,9 @@ public:
     {
         CV_TRACE_FUNCTION();
         CV_TRACE_ARG_VALUE(name, "name", name.c_str());
-        const Mat q = inputs_arr.getMat(0), k = inputs_arr.getMat(1), v = inputs_arr.getMat(2);
+        const bool packed = inputs_arr.size().area() == 1;
+        const Mat q = inputs_arr.getMat(0);
+        const Mat k = packed ? q : inputs_arr.getMat(1), v = packed ? q : inputs_arr.getMat(2);
         Mat& out = outputs_arr.getMatRef(0);
         CV_CheckTypeEQ(q.type(), CV_32F, "LLMAttention: float32 inputs only");
         CV_CheckTypeEQ(k.type(), CV_32F, "LLMAttention: float32 inputs only");
@@ -98,24 +130,30 @@ public:
         const llm::BatchPlan& plan = layerIndex_ == 0 ? cache.beginForward(tokens) : cache.plan();
         CV_CheckEQ(plan.tokens, tokens, "LLMAttention: the batch plan has another token count");
 
-        // Rotated queries; rotated keys and the values go to the cache.
+        // Rotated queries; rotated keys and the values go to the cache. A packed row is q|k|v.
         const int qWidth = heads_ * headDim_, kvWidth = kvHeads_ * headDim_;
+        const size_t qStride = q.step[0] / sizeof(float), kStride = k.step[0] / sizeof(float);
+        const size_t vStride = v.step[0] / sizeof(float);
+        const float* kData = k.ptr<float>() + (packed ? qWidth : 0);
+        const float* vData = v.ptr<float>() + (packed ? qWidth + kvWidth : 0);
         query_.resize((size_t)tokens * qWidth);
-        std::copy(q.ptr<float>(), q.ptr<float>() + query_.size(), query_.begin());
-        rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, plan.position.data());
         keys_.resize((size_t)tokens * kvWidth);
-        std::copy(k.ptr<float>(), k.ptr<float>() + keys_.size(), keys_.begin());
-        rope_.apply(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, plan.position.data());
-        const float* values = v.ptr<float>();
         for (int t = 0; t < tokens; t++)
-            cache.store(layerIndex_, t, keys_.data() + (size_t)t * kvWidth, values + (size_t)t * kvWidth);
+        {
+            std::copy_n(q.ptr<float>() + t * qStride, qWidth, query_.data() + (size_t)t * qWidth);
+            std::copy_n(kData + t * kStride, kvWidth, keys_.data() + (size_t)t * kvWidth);
+        }
+        rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, plan.position.data());
+        rope_.apply(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, plan.position.data());
+        for (int t = 0; t < tokens; t++)
+            cache.store(layerIndex_, t, keys_.data() + (size_t)t * kvWidth, vData + t * vStride);
 
-        attention_.run(cache, layerIndex_, plan, query_.data(), heads_, 1.f / std::sqrt((float)headDim_),
-                       out.ptr<float>());
+        attention_.run(cache, layerIndex_, plan, query_.data(), heads_, scale_, out.ptr<float>());
     }
 
 private:
     int heads_, kvHeads_, headDim_, maxContext_;
+    float scale_;
     llm::RotaryEmbedding rope_;
     Ptr<llm::PagedKVCache> cache_;
     int layerIndex_ = 0;

@@ -1,0 +1,152 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Element-wise operations of imported LLM graphs (ONNX Add/Sub/Mul/Div between activations,
+// or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg). Allocation-free, unlike
+// dnn's Eltwise / NaryEltwise, so a decode step stays free of heap allocations.
+
+#include "../../precomp.hpp"
+#include "../llm_layers.hpp"
+
+#include <cmath>
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+namespace {
+
+enum class ElementwiseOp { Add, Sub, Mul, Div, Sigmoid, Silu, Relu, Tanh, Neg };
+
+struct OpName
+{
+    const char* name;
+    ElementwiseOp op;
+    bool binary;
+};
+
+const OpName kOps[] = {
+    {"add", ElementwiseOp::Add, true}, {"sub", ElementwiseOp::Sub, true}, {"mul", ElementwiseOp::Mul, true},
+    {"div", ElementwiseOp::Div, true}, {"sigmoid", ElementwiseOp::Sigmoid, false},
+    {"silu", ElementwiseOp::Silu, false}, {"relu", ElementwiseOp::Relu, false},
+    {"tanh", ElementwiseOp::Tanh, false}, {"neg", ElementwiseOp::Neg, false},
+};
+
+inline float binaryOp(ElementwiseOp op, float a, float b)
+{
+    switch (op)
+    {
+    case ElementwiseOp::Add: return a + b;
+    case ElementwiseOp::Sub: return a - b;
+    case ElementwiseOp::Mul: return a * b;
+    default: return a / b;
+    }
+}
+
+inline float unaryOp(ElementwiseOp op, float x)
+{
+    switch (op)
+    {
+    case ElementwiseOp::Sigmoid: return 1.f / (1.f + std::exp(-x));
+    case ElementwiseOp::Silu: return x / (1.f + std::exp(-x));
+    case ElementwiseOp::Relu: return std::max(x, 0.f);
+    case ElementwiseOp::Tanh: return std::tanh(x);
+    default: return -x;
+    }
+}
+
+} // namespace
+
+class LLMElementwiseLayerImpl CV_FINAL : public LLMElementwiseLayer
+{
+public:
+    explicit LLMElementwiseLayerImpl(const LayerParams& params)
+    {
+        setParamsFrom(params);
+        const String name = params.get<String>("operation");
+        const OpName* found = nullptr;
+        for (const OpName& o : kOps)
+            if (name == o.name)
+                found = &o;
+        if (!found)
+            CV_Error(Error::StsBadArg, "LLMElementwise: unknown operation '" + name + "'");
+        op_ = found->op;
+        binary_ = found->binary;
+        constantFirst_ = params.get<bool>("constant_first", false);
+        if (!blobs.empty())
+        {
+            CV_Check(name, binary_, "LLMElementwise: only binary operations take a constant");
+            CV_CheckTypeEQ(blobs[0].type(), CV_32F, "LLMElementwise: the constant must be float32");
+            CV_CheckGT(blobs[0].total(), (size_t)0, "LLMElementwise: empty constant");
+        }
+    }
+
+    bool supportBackend(int backendId) CV_OVERRIDE
+    {
+        return backendId == DNN_BACKEND_OPENCV;
+    }
+
+    bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
+                         std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
+    {
+        const size_t expected = binary_ && blobs.empty() ? 2 : 1;
+        CV_CheckEQ(inputs.size(), expected, "LLMElementwise: wrong number of inputs");
+        if (expected == 2)
+            CV_Check(inputs[1].size(), inputs[0] == inputs[1], "LLMElementwise: inputs must have the same shape");
+        if (binary_ && !blobs.empty())
+        {
+            const size_t n = blobs[0].total();
+            CV_Check(n, n == 1 || (!inputs[0].empty() && (int)n == inputs[0].back()),
+                     "LLMElementwise: the constant must be a scalar or one value per feature");
+        }
+        outputs.assign(1, inputs[0]);
+        return false;
+    }
+
+    void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
+    {
+        CV_TRACE_FUNCTION();
+        const Mat a = inputs_arr.getMat(0);
+        Mat& y = outputs_arr.getMatRef(0);
+        CV_CheckTypeEQ(a.type(), CV_32F, "LLMElementwise: float32 only");
+        const float* pa = a.ptr<float>();
+        float* py = y.ptr<float>();
+        const size_t n = a.total();
+        if (!binary_)
+        {
+            for (size_t i = 0; i < n; i++)
+                py[i] = unaryOp(op_, pa[i]);
+            return;
+        }
+        if (blobs.empty())
+        {
+            const Mat b = inputs_arr.getMat(1);
+            CV_CheckTypeEQ(b.type(), CV_32F, "LLMElementwise: float32 only");
+            const float* pb = b.ptr<float>();
+            for (size_t i = 0; i < n; i++)
+                py[i] = binaryOp(op_, pa[i], pb[i]);
+            return;
+        }
+        // A constant scalar (period 1) or row (period = features) broadcast over the rows.
+        const float* c = blobs[0].ptr<float>();
+        const size_t period = blobs[0].total();
+        for (size_t i = 0; i < n; i++)
+        {
+            const float k = c[i % period];
+            py[i] = constantFirst_ ? binaryOp(op_, k, pa[i]) : binaryOp(op_, pa[i], k);
+        }
+    }
+
+private:
+    ElementwiseOp op_ = ElementwiseOp::Add;
+    bool binary_ = true, constantFirst_ = false;
+};
+
+Ptr<LLMElementwiseLayer> LLMElementwiseLayer::create(const LayerParams& params)
+{
+    return makePtr<LLMElementwiseLayerImpl>(params);
+}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn

@@ -1,0 +1,87 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "genai_config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+namespace {
+
+std::string folderOf(const std::string& path)
+{
+    const size_t slash = path.find_last_of("/\\");
+    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+} // namespace
+
+GenAIConfig readGenAIConfig(const std::string& modelPath)
+{
+    GenAIConfig config;
+    const std::string path = folderOf(modelPath) + "/genai_config.json";
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return config;
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string context = "genai_config.json '" + path + "'";
+    std::string field;
+    try
+    {
+        const nlohmann::json root = nlohmann::json::parse(text.str());
+        config.found = true;
+        if (!root.contains("model"))
+            return config;
+        const nlohmann::json& model = root.at("model");
+        auto readInt = [&](const nlohmann::json& obj, const char* key, int& out) {
+            field = key;
+            if (obj.contains(key) && !obj.at(key).is_null())
+                out = obj.at(key).get<int>();
+        };
+        field = "model.type";
+        if (model.contains("type"))
+            config.modelType = model.at("type").get<std::string>();
+        readInt(model, "context_length", config.contextLength);
+        readInt(model, "vocab_size", config.vocabSize);
+        readInt(model, "bos_token_id", config.bosId);
+        readInt(model, "pad_token_id", config.padId);
+        field = "eos_token_id";
+        if (model.contains("eos_token_id"))
+        {
+            const nlohmann::json& eos = model.at("eos_token_id");
+            if (eos.is_array())
+                config.eosIds = eos.get<std::vector<int>>();
+            else if (!eos.is_null())
+                config.eosIds.push_back(eos.get<int>());
+        }
+        if (model.contains("decoder"))
+        {
+            const nlohmann::json& decoder = model.at("decoder");
+            field = "decoder.inputs.input_ids";
+            if (decoder.contains("inputs") && decoder.at("inputs").contains("input_ids"))
+                config.inputIdsName = decoder.at("inputs").at("input_ids").get<std::string>();
+            field = "decoder.outputs.logits";
+            if (decoder.contains("outputs") && decoder.at("outputs").contains("logits"))
+                config.logitsName = decoder.at("outputs").at("logits").get<std::string>();
+        }
+    }
+    catch (const nlohmann::json::exception& e)
+    {
+        CV_Error(Error::StsParseError, format("%s: %s%s%s", context.c_str(),
+                                              field.empty() ? "" : ("field '" + field + "': ").c_str(), e.what(), ""));
+    }
+    if (config.contextLength == 0 || config.contextLength < -1)
+        CV_Error(Error::StsParseError, format("%s: context_length %d is invalid", context.c_str(), config.contextLength));
+    return config;
+}
+
+}}} // namespace cv::dnn::llm

@@ -1,0 +1,290 @@
+// ONNX decoder graphs (ONNX Runtime GenAI builder style) read with readNet onto the LLM layers
+// and the Net's KV cache, against ONNX Runtime 1.30 (onnxruntime-node):
+//  - the two shared models in ../shared/testdata/onnx (references in ../shared/testdata/reference);
+//  - synthetic builder-style models that test/tools/make_onnx_llm_models.py makes at test time
+//    (GQA with and without fused rotary, packed QKV, MatMulNBits 4 / 8 bits with and without
+//    zero points, MHA fp16, partial rotary, QKV bias), whose ONNX Runtime outputs are stored in
+//    test/data/oracle/onnx/ (see its README.md for how they were made).
+
+#include <gtest/gtest.h>
+#include <opencv2/dnn.hpp>
+#include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/kv_cache.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "test_common.hpp"
+
+using namespace cv;
+using namespace cv::dnn;
+
+namespace {
+
+Mat idsToMat(const std::vector<int>& ids)
+{
+    Mat m(1, (int)ids.size(), CV_32F);
+    for (size_t i = 0; i < ids.size(); i++)
+        m.at<float>((int)i) = (float)ids[i];
+    return m;
+}
+
+int argmax(const Mat& row)
+{
+    Point loc;
+    minMaxLoc(row.reshape(1, 1), nullptr, nullptr, nullptr, &loc);
+    return loc.x;
+}
+
+Mat forwardIds(Net& net, const std::vector<int>& ids)
+{
+    net.setInput(idsToMat(ids));
+    return net.forward().reshape(1, 1).clone();
+}
+
+struct OrtStep
+{
+    std::vector<int> fedIds;
+    Mat logits;  // 1 x vocab
+};
+
+struct OrtRun
+{
+    std::vector<int> greedyIds;
+    std::vector<OrtStep> steps;
+};
+
+void readSteps(const FileNode& node, OrtRun& run)
+{
+    node["greedy_ids"] >> run.greedyIds;
+    for (const FileNode& s : node["steps"])
+    {
+        OrtStep step;
+        s["fed_ids"] >> step.fedIds;
+        std::vector<float> logits;
+        s["logits"] >> logits;
+        step.logits = Mat(logits, true).reshape(1, 1);
+        run.steps.push_back(step);
+    }
+}
+
+struct OrtReference
+{
+    std::string name, generator;
+    std::vector<int> promptIds;
+    OrtRun main, branch;
+    int branchPrefix = -1;
+};
+
+OrtReference readOrtReference(const std::string& path)
+{
+    FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
+    CV_Assert(fs.isOpened());
+    OrtReference r;
+    const size_t slash = path.find_last_of('/');
+    r.name = path.substr(slash + 1, path.find(".ort.json") - slash - 1);
+    fs["generator"] >> r.generator;
+    fs["prompt_ids"] >> r.promptIds;
+    readSteps(fs.root(), r.main);
+    const FileNode branch = fs["branch"];
+    if (!branch.empty() && branch["error"].empty())
+    {
+        branch["prefix_length"] >> r.branchPrefix;
+        readSteps(branch, r.branch);
+    }
+    return r;
+}
+
+// Logit tolerance against ONNX Runtime (measured maximum in brackets): float32 graphs and
+// MatMulNBits converted to exact float32 rows agree to accumulation order (1.2e-5); MatMulNBits
+// repacked to Q4_0 / Q4_1 / Q8_0 blocks round float32 scales to float16 (0.016); float16 graphs
+// are computed by ONNX Runtime in float16 and by us in float32 (0.011). These models declare
+// accuracy_level 0 (float inputs), so no activation is quantized to 8 bits on either side.
+double logitTolerance(const OrtReference& r)
+{
+    const bool fp16 = r.generator.find("--precision fp16") != std::string::npos;
+    const bool quantized = r.generator.find("--bits") != std::string::npos;
+    return fp16 || quantized ? 0.03 : 1e-4;
+}
+
+// Greedy decoding feeding our own choices; each step's logits against ONNX Runtime's.
+void expectRunMatches(Net& net, const std::vector<int>& firstIds, const OrtRun& ref, double tol, const char* what)
+{
+    ASSERT_EQ(ref.steps.size(), ref.greedyIds.size() + 1) << what;
+    Mat logits = forwardIds(net, firstIds);
+    std::vector<int> ours;
+    for (size_t i = 0; i < ref.steps.size(); i++)
+    {
+        SCOPED_TRACE(cv::format("%s step %zu", what, i));
+        ASSERT_EQ(logits.total(), ref.steps[i].logits.total());
+        EXPECT_LE(cv::norm(logits, ref.steps[i].logits, NORM_INF), tol);
+        if (i == ref.greedyIds.size())
+            break;
+        ours.push_back(argmax(logits));
+        logits = forwardIds(net, {ours.back()});
+    }
+    EXPECT_EQ(ours, ref.greedyIds) << what;
+}
+
+std::vector<std::string> syntheticReferences()
+{
+    std::vector<String> files;
+    cv::glob(llm_test::projectRoot() + "/test/data/oracle/onnx/*.ort.json", files);
+    return std::vector<std::string>(files.begin(), files.end());
+}
+
+std::string syntheticModel(const OrtReference& r)
+{
+    return llm_test::testModel("onnx_llm/" + r.name + "/model.onnx");
+}
+
+} // namespace
+
+TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
+{
+    const std::vector<std::string> refs = syntheticReferences();
+    ASSERT_GE(refs.size(), 9u);
+    for (const std::string& path : refs)
+    {
+        const OrtReference ref = readOrtReference(path);
+        SCOPED_TRACE(ref.name);
+        Net net = readNet(syntheticModel(ref));
+        expectRunMatches(net, ref.promptIds, ref.main, logitTolerance(ref), "prompt + greedy");
+        EXPECT_EQ(getLLMSequenceLength(net), (int)(ref.promptIds.size() + ref.main.greedyIds.size()));
+
+        if (ref.branchPrefix < 0)
+            continue;  // ONNX Runtime refused the append step (mha_fp16; see the README)
+        // Append: rewind to the shared prefix, feed several new tokens at once, continue.
+        truncateLLMState(net, ref.branchPrefix);
+        expectRunMatches(net, ref.branch.steps[0].fedIds, ref.branch, logitTolerance(ref), "branch");
+    }
+}
+
+TEST(ONNXLanguageModels, readNetFromONNXAndPlainForwardAgree)
+{
+    const OrtReference ref = readOrtReference(llm_test::projectRoot() + "/test/data/oracle/onnx/gqa_rotary_fp32.ort.json");
+    Net a = readNetFromONNX(syntheticModel(ref));
+    Net b = readNet(syntheticModel(ref));
+    EXPECT_EQ(cv::norm(forwardIds(a, ref.promptIds), forwardIds(b, ref.promptIds), NORM_INF), 0.0);
+}
+
+TEST(ONNXLanguageModels, batchedSequencesEqualLoneRuns)
+{
+    // The KV cache's batch API works on imported graphs as on GGUF ones.
+    const OrtReference ref = readOrtReference(llm_test::projectRoot() + "/test/data/oracle/onnx/gqa_rotary_packed_q4_b32.ort.json");
+    const std::vector<std::vector<int>> prompts = {{1, 17, 42}, {5, 6, 7, 8, 9}, {200, 3}};
+    std::vector<Mat> alone;
+    for (const auto& p : prompts)
+    {
+        Net net = readNet(syntheticModel(ref));
+        alone.push_back(forwardIds(net, p));
+    }
+    Net net = readNet(syntheticModel(ref));
+    std::vector<int> ids, seqs;
+    for (size_t s = 0; s < prompts.size(); s++)
+        for (int id : prompts[s])
+        {
+            ids.push_back(id);
+            seqs.push_back((int)s);
+        }
+    setLLMBatch(net, seqs);
+    net.setInput(idsToMat(ids));
+    const Mat out = net.forward();
+    ASSERT_EQ(out.rows, (int)prompts.size());
+    for (size_t s = 0; s < prompts.size(); s++)
+        EXPECT_EQ(cv::norm(out.row((int)s), alone[s], NORM_INF), 0.0) << "sequence " << s;
+}
+
+TEST(ONNXLanguageModels, sharedGQAModelMatchesOnnxRuntime)
+{
+    FileStorage fs(llm_test::sharedTestData("reference/tiny-graph-capture-gqa.ort.json"), FileStorage::READ | FileStorage::FORMAT_JSON);
+    ASSERT_TRUE(fs.isOpened());
+    std::vector<int> prompt, greedyIds;
+    fs["promptIds"] >> prompt;
+    fs["greedyIds"] >> greedyIds;
+    Net net = readNet(llm_test::sharedTestData("onnx/tiny-graph-capture-gqa/model.onnx"));
+    Mat logits = forwardIds(net, prompt);
+    // First step: ONNX Runtime's top-5 logits (the .ort.json files store logits, not
+    // probabilities); a float16 model that ONNX Runtime computes in float16, we in float32.
+    for (const FileNode& e : fs["top5"])
+        EXPECT_NEAR(logits.at<float>((int)e[0]), (double)e[1], 2e-3) << "token " << (int)e[0];
+    std::vector<int> ours;
+    for (size_t i = 0; i < greedyIds.size(); i++)
+    {
+        ours.push_back(argmax(logits));
+        logits = forwardIds(net, {ours.back()});
+    }
+    EXPECT_EQ(ours, greedyIds);
+}
+
+TEST(ONNXLanguageModels, sharedBuilderLlamaMatchesOnnxRuntime)
+{
+    FileStorage fs(llm_test::sharedTestData("reference/tiny-random-LlamaForCausalLM-fp16.ort.json"),
+                   FileStorage::READ | FileStorage::FORMAT_JSON);
+    ASSERT_TRUE(fs.isOpened());
+    std::vector<int> prompt, greedyIds;
+    fs["promptIds"] >> prompt;
+    fs["greedyIds"] >> greedyIds;
+    Net net = readNet(llm_test::sharedTestData("onnx/tiny-random-LlamaForCausalLM-fp16/model.onnx"));
+    Mat logits = forwardIds(net, prompt);
+    // A random-weight float16 model: ONNX Runtime rounds every activation to float16, we keep
+    // float32; its top-5 logits (0.2705 ... 0.2830, stored in the .ort.json) within 2e-3.
+    for (const FileNode& e : fs["top5"])
+        EXPECT_NEAR(logits.at<float>((int)e[0]), (double)e[1], 2e-3) << "token " << (int)e[0];
+    std::vector<int> ours;
+    for (size_t i = 0; i < greedyIds.size(); i++)
+    {
+        ours.push_back(argmax(logits));
+        logits = forwardIds(net, {ours.back()});
+    }
+    EXPECT_EQ(ours, greedyIds);
+}
+
+namespace {
+
+// The cv::Exception message of reading a broken model made by make_onnx_llm_error_models.py.
+std::string readError(const std::string& name)
+{
+    try
+    {
+        readNet(llm_test::testModel("onnx_llm_errors/" + name + "/model.onnx"));
+    }
+    catch (const cv::Exception& e)
+    {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+} // namespace
+
+TEST(ONNXLanguageModelErrors, unsupportedOperatorNamesNodeAndOperator)
+{
+    const std::string msg = readError("unsupported_op");
+    EXPECT_NE(msg.find("(Erf): operator not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node '/model/layers.0/mlp/act_fn/Sigmoid'"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, externalDataOutsideTheModelFolder)
+{
+    const std::string msg = readError("external_escape");
+    EXPECT_NE(msg.find("must be a relative path inside the model's folder"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, truncatedExternalData)
+{
+    const std::string msg = readError("external_truncated");
+    EXPECT_NE(msg.find("lies outside 'model.onnx.data'"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, truncatedModelFile)
+{
+    const std::string msg = readError("truncated_model");
+    EXPECT_NE(msg.find("not a valid ONNX model"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, presentOutputsCannotBeConsumed)
+{
+    const std::string msg = readError("present_consumed");
+    EXPECT_NE(msg.find("present keys and values live in the KV cache"), std::string::npos) << msg;
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Makes broken variants of a small builder-style ONNX decoder, for the importer's error tests
+(test/cpp/test_onnx_llm.cpp, ONNXLanguageModelErrors). Each goes to OUTPUT_DIR/<name>/:
+
+  unsupported_op      the MLP's Sigmoid replaced by Erf (an operator the importer does not know)
+  external_escape     an external-data location that leaves the model's folder ("../...")
+  external_truncated  model.onnx.data cut in half: offsets point past its end
+  truncated_model     model.onnx cut in half (not a valid protobuf message any more)
+  present_consumed    a layer reads present.0.key, which the KV cache does not produce
+
+Usage: make_onnx_llm_error_models.py OUTPUT_DIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import onnx
+from onnx import helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GENERATOR = os.path.join(ROOT, "tools", "onnx", "make_builder_style_model.py")
+BASE_ARGS = ["--attention", "gqa-rotary", "--heads", "4", "--kv-heads", "2", "--head-size", "16",
+             "--hidden", "64", "--ffn", "128", "--vocab", "256", "--seed", "3"]
+
+
+def make_base(out, external):
+    subprocess.run([sys.executable, GENERATOR, "--out", out] + BASE_ARGS + (["--external-data"] if external else []),
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def main(out_root):
+    def folder(name, external=False):
+        d = os.path.join(out_root, name)
+        shutil.rmtree(d, ignore_errors=True)
+        make_base(d, external)
+        return d
+
+    d = folder("unsupported_op")
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    next(n for n in m.graph.node if n.op_type == "Sigmoid").op_type = "Erf"
+    onnx.save(m, path)
+
+    d = folder("external_escape", external=True)
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path, load_external_data=False)
+    for t in m.graph.initializer:
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = "../external_truncated/model.onnx.data"
+    onnx.save(m, path)
+
+    d = folder("external_truncated", external=True)
+    data = os.path.join(d, "model.onnx.data")
+    with open(data, "r+b") as f:
+        f.truncate(os.path.getsize(data) // 2)
+
+    d = folder("truncated_model")
+    path = os.path.join(d, "model.onnx")
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+
+    d = folder("present_consumed")
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    logits = next(n for n in m.graph.node if "logits" in n.output)
+    add = helper.make_node("Add", [logits.input[0], "present.0.key"], ["mixed"], name="consumes_present")
+    logits.input[0] = "mixed"
+    m.graph.node.insert(list(m.graph.node).index(logits), add)
+    onnx.save(m, path)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
