@@ -61,6 +61,17 @@ VARIANTS = {
     # fp16 activations with int4 weights (fp16 scales), as GPU-targeted builder models have.
     "gqa_rotary_fp16_q4_b32_zp": "--attention gqa-rotary --precision fp16 --heads 4 --kv-heads 1 --head-size 16 "
                                  "--hidden 64 --ffn 128 --vocab 256 --bits 4 --block-size 32 --zero-points --seed 8",
+    # Standard ONNX opset-23 ops instead of the com.microsoft ones: RMSNormalization + explicit residual
+    # Adds, RotaryEmbedding (3-D, num_heads), Attention (3-D, is_causal=1, past/present BNSH), no
+    # attention_mask input. Same arguments and seed as gqa_rotary_fp32, hence the same weights: ONNX
+    # Runtime's logits equal that variant's to 5e-6.
+    "onnx23_gqa_fp32": "--attention onnx23 --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 160 "
+                       "--vocab 256 --seed 5",
+    # opset 23 with interleaved partial rotary (8 of 16 dims) on 8:2 heads and int4 MatMulNBits
+    # (com.microsoft, block 32, no zero points).
+    "onnx23_gqa_rope_partial_interleaved_q4_b32": "--attention onnx23 --rotary-interleaved 1 --rotary-dim 8 --heads 8 "
+                                                  "--kv-heads 2 --head-size 16 --hidden 128 --ffn 256 --vocab 384 "
+                                                  "--bits 4 --block-size 32 --seed 3",
 }
 
 

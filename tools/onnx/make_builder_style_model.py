@@ -21,9 +21,22 @@ Attention kinds:
               GroupQueryAttention with do_rotary=0.
   mha         com.microsoft RotaryEmbedding on q and k, MultiHeadAttention with the builder's 4-D
               attention_bias (causal + padding) subgraph built from attention_mask.
+  onnx23      the standard ONNX opset-23 operators instead of the com.microsoft ones, as a model
+              exported with opset 23 has them (opset_import ai.onnx 23, ir_version 11; com.microsoft
+              only for MatMulNBits): RMSNormalization(X, scale; axis=-1, epsilon, stash_type=1)
+              for every norm, the residuals as explicit Add nodes (no Skip norm);
+              RotaryEmbedding(X [batch, seq, heads*head], cos_cache, sin_cache, position_ids;
+              interleaved, num_heads, rotary_embedding_dim) on q and k;
+              Attention(Q, K, V [batch, seq, heads*head], attn_mask "", past_key, past_value
+              [batch, kv_heads, past, head] -> Y, present_key, present_value [batch, kv_heads,
+              past + seq, head]; q_num_heads, kv_num_heads, is_causal=1, scale). No attn_mask:
+              opset 23 allows only one of attn_mask and is_causal, and the causal mask is offset by
+              the past length (query i attends keys 0..past+i, as the ONNX reference
+              implementation and ONNX Runtime do it), so the graph has no attention_mask input
+              (inputs: input_ids, position_ids, past_key_values.N.key|value).
 
 Made with Debian's python3-onnx 1.12: the contrib ops are not known to its checker, so the model
-is assembled with onnx.helper and not checked.
+is assembled with onnx.helper and not checked (1.12 has no opset-23 schemas either).
 """
 import argparse
 import json
@@ -39,12 +52,14 @@ from onnx import TensorProto, helper, numpy_helper
 MS_DOMAIN = "com.microsoft"
 OPSET = 14          # what builder.py targets for these models (ir_version 7)
 IR_VERSION = 7
+OPSET_ONNX23 = 23   # --attention onnx23: RMSNormalization / RotaryEmbedding / Attention (ONNX 1.18, ir_version 11)
+IR_VERSION_ONNX23 = 11
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="output folder (created)")
-    p.add_argument("--attention", choices=["gqa-rotary", "gqa", "mha"], default="gqa-rotary")
+    p.add_argument("--attention", choices=["gqa-rotary", "gqa", "mha", "onnx23"], default="gqa-rotary")
     p.add_argument("--packed-qkv", action="store_true",
                    help="one q|k|v MatMul feeding GroupQueryAttention's query (key/value left empty); gqa-rotary only")
     p.add_argument("--qkv-bias", action="store_true", help="Add a bias after the q/k/v projections (Qwen2)")
@@ -280,6 +295,12 @@ class GraphBuilder:
     def rotary(self, name, x, num_heads):
         a = self.a
         partial = a.rotary_dim and a.rotary_dim != a.head_size
+        if a.attention == "onnx23":
+            # ai.onnx RotaryEmbedding-23: inputs (X, cos_cache, sin_cache, position_ids); X is 3-D
+            # [batch, seq, num_heads * head_size], so num_heads is required; rotary_embedding_dim 0 = whole head.
+            return self.node("RotaryEmbedding", name, [x, "cos_cache", "sin_cache", "position_ids"],
+                             interleaved=a.rotary_interleaved, num_heads=num_heads,
+                             rotary_embedding_dim=a.rotary_dim if partial else 0)
         # num_heads / rotary_embedding_dim stay 0 (= whole head) unless rotary is partial, as in builder.py
         return self.node("RotaryEmbedding", name, [x, "position_ids", "cos_cache", "sin_cache"], domain=MS_DOMAIN,
                          interleaved=a.rotary_interleaved, num_heads=num_heads if partial else 0,
@@ -303,10 +324,16 @@ class GraphBuilder:
         past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
         present = [f"present.{i}.key", f"present.{i}.value"]
         scale = float(1.0 / np.sqrt(a.head_size))
-        if a.attention in ("gqa", "mha"):
+        if a.attention in ("gqa", "mha", "onnx23"):
             q = self.rotary(f"{pre}/q_rotary/RotaryEmbedding", q, a.heads)
             k = self.rotary(f"{pre}/k_rotary/RotaryEmbedding", k, a.kv_heads)
-        if a.attention == "mha":
+        if a.attention == "onnx23":
+            # ai.onnx Attention-23 with 3-D Q/K/V (so q_num_heads/kv_num_heads are required), no
+            # attn_mask, is_causal=1, the KV cache concatenated inside the op (past/present BNSH).
+            attn = self.node("Attention", f"{pre}/Attention", [q, k, v, ""] + past,
+                             [f"{pre}/Attention/output_0"] + present,
+                             q_num_heads=a.heads, kv_num_heads=a.kv_heads, is_causal=1, scale=scale)[0]
+        elif a.attention == "mha":
             attn = self.node("MultiHeadAttention", f"{pre}/MultiHeadAttention",
                              [q, k, v, "", "", mask_inputs] + past, [f"{pre}/MultiHeadAttention/output_0"] + present,
                              domain=MS_DOMAIN, num_heads=a.heads, scale=scale)[0]
@@ -333,9 +360,24 @@ class GraphBuilder:
     def norm_weight(self, name):
         return self.initializer(name, (1.0 + self.normal(self.a.hidden, 0.1)).astype(self.np_float))
 
+    def rms_norm(self, name, x, weight, output=None):
+        """RMS norm without a residual Add: SimplifiedLayerNormalization (ai.onnx domain, onnxruntime's)
+        for the model's first norm as builder.py emits it, or the standard RMSNormalization-23 for onnx23
+        (every norm; skip_norm puts an Add in front)."""
+        output = output or f"{name}/output_0"
+        if self.a.attention == "onnx23":
+            return self.node("RMSNormalization", f"{name}/RMSNorm", [x, weight], [output],
+                             axis=-1, epsilon=self.a.rms_eps, stash_type=1)
+        return self.node("SimplifiedLayerNormalization", f"{name}/LayerNorm", [x, weight], [output],
+                         epsilon=self.a.rms_eps, axis=-1, stash_type=1)
+
     def skip_norm(self, name, residual, x, weight, keep_sum=True):
         """SkipSimplifiedLayerNormalization(input, skip, gamma): output 0 = RMSNorm(input + skip),
-        output 3 = input + skip (the residual stream, carried to the next Skip norm)."""
+        output 3 = input + skip (the residual stream, carried to the next Skip norm). onnx23: an
+        explicit Add (the residual stream) and RMSNormalization of it."""
+        if self.a.attention == "onnx23":
+            total = self.node("Add", f"{name}/Add", [residual, x])
+            return self.rms_norm(name, total, weight), (total if keep_sum else None)
         outputs = [f"{name}/output_0", "", "", f"{name}/output_3"] if keep_sum else [f"{name}/output_0"]
         out = self.node("SkipSimplifiedLayerNormalization", f"{name}/SkipLayerNorm", [residual, x, weight],
                         outputs, domain=MS_DOMAIN, epsilon=self.a.rms_eps)
@@ -345,14 +387,15 @@ class GraphBuilder:
         a = self.a
         if a.attention == "mha":
             mask_inputs = self.mha_attention_bias()
+        elif a.attention == "onnx23":
+            mask_inputs = None      # is_causal=1, no attention_mask input
         else:
             mask_inputs = self.gqa_mask_inputs()
         self.rotary_caches()
         embed = self.initializer("model.embed_tokens.weight", self.normal((a.vocab, a.hidden), 0.5).astype(self.np_float))
         residual = self.node("Gather", "/model/embed_tokens/Gather", [embed, "input_ids"])
-        normed = self.node("SimplifiedLayerNormalization", "/model/layers.0/input_layernorm/LayerNorm",
-                           [residual, self.norm_weight("model.layers.0.input_layernorm.weight")],
-                           ["/model/layers.0/input_layernorm/output_0"], epsilon=a.rms_eps, axis=-1, stash_type=1)
+        normed = self.rms_norm("/model/layers.0/input_layernorm", residual,
+                               self.norm_weight("model.layers.0.input_layernorm.weight"))
         for i in range(a.layers):
             if i > 0:
                 normed, residual = self.skip_norm(f"/model/layers.{i}/input_layernorm", residual, mlp_out,
@@ -371,8 +414,11 @@ class GraphBuilder:
         ft = self.float_type
         cache_in = ["batch_size", a.kv_heads, "past_sequence_length", a.head_size]
         cache_out = ["batch_size", a.kv_heads, "total_sequence_length", a.head_size]
-        inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
-                  helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"])]
+        onnx23 = a.attention == "onnx23"
+        inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"])]
+        if not onnx23:
+            inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                                        ["batch_size", "total_sequence_length"]))
         if a.attention != "gqa-rotary":
             inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]))
         outputs = [helper.make_tensor_value_info("logits", ft, ["batch_size", "sequence_length", a.vocab])]
@@ -381,14 +427,19 @@ class GraphBuilder:
                 inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}", ft, cache_in))
                 outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", ft, cache_out))
         graph = helper.make_graph(self.nodes, "main_graph", inputs, outputs, self.initializers)
+        opsets = [helper.make_opsetid("", OPSET_ONNX23 if onnx23 else OPSET)]
+        if not onnx23 or a.bits:
+            opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
         model = helper.make_model(graph, producer_name="onnxruntime-genai-style synthetic (tools/onnx)",
-                                  opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)])
-        model.ir_version = IR_VERSION
+                                  opset_imports=opsets)
+        model.ir_version = IR_VERSION_ONNX23 if onnx23 else IR_VERSION
         return model
 
 
 def genai_config(a):
-    inputs = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
+    inputs = {"input_ids": "input_ids"}
+    if a.attention != "onnx23":
+        inputs["attention_mask"] = "attention_mask"
     if a.attention != "gqa-rotary":
         inputs["position_ids"] = "position_ids"
     inputs.update({"past_key_names": "past_key_values.%d.key", "past_value_names": "past_key_values.%d.value"})

@@ -14,6 +14,7 @@
 //                --branch-n steps. If ONNX Runtime refuses the step, its error is recorded instead.
 //   --generator  the command that made the model; default: "command" of MODEL_DIR/generator.json
 //
+// attention_mask (all ones, past + new) and position_ids (past + i) are fed where the graph has them.
 // Each recorded row is the logits of the last fed token: its argmax, top 5, the top-1/top-2 gap and
 // the whole row (7 significant digits). Threads 1, graph optimization "all" (what onnxruntime-genai
 // uses). onnxruntime-node is looked up next to this script, then in $ORT_DIR (default /work/oracle).
@@ -131,7 +132,8 @@ class Decoder {
         const feeds = {...cache};
         const total = pastLength + tokens.length;
         feeds.input_ids = this.ids("input_ids", tokens, [1, tokens.length]);
-        feeds.attention_mask = this.ids("attention_mask", new Array(total).fill(1), [1, total]);
+        if (this.meta.attention_mask)   // absent in the opset-23 graphs (Attention is_causal=1, no mask)
+            feeds.attention_mask = this.ids("attention_mask", new Array(total).fill(1), [1, total]);
         if (this.meta.position_ids)
             feeds.position_ids = this.ids("position_ids", tokens.map((_, i) => pastLength + i), [1, tokens.length]);
         const out = await this.session.run(feeds);
