@@ -20,6 +20,10 @@ set_tests_properties(make_quant_vectors PROPERTIES FIXTURES_SETUP generated_test
 add_test(NAME make_synthetic_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_synthetic_models.py" "${test_models}/synthetic")
 set_tests_properties(make_synthetic_models PROPERTIES FIXTURES_SETUP generated_test_data)
+add_test(NAME make_hf_tokenizers
+         COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/gguf_vocab_to_tokenizer_json.py" --all
+                 "${LLM_PROJECT_ROOT}/../shared/testdata/llama.cpp-vocab" "${test_models}/hf_tokenizers")
+set_tests_properties(make_hf_tokenizers PROPERTIES FIXTURES_SETUP generated_test_data)
 
 # Builder-style ONNX decoders (test/data/oracle/onnx/README.md): remade and checked byte for
 # byte against the models ONNX Runtime's stored outputs were computed on.

@@ -15,3 +15,10 @@ if(NOT LLM_PCRE2_INCLUDE_DIR OR NOT LLM_PCRE2_LIBRARY)
 endif()
 target_include_directories(opencv_dnn PRIVATE "${LLM_PCRE2_INCLUDE_DIR}")
 target_link_libraries(opencv_dnn PRIVATE "${LLM_PCRE2_LIBRARY}")
+
+# nlohmann-json (header only): Hugging Face tokenizer.json / tokenizer_config.json.
+find_path(LLM_NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp)
+if(NOT LLM_NLOHMANN_JSON_INCLUDE_DIR)
+  message(FATAL_ERROR "opencv_dnn (LLM extension) needs nlohmann-json: apt-get install nlohmann-json3-dev")
+endif()
+target_include_directories(opencv_dnn PRIVATE "${LLM_NLOHMANN_JSON_INCLUDE_DIR}")

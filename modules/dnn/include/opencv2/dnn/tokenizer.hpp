@@ -19,14 +19,24 @@ CV__DNN_INLINE_NS_BEGIN
 Built from a GGUF file's `tokenizer.ggml.*` metadata (a vocabulary-only GGUF is enough):
 SentencePiece-style (`llama`), byte-level BPE (`gpt2`, with the pre-tokenizer that
 `tokenizer.ggml.pre` names) and WordPiece (`bert`). Results match llama.cpp's tokenizer.
+
+Also built from a Hugging Face `tokenizer.json` (as found next to ONNX models exported by
+ONNX Runtime GenAI's model builder), with `tokenizer_config.json` beside it for BOS/EOS:
+BPE models with byte fallback and "▁" spaces (Llama 2, Mistral, TinyLlama, Phi-3) and
+byte-level BPE models whose pre-tokenizer is one llama.cpp knows (GPT-2, Llama 3, Qwen2, ...).
+Other tokenizer.json models raise a cv::Exception naming the unsupported field.
 */
 class CV_EXPORTS_W Tokenizer
 {
 public:
     virtual ~Tokenizer();
 
-    /** @brief Reads the tokenizer of a GGUF file. */
-    CV_WRAP static Ptr<Tokenizer> create(const String& ggufPath);
+    /** @brief Reads a tokenizer.
+    @param path a GGUF file; or a Hugging Face `tokenizer.json` (any path ending in `.json`);
+           or a model folder holding `tokenizer.json`. With tokenizer.json, `tokenizer_config.json`
+           in the same folder is read too (bos_token, eos_token, add_bos_token, add_eos_token).
+    */
+    CV_WRAP static Ptr<Tokenizer> create(const String& path);
 
     /** @brief Token ids of a text (any bytes).
     @param text the text.

@@ -11,6 +11,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace cv {
@@ -59,6 +60,8 @@ const char* const kDeepseekPunctuation = "\\s?[!-/:-~\uFF01-\uFF0F\uFF1A-\uFF5E\
 const char* const kDeepseekCjk = "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+";
 const char* const kDeepseek3Words =
     R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// HF's Punctuation pre-tokenizer: Unicode punctuation plus ASCII's, some of which is \p{S}.
+const char* const kPunctuationRuns = "[\\p{P}\\$\\+<=>\\^~\\|`]+";
 const char* const kSentenceChunks = " ?[^(\\s|.,!?\u2026\u3002\uFF0C\u3001\u0964\u06D4\u060C)]+";
 
 struct PreTokenizerRule
@@ -92,7 +95,7 @@ const std::vector<PreTokenizerRule>& preTokenizerRules()
          {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", kDeepseekCjk, "\\p{N}"}, false, false},
         {{"deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"},
          {"\\p{N}{1,3}", "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+", kDeepseek3Words}, false, false},
-        {{"falcon"}, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2, "[0-9][0-9][0-9]"}, false, false},
+        {{"falcon"}, {kPunctuationRuns, kGpt2, "[0-9][0-9][0-9]"}, false, false},
         {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"},
          {"\\p{N}", kGpt2}, false, false},
         {{"poro-chat", "bloom", "gpt3-finnish"}, {kSentenceChunks}, false, false},
@@ -189,6 +192,23 @@ BpePreTokenizer::BpePreTokenizer(const std::string& preName) : name_(preName)
 }
 
 BpePreTokenizer::~BpePreTokenizer() {}
+
+std::string BpePreTokenizer::findName(const std::vector<std::string>& patterns, bool ignoresMerges)
+{
+    const PreTokenizerRule* found = nullptr;
+    for (const PreTokenizerRule& rule : preTokenizerRules())
+    {
+        if (rule.regexes.size() != patterns.size() ||
+            !std::equal(patterns.begin(), patterns.end(), rule.regexes.begin()))
+            continue;
+        if (!found || (found->ignoresMerges != ignoresMerges && rule.ignoresMerges == ignoresMerges))
+            found = &rule;
+    }
+    return found ? found->names.front() : std::string();
+}
+
+const char* BpePreTokenizer::gpt2Pattern() { return kGpt2; }
+const char* BpePreTokenizer::punctuationPattern() { return kPunctuationRuns; }
 
 std::vector<std::string_view> BpePreTokenizer::split(std::string_view text) const
 {

@@ -31,6 +31,16 @@ public:
     explicit BpePreTokenizer(const std::string& preName);
     ~BpePreTokenizer();
 
+    /** @brief The tokenizer.ggml.pre name of the pre-tokenizer that applies exactly these regexes
+    in this order (PCRE2 syntax as in this file), or "" when none does. Among equal rules, one
+    whose ignoresMerges() agrees is preferred. (Used to map Hugging Face tokenizer.json files.)
+    */
+    static std::string findName(const std::vector<std::string>& patterns, bool ignoresMerges);
+    //! GPT-2's regex: what a ByteLevel pre-tokenizer with use_regex applies.
+    static const char* gpt2Pattern();
+    //! The run of punctuation that HF's Punctuation pre-tokenizer isolates (ASCII symbols included).
+    static const char* punctuationPattern();
+
     //! Words of a valid UTF-8 text, in order; they concatenate to the text.
     std::vector<std::string_view> split(std::string_view text) const;
 

@@ -26,11 +26,13 @@ const char kSpaceEscape[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible 
 const size_t kSpaceEscapeLength = 3;
 
 const char* const kAddSpacePrefixKey = "tokenizer.ggml.add_space_prefix";
+// Not a GGUF key: Hugging Face BPE tokenizers without a "▁" normalizer (hf_tokenizer.hpp).
+const char* const kEscapeWhitespaceKey = "tokenizer.hf.escape_whitespace";
 
 class SentencePieceTokenizer CV_FINAL : public Tokenizer
 {
 public:
-    SentencePieceTokenizer(const GGUFFile& file, bool addSpacePrefix);
+    SentencePieceTokenizer(const GGUFFile& file, bool addSpacePrefix, bool escapeWhitespace);
 
 protected:
     void encodeText(const std::string& text, bool startsSegment, std::vector<int>& ids) const CV_OVERRIDE;
@@ -40,6 +42,7 @@ private:
     void appendBytes(std::string_view bytes, std::vector<int>& ids) const;
 
     bool addSpacePrefix_;
+    bool escapeWhitespace_;  // ' ' <-> "▁"
     int byteTokenIds_[256];  // -1: the vocabulary cannot spell that byte
 };
 
@@ -54,9 +57,9 @@ TokenizerDefaults sentencePieceDefaults(bool addSpacePrefix)
     return defaults;
 }
 
-SentencePieceTokenizer::SentencePieceTokenizer(const GGUFFile& file, bool addSpacePrefix)
+SentencePieceTokenizer::SentencePieceTokenizer(const GGUFFile& file, bool addSpacePrefix, bool escapeWhitespace)
     : Tokenizer(file, "llama", sentencePieceDefaults(addSpacePrefix), /*requireScores=*/true),
-      addSpacePrefix_(addSpacePrefix)
+      addSpacePrefix_(addSpacePrefix), escapeWhitespace_(escapeWhitespace)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (int b = 0; b < 256; b++)
@@ -97,7 +100,7 @@ void SentencePieceTokenizer::encodeText(const std::string& text, bool startsSegm
         escaped.append(kSpaceEscape, kSpaceEscapeLength);
     for (char c : text)
     {
-        if (c == ' ')
+        if (c == ' ' && escapeWhitespace_)
             escaped.append(kSpaceEscape, kSpaceEscapeLength);
         else
             escaped += c;
@@ -180,7 +183,7 @@ std::string SentencePieceTokenizer::normalTokenPiece(int id) const
     piece.reserve(text.size());
     for (size_t pos = 0; pos < text.size();)
     {
-        if (text.compare(pos, kSpaceEscapeLength, kSpaceEscape) == 0)
+        if (escapeWhitespace_ && text.compare(pos, kSpaceEscapeLength, kSpaceEscape) == 0)
         {
             piece += ' ';
             pos += kSpaceEscapeLength;
@@ -198,7 +201,8 @@ std::string SentencePieceTokenizer::normalTokenPiece(int id) const
 std::shared_ptr<Tokenizer> createSentencePieceTokenizer(const GGUFFile& file)
 {
     const bool addSpacePrefix = file.hasMetadata(kAddSpacePrefixKey) ? file.getBool(kAddSpacePrefixKey) : true;
-    return std::make_shared<SentencePieceTokenizer>(file, addSpacePrefix);
+    const bool escapeWhitespace = file.hasMetadata(kEscapeWhitespaceKey) ? file.getBool(kEscapeWhitespaceKey) : true;
+    return std::make_shared<SentencePieceTokenizer>(file, addSpacePrefix, escapeWhitespace);
 }
 
 }}} // namespace cv::dnn::llm

@@ -32,6 +32,8 @@ int readTokenId(const GGUFFile& file, const char* key, int fallback, int vocabSi
     if (!file.hasMetadata(key))
         return id;
     const int64 value = file.getInt(key);
+    if (value == -1)
+        return -1;  // llama.cpp's LLAMA_TOKEN_NULL: the metadata says the model has none
     if (value < 0 || value >= vocabSize)
     {
         // llama.cpp keeps such models usable the same way: the id is ignored.
@@ -75,6 +77,7 @@ Tokenizer::Tokenizer(const GGUFFile& file, const std::string& model, const Token
 {
     readSpecialIds(file, defaults);
     applyModelQuirks(file);
+    readAddedTokenStrip(file);
     // Last: token types are final now.
     splitter_.reset(new SpecialTokenSplitter(vocab_));
 }
@@ -151,6 +154,25 @@ void Tokenizer::applyModelQuirks(const GGUFFile& file)
             const bool keepsSpace = text == "<unk>" || text == "<s>" || text == "<|endoftext|>";
             if (vocab_.isSpecial(id) && !keepsSpace)
                 vocab_.setStrip(id, false, true);
+        }
+    }
+}
+
+// Hugging Face tokenizers say per added token whether it swallows the whitespace beside it
+// (hf_tokenizer.hpp); GGUF files do not.
+void Tokenizer::readAddedTokenStrip(const GGUFFile& file)
+{
+    const char* const keys[] = {"tokenizer.hf.lstrip_token_ids", "tokenizer.hf.rstrip_token_ids"};
+    for (int side = 0; side < 2; side++)
+    {
+        if (!file.hasMetadata(keys[side]))
+            continue;
+        for (double value : file.getNumberArray(keys[side]))
+        {
+            const int id = (int)value;
+            if (value != (double)id || !vocab_.contains(id))
+                CV_Error_(Error::StsOutOfRange, ("tokenizer: %s holds %g, which is not a token id", keys[side], value));
+            vocab_.setStrip(id, side == 0 || vocab_.stripsLeft(id), side == 1 || vocab_.stripsRight(id));
         }
     }
 }

@@ -53,6 +53,11 @@ public:
     //! models and for missing or inconsistent tokenizer metadata.
     static std::shared_ptr<Tokenizer> fromGGUF(const GGUFFile& file);
 
+    //! Builds the tokenizer of a Hugging Face tokenizer.json (a model folder holding one, or
+    //! the file itself; tokenizer_config.json beside it is read too). See hf_tokenizer.hpp,
+    //! whose loadHuggingFaceTokenizer() also returns the chat template.
+    static std::shared_ptr<Tokenizer> fromHuggingFace(const std::string& folderOrTokenizerJsonPath);
+
     virtual ~Tokenizer();
 
     /** @brief Token ids of a text.
@@ -104,6 +109,7 @@ private:
     void readSpecialIds(const GGUFFile& file, const TokenizerDefaults& defaults);
     void findEndOfGenerationTokens(int eotId, int eomId);
     void applyModelQuirks(const GGUFFile& file);
+    void readAddedTokenStrip(const GGUFFile& file);
 
     std::string model_;
     Vocabulary vocab_;

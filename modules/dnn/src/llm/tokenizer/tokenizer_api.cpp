@@ -7,6 +7,7 @@
 #include "../../precomp.hpp"
 #include <opencv2/dnn/tokenizer.hpp>
 
+#include "hf_tokenizer.hpp"
 #include "tokenizer.hpp"
 
 namespace cv {
@@ -45,9 +46,11 @@ private:
 
 Tokenizer::~Tokenizer() {}
 
-Ptr<Tokenizer> Tokenizer::create(const String& ggufPath)
+Ptr<Tokenizer> Tokenizer::create(const String& path)
 {
-    Ptr<GGUFFile> file = GGUFFile::open(ggufPath);
+    if (llm::isHuggingFaceTokenizerPath(path))
+        return llm::makePublicTokenizer(llm::Tokenizer::fromHuggingFace(path));
+    Ptr<GGUFFile> file = GGUFFile::open(path);
     return llm::makePublicTokenizer(llm::Tokenizer::fromGGUF(*file));
 }
 
