@@ -16,6 +16,8 @@
 
 #include "../llm_layers.hpp"
 #include "../gguf/gguf_model_file.hpp"
+#include "../onnx/genai_config.hpp"
+#include "../tokenizer/hf_tokenizer.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "chat_template.hpp"
 #include "batch_generation.hpp"
@@ -71,17 +73,48 @@ struct TextGenerationModel::Impl
 
     void load(const String& path, Net network)
     {
-        // One parse serves the tokenizer, the chat template and (when not given) the Net.
-        const llm::GGUFModelFile file(path);
-        tokenizer = llm::Tokenizer::fromGGUF(file);
+        if (isONNXPath(path))
+            loadONNX(path, network);
+        else
+            loadGGUF(path, network);
         publicTokenizer = llm::makePublicTokenizer(tokenizer);
-        if (file.hasMetadata("tokenizer.chat_template"))
-            chatTemplateText = file.getString("tokenizer.chat_template");
-        net = network.empty() ? llm::buildNetFromGGUF(file, false) : network;
         cache = getLLMKVCache(net).dynamicCast<llm::PagedKVCache>();
         CV_Assert(cache);
         contextLength = cache->getMaxSequenceLength();
         resetLLMState(net);
+    }
+
+    static bool isONNXPath(const String& path)
+    {
+        return path.size() >= 5 && toLowerCase(path.substr(path.size() - 5)) == ".onnx";
+    }
+
+    void loadGGUF(const String& path, const Net& network)
+    {
+        // One parse serves the tokenizer, the chat template and (when not given) the Net.
+        const llm::GGUFModelFile file(path);
+        tokenizer = llm::Tokenizer::fromGGUF(file);
+        if (file.hasMetadata("tokenizer.chat_template"))
+            chatTemplateText = file.getString("tokenizer.chat_template");
+        net = network.empty() ? llm::buildNetFromGGUF(file, false) : network;
+    }
+
+    // An ONNX Runtime GenAI model folder: model.onnx, tokenizer.json (+ tokenizer_config.json
+    // with the chat template) and genai_config.json (end-of-generation ids).
+    void loadONNX(const String& path, const Net& network)
+    {
+        const size_t slash = path.find_last_of("/\\");
+        const std::string folder = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+        llm::HuggingFaceTokenizer hf = llm::loadHuggingFaceTokenizer(folder);
+        tokenizer = hf.tokenizer;
+        chatTemplateText = hf.chatTemplate;
+        const llm::GenAIConfig config = llm::readGenAIConfig(path);
+        std::vector<int> eos;
+        for (int id : config.eosIds)  // ONNX Runtime GenAI stops at each of these
+            if (id >= 0 && id < tokenizer->vocabSize())
+                eos.push_back(id);
+        tokenizer->addEndOfGenerationIds(eos);
+        net = network.empty() ? readNetFromONNX(path) : network;
     }
 
     void checkLoaded() const
@@ -240,7 +273,7 @@ TextGenerationModel::TextGenerationModel(const Net& network) : impl(makePtr<Impl
         if (LLMTokenEmbeddingLayer* e = dynamic_cast<LLMTokenEmbeddingLayer*>(net.getLayer(net.getLayerId(name)).get()))
             path = e->sourcePath();
     if (path.empty())
-        CV_Error(Error::StsBadArg, "TextGenerationModel: the Net was not made by readNet/readNetFromGGUF "
+        CV_Error(Error::StsBadArg, "TextGenerationModel: the Net was not made by readNet from a GGUF or ONNX language model "
                                    "(no token embedding that names its model file)");
     impl->load(path, net);
 }

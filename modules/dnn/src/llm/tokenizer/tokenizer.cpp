@@ -116,6 +116,18 @@ void Tokenizer::readSpecialIds(const GGUFFile& file, const TokenizerDefaults& de
     findEndOfGenerationTokens(eotId, eomId);
 }
 
+void Tokenizer::addEndOfGenerationIds(const std::vector<int>& ids)
+{
+    for (int id : ids)
+    {
+        checkId(id);
+        endOfGenerationIds_.push_back(id);
+    }
+    std::sort(endOfGenerationIds_.begin(), endOfGenerationIds_.end());
+    endOfGenerationIds_.erase(std::unique(endOfGenerationIds_.begin(), endOfGenerationIds_.end()),
+                              endOfGenerationIds_.end());
+}
+
 void Tokenizer::findEndOfGenerationTokens(int eotId, int eomId)
 {
     for (int id : {eosId_, eotId, eomId})

@@ -88,6 +88,9 @@ public:
     //! EOS, EOT, EOM and the tokens that end a turn in chat formats (<|eot_id|>, <|im_end|>, ...).
     bool isEndOfGeneration(int id) const;
     const std::vector<int>& endOfGenerationIds() const { return endOfGenerationIds_; }
+    //! Adds tokens that end a generation (e.g. genai_config.json's eos_token_id list); ids
+    //! outside the vocabulary are an error.
+    void addEndOfGenerationIds(const std::vector<int>& ids);
     //! The token's text in the vocabulary ("▁Hello", "Ġworld", "<0x0A>").
     std::string tokenText(int id) const;
     //! Control, user-defined or unknown token.
