@@ -69,4 +69,11 @@ void dotQ8Rows2(GGMLType type, const void* w, size_t wStride, const signed char*
                                      out, outStride), CV_CPU_DISPATCH_MODES_ALL);
 }
 
+void dotQ8Interleaved8(GGMLType type, const uchar* group, const signed char* q, const float* d, const int* sums,
+                       int n, int rows, float* out, size_t outStride)
+{
+    CV_CPU_DISPATCH(dotQ8Interleaved8Simd, ((int)type, group, q, d, sums, n / 32, rows, out, outStride),
+                    CV_CPU_DISPATCH_MODES_ALL);
+}
+
 }}} // namespace cv::dnn::llm

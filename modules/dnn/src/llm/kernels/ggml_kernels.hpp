@@ -41,6 +41,13 @@ bool hasMultiRowIntegerDot(GGMLType type);
 void dotQ8Rows2(GGMLType type, const void* w, size_t wStride, const signed char* q, const float* d, const int* sums,
                 int n, int rows, float* out, size_t outStride);
 
+/** Dot products of one group of 8 weight rows interleaved by interleaveRows8()
+    (interleaved_weights.hpp; Q4_0, Q8_0) with `rows` quantized activation rows (as for
+    dotQ8Rows): out[r * outStride + j] for row j of the group. Each result depends only on its
+    weight row and activation row, never on `rows`. */
+void dotQ8Interleaved8(GGMLType type, const uchar* group, const signed char* q, const float* d, const int* sums,
+                       int n, int rows, float* out, size_t outStride);
+
 }}} // namespace cv::dnn::llm
 
 #endif

@@ -15,6 +15,7 @@
 
 #if CV_AVX2
 #include <immintrin.h>
+#include <cstring>
 #else
 #include "vector_ops.hpp"
 #endif
@@ -43,6 +44,11 @@ void dotQ8RowsSimd(int type, const uchar* w, const signed char* q, const float* 
 //! out[0..rows) for the first, out[outStride..] for the second.
 void dotQ8Rows2Simd(int type, const uchar* w, size_t wStride, const signed char* q, const float* d, const int* sums,
                     int blocks, int rows, float* out, size_t outStride);
+
+//! Dot products of one group of 8 interleaved weight rows (interleaved_weights.hpp; Q4_0 or
+//! Q8_0) with `rows` activation rows quantized as above: out[r * outStride + j] for row j.
+void dotQ8Interleaved8Simd(int type, const uchar* group, const signed char* q, const float* d, const int* sums,
+                           int blocks, int rows, float* out, size_t outStride);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
@@ -368,6 +374,98 @@ void dotQ8Rows2Simd(int type, const uchar* w, size_t wStride, const signed char*
     }
 }
 
+// 32 bits of activations (4 int8) broadcast to all 8 lanes.
+static inline __m256i broadcast4(const signed char* x)
+{
+    int v;
+    std::memcpy(&v, x, sizeof(v));
+    return _mm256_set1_epi32(v);
+}
+
+// A group of 8 interleaved weight rows against R activation rows. Lane j of each vector is
+// weight row j: per block of 32 inputs, 4-byte chunks of the 8 rows sit side by side, so one
+// maddubs + madd gives the 8 rows' partial dots of a chunk with the same 4 activations
+// (broadcast). Per (weight row, activation row, block) the arithmetic is an exact integer dot,
+// then one float multiply-add, the same whatever R is: results do not depend on the batch.
+template <int R>
+static void dotInterleaved8Tile(int type, const uchar* g, const signed char* q, size_t qStride, const float* d,
+                                const int* sums, int blocks, float* out, size_t outStride)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[R];
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_setzero_ps();
+    if (type == GGML_Q4_0)
+    {
+        // Nibbles 0..15 as unsigned bytes (sum (w - 8) x = sum w x - 8 sum x); 8 maddubs results
+        // stay within int16 (8 * 2 * 15 * 127 = 30480).
+        const __m256i mask = _mm256_set1_epi8(0x0F);
+        for (int b = 0; b < blocks; b++, g += 144)
+        {
+            const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
+            __m256i s16[R];
+            for (int r = 0; r < R; r++)
+                s16[r] = _mm256_setzero_si256();
+            for (int c = 0; c < 4; c++)
+            {
+                const __m256i v = _mm256_loadu_si256((const __m256i*)(g + 16 + 32 * c));
+                const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+                for (int r = 0; r < R; r++)
+                {
+                    const signed char* x = q + r * qStride + (size_t)b * 32 + 4 * c;
+                    s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(lo, broadcast4(x)));
+                    s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(hi, broadcast4(x + 16)));
+                }
+            }
+            for (int r = 0; r < R; r++)
+            {
+                const __m256i s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(8 * sums[r * blocks + b]));
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(ws, _mm256_set1_ps(d[r * blocks + b])), acc[r]);
+            }
+        }
+    }
+    else  // GGML_Q8_0: signed x signed through |w| and sign(x, w), one madd per chunk
+    {
+        for (int b = 0; b < blocks; b++, g += 272)
+        {
+            const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
+            __m256i s32[R];
+            for (int r = 0; r < R; r++)
+                s32[r] = _mm256_setzero_si256();
+            for (int c = 0; c < 8; c++)
+            {
+                const __m256i w = _mm256_loadu_si256((const __m256i*)(g + 16 + 32 * c));
+                const __m256i wAbs = _mm256_sign_epi8(w, w);
+                for (int r = 0; r < R; r++)
+                {
+                    const __m256i x = broadcast4(q + r * qStride + (size_t)b * 32 + 4 * c);
+                    s32[r] = _mm256_add_epi32(s32[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, w)), ones));
+                }
+            }
+            for (int r = 0; r < R; r++)
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[r]), _mm256_mul_ps(ws, _mm256_set1_ps(d[r * blocks + b])), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        _mm256_storeu_ps(out + r * outStride, acc[r]);
+}
+
+void dotQ8Interleaved8Simd(int type, const uchar* group, const signed char* q, const float* d, const int* sums,
+                           int blocks, int rows, float* out, size_t outStride)
+{
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0);
+    const size_t qStride = (size_t)blocks * 32;
+    for (; rows >= 4; rows -= 4, q += 4 * qStride, d += 4 * blocks, sums += 4 * blocks, out += 4 * outStride)
+        dotInterleaved8Tile<4>(type, group, q, qStride, d, sums, blocks, out, outStride);
+    switch (rows)
+    {
+    case 3: dotInterleaved8Tile<3>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
+    case 2: dotInterleaved8Tile<2>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
+    case 1: dotInterleaved8Tile<1>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
+    default: break;
+    }
+}
+
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks)
 {
     const __m256i ones = _mm256_set1_epi16(1);
@@ -468,6 +566,11 @@ void dotQ8RowsSimd(int, const uchar*, const signed char*, const float*, const in
 }
 
 void dotQ8Rows2Simd(int, const uchar*, size_t, const signed char*, const float*, const int*, int, int, float*, size_t)
+{
+    CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
+}
+
+void dotQ8Interleaved8Simd(int, const uchar*, const signed char*, const float*, const int*, int, int, float*, size_t)
 {
     CV_Error(Error::StsNotImplemented, "8-bit activation path needs AVX2");
 }

@@ -17,6 +17,7 @@
 #include "../llm_layers.hpp"
 #include "../ggml/ggml_types.hpp"
 #include "../kernels/ggml_kernels.hpp"
+#include "../kernels/interleaved_weights.hpp"
 #include "../../layers/cpu_kernels/fast_gemm.hpp"
 
 namespace cv {
@@ -45,6 +46,14 @@ public:
         {
             CV_CheckTypeEQ(blobs[1].type(), CV_32F, "LLMMatMul: bias must be float32");
             CV_CheckEQ(blobs[1].total(), (size_t)out_, "LLMMatMul: bias length != out_features");
+        }
+        // The integer kernel runs fastest on groups of 8 rows interleaved (repacked once, here);
+        // the last out_features % 8 rows keep the row kernels.
+        if (integerDot_ && llm::hasInterleavedLayout(type_))
+        {
+            groups_ = out_ / 8;
+            if (groups_ > 0)
+                interleaved_ = llm::interleaveRows8(type_, blobs[0].ptr(), blobs[0].step[0], groups_, in_ / 32);
         }
     }
 
@@ -96,7 +105,7 @@ public:
             for (int t = 0; t < run.rows; t++)
                 llm::quantizeRowQ8(run.x + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
                                    &xs_[(size_t)t * blocks], in_);
-            run.stripes = std::min(out_, threads * 16);
+            run.stripes = std::min(run.integerUnits(), threads * 16);
             parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.integerGemv(r); }, run.stripes);
         }
         else if (run.rows <= gemvMaxRows_)
@@ -143,35 +152,54 @@ private:
 
         int stripeBegin(int s, int n) const { return (int)((int64)n * s / stripes); }
 
+        // Work units: the groups of 8 interleaved rows, then the remaining rows one by one.
+        int integerUnits() const { return self->groups_ + (self->out_ - 8 * self->groups_); }
+
         void integerGemv(const Range& r) const
         {
-            const int in = self->in_, out = self->out_, blocks = in / 32;
+            const int in = self->in_, out = self->out_, groups = self->groups_;
             for (int s = r.start; s < r.end; s++)
             {
-                const int end = stripeBegin(s + 1, out);
-                // Two weight rows at a time where the kernel shares the activation loads.
-                const int step = llm::hasMultiRowIntegerDot(self->type_) ? 2 : 1;
-                for (int n = stripeBegin(s, out); n < end; n += step)
+                const int begin = stripeBegin(s, integerUnits()), end = stripeBegin(s + 1, integerUnits());
+                for (int g = begin; g < std::min(end, groups); g++)
                 {
-                    const int wRows = std::min(step, end - n);
-                    const uchar* src = w + (size_t)n * rowBytes;
-                    float dots[2][kRowsPerCall];
-                    for (int t0 = 0; t0 < rows; t0 += kRowsPerCall)
+                    llm::dotQ8Interleaved8(self->type_, self->interleaved_.ptr<uchar>(g), self->xq_.data(),
+                                           self->xd_.data(), self->xs_.data(), in, rows, y + 8 * g, out);
+                    if (bias)
+                        for (int t = 0; t < rows; t++)
+                            for (int j = 0; j < 8; j++)
+                                y[(size_t)t * out + 8 * g + j] += bias[8 * g + j];
+                }
+                rowGemv(8 * groups + std::max(begin - groups, 0), 8 * groups + std::max(end - groups, 0));
+            }
+        }
+
+        // Output rows [begin, end) with the row kernels (two weight rows at a time where the
+        // kernel shares the activation loads).
+        void rowGemv(int begin, int end) const
+        {
+            const int in = self->in_, out = self->out_, blocks = in / 32;
+            const int step = llm::hasMultiRowIntegerDot(self->type_) ? 2 : 1;
+            for (int n = begin; n < end; n += step)
+            {
+                const int wRows = std::min(step, end - n);
+                const uchar* src = w + (size_t)n * rowBytes;
+                float dots[2][kRowsPerCall];
+                for (int t0 = 0; t0 < rows; t0 += kRowsPerCall)
+                {
+                    const int count = std::min(kRowsPerCall, rows - t0);
+                    const signed char* xq = &self->xq_[(size_t)t0 * in];
+                    const float* xd = &self->xd_[(size_t)t0 * blocks];
+                    const int* xs = &self->xs_[(size_t)t0 * blocks];
+                    if (wRows == 2)
+                        llm::dotQ8Rows2(self->type_, src, rowBytes, xq, xd, xs, in, count, dots[0], kRowsPerCall);
+                    else
+                        llm::dotQ8Rows(self->type_, src, xq, xd, xs, in, count, dots[0]);
+                    for (int i = 0; i < wRows; i++)
                     {
-                        const int count = std::min(kRowsPerCall, rows - t0);
-                        const signed char* xq = &self->xq_[(size_t)t0 * in];
-                        const float* xd = &self->xd_[(size_t)t0 * blocks];
-                        const int* xs = &self->xs_[(size_t)t0 * blocks];
-                        if (wRows == 2)
-                            llm::dotQ8Rows2(self->type_, src, rowBytes, xq, xd, xs, in, count, dots[0], kRowsPerCall);
-                        else
-                            llm::dotQ8Rows(self->type_, src, xq, xd, xs, in, count, dots[0]);
-                        for (int i = 0; i < wRows; i++)
-                        {
-                            const float b = bias ? bias[n + i] : 0.f;
-                            for (int t = 0; t < count; t++)
-                                y[(size_t)(t0 + t) * out + n + i] = dots[i][t] + b;
-                        }
+                        const float b = bias ? bias[n + i] : 0.f;
+                        for (int t = 0; t < count; t++)
+                            y[(size_t)(t0 + t) * out + n + i] = dots[i][t] + b;
                     }
                 }
             }
@@ -231,6 +259,8 @@ private:
     std::vector<float> xd_;
     std::vector<int> xs_;
     std::vector<float> scratch_;  // per stripe: a decoded weight row (GEMV) or tile (GEMM)
+    int groups_ = 0;              // groups of 8 rows in interleaved_ (kernels/interleaved_weights.hpp)
+    Mat interleaved_;
 };
 
 Ptr<LLMMatMulLayer> LLMMatMulLayer::create(const LayerParams& params)

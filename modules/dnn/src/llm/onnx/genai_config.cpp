@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -42,10 +44,26 @@ GenAIConfig readGenAIConfig(const std::string& modelPath)
         if (!root.contains("model"))
             return config;
         const nlohmann::json& model = root.at("model");
+        // json's get<int>() casts any number: a float outside int's range is undefined behaviour
+        // and a large integer wraps (fuzz_onnx_llm). Integral values in int's range only.
+        auto asInt = [&](const nlohmann::json& v) {
+            if (v.is_number_unsigned() && v.get<uint64_t>() <= (uint64_t)INT_MAX)
+                return (int)v.get<uint64_t>();
+            if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= INT_MIN &&
+                v.get<int64_t>() <= INT_MAX)
+                return (int)v.get<int64_t>();
+            if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()) &&
+                v.get<double>() >= INT_MIN && v.get<double>() <= INT_MAX)
+                return (int)v.get<double>();
+            if (!v.is_number())
+                return v.get<int>();  // throws json's type_error, which names the type
+            CV_Error(Error::StsParseError, format("%s: field '%s': %s is not an integer in int's range",
+                                                  context.c_str(), field.c_str(), v.dump().c_str()));
+        };
         auto readInt = [&](const nlohmann::json& obj, const char* key, int& out) {
             field = key;
             if (obj.contains(key) && !obj.at(key).is_null())
-                out = obj.at(key).get<int>();
+                out = asInt(obj.at(key));
         };
         field = "model.type";
         if (model.contains("type"))
@@ -59,9 +77,10 @@ GenAIConfig readGenAIConfig(const std::string& modelPath)
         {
             const nlohmann::json& eos = model.at("eos_token_id");
             if (eos.is_array())
-                config.eosIds = eos.get<std::vector<int>>();
+                for (const nlohmann::json& id : eos)
+                    config.eosIds.push_back(asInt(id));
             else if (!eos.is_null())
-                config.eosIds.push_back(eos.get<int>());
+                config.eosIds.push_back(asInt(eos));
         }
         if (model.contains("decoder"))
         {

@@ -844,9 +844,11 @@ private:
         if (!packed && (!hasInput(n, 1) || !hasInput(n, 2)))
             failNode(n, "needs key and value inputs (or, for GroupQueryAttention, one packed query|key|value input)");
         const int qWidth = q.width;
-        const int headDim = packed ? qWidth / (heads + 2 * kvHeads) : qWidth / heads;
-        if (headDim <= 0 || (packed ? headDim * (heads + 2 * kvHeads) : headDim * heads) != qWidth)
+        // In int64: num_heads + 2 * kv_num_heads overflows int for large attributes (fuzz_onnx_llm).
+        const int64 qkvHeads = packed ? (int64)heads + 2 * (int64)kvHeads : (int64)heads;
+        if (qWidth / qkvHeads <= 0 || (qWidth / qkvHeads) * qkvHeads != qWidth)
             failNode(n, format("the query width %d does not split into %d heads", qWidth, heads));
+        const int headDim = (int)(qWidth / qkvHeads);
 
         std::shared_ptr<RotaryTables> rotary;
         std::vector<Pin> inputs;
