@@ -450,18 +450,81 @@ static void dotInterleaved8Tile(int type, const uchar* g, const signed char* q, 
         _mm256_storeu_ps(out + r * outStride, acc[r]);
 }
 
+// Q4_K, 8 interleaved rows (interleaved_weights.hpp): per super-block of 256 inputs and
+// sub-block s of 32, row i contributes d_i sc_is sum(q x) - dmin_i m_is sum(x); the integer
+// dots of the 8 rows come out in the lanes as for Q4_0 (8 maddubs fit in int16: 30480).
+template <int R>
+static void dotQ4KInterleaved8Tile(const uchar* g, const signed char* q, size_t qStride, const float* d,
+                                   const int* sums, int blocks, float* out, size_t outStride)
+{
+    const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
+    __m256 acc[R];
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_setzero_ps();
+    for (int sb = 0; sb < blocks / 8; sb++, g += 1184)
+    {
+        const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
+        const __m256 dmin8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(g + 16)));
+        for (int j = 0; j < 4; j++)
+        {
+            __m256i s16[2][R];
+            for (int r = 0; r < R; r++)
+                s16[0][r] = s16[1][r] = _mm256_setzero_si256();
+            const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
+            for (int c = 0; c < 8; c++)
+            {
+                const __m256i v = _mm256_loadu_si256((const __m256i*)(g + 160 + 256 * j + 32 * c));
+                const __m256i wLo = _mm256_and_si256(v, mask), wHi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+                for (int r = 0; r < R; r++)
+                {
+                    const signed char* x = q + r * qStride + (size_t)lo * 32 + 4 * c;
+                    s16[0][r] = _mm256_add_epi16(s16[0][r], _mm256_maddubs_epi16(wLo, broadcast4(x)));
+                    s16[1][r] = _mm256_add_epi16(s16[1][r], _mm256_maddubs_epi16(wHi, broadcast4(x + 32)));
+                }
+            }
+            for (int h = 0; h < 2; h++)
+            {
+                const int sub = 2 * j + h;
+                const __m256 scale = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                    _mm_loadl_epi64((const __m128i*)(g + 32 + 8 * sub)))));
+                const __m256 minv = _mm256_mul_ps(dmin8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                    _mm_loadl_epi64((const __m128i*)(g + 96 + 8 * sub)))));
+                for (int r = 0; r < R; r++)
+                {
+                    const int ab = r * blocks + lo + h;
+                    const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[h][r], ones));
+                    acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scale, _mm256_set1_ps(d[ab])), acc[r]);
+                    acc[r] = _mm256_fnmadd_ps(minv, _mm256_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        _mm256_storeu_ps(out + r * outStride, acc[r]);
+}
+
+template <int R>
+static void dotInterleaved8(int type, const uchar* g, const signed char* q, size_t qStride, const float* d,
+                            const int* sums, int blocks, float* out, size_t outStride)
+{
+    if (type == GGML_Q4_K)
+        dotQ4KInterleaved8Tile<R>(g, q, qStride, d, sums, blocks, out, outStride);
+    else
+        dotInterleaved8Tile<R>(type, g, q, qStride, d, sums, blocks, out, outStride);
+}
+
 void dotQ8Interleaved8Simd(int type, const uchar* group, const signed char* q, const float* d, const int* sums,
                            int blocks, int rows, float* out, size_t outStride)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0);
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K);
     const size_t qStride = (size_t)blocks * 32;
     for (; rows >= 4; rows -= 4, q += 4 * qStride, d += 4 * blocks, sums += 4 * blocks, out += 4 * outStride)
-        dotInterleaved8Tile<4>(type, group, q, qStride, d, sums, blocks, out, outStride);
+        dotInterleaved8<4>(type, group, q, qStride, d, sums, blocks, out, outStride);
     switch (rows)
     {
-    case 3: dotInterleaved8Tile<3>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
-    case 2: dotInterleaved8Tile<2>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
-    case 1: dotInterleaved8Tile<1>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
+    case 3: dotInterleaved8<3>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
+    case 2: dotInterleaved8<2>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
+    case 1: dotInterleaved8<1>(type, group, q, qStride, d, sums, blocks, out, outStride); break;
     default: break;
     }
 }

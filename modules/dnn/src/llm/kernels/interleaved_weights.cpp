@@ -14,12 +14,52 @@ namespace llm {
 
 bool hasInterleavedLayout(GGMLType type)
 {
-    return (type == GGML_Q4_0 || type == GGML_Q8_0) && hasIntegerDot(type);
+    return (type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K) && hasIntegerDot(type);
 }
+
+size_t interleavedGroupBytes(GGMLType type, int blocks)
+{
+    return type == GGML_Q4_K ? (size_t)blocks / 8 * 1184 : (size_t)blocks * 8 * (type == GGML_Q4_0 ? 18 : 34);
+}
+
+namespace {
+
+// Q4_K: per super-block of 8 rows: d[8], dmin[8] (float16), the 6-bit scales and mins unpacked
+// to bytes sc[sub][row], m[sub][row], then per 64 inputs j the 32 bytes of nibbles of each row
+// in 4-byte chunks, row i at 4i of chunk c (low nibbles: sub-block 2j, high: 2j + 1).
+void interleaveQ4K(const uchar* rows, size_t rowBytes, int g, int superBlocks, uchar* dst)
+{
+    for (int sb = 0; sb < superBlocks; sb++, dst += 1184)
+        for (int i = 0; i < 8; i++)
+        {
+            const uchar* block = rows + (size_t)(8 * g + i) * rowBytes + (size_t)sb * 144;
+            std::memcpy(dst + 2 * i, block, 2);
+            std::memcpy(dst + 16 + 2 * i, block + 2, 2);
+            for (int sub = 0; sub < 8; sub++)
+            {
+                int sc, m;
+                scaleMinK4(sub, block + 4, sc, m);
+                dst[32 + 8 * sub + i] = (uchar)sc;
+                dst[96 + 8 * sub + i] = (uchar)m;
+            }
+            for (int j = 0; j < 4; j++)
+                for (int c = 0; c < 8; c++)
+                    std::memcpy(dst + 160 + 256 * j + 32 * c + 4 * i, block + 16 + 32 * j + 4 * c, 4);
+        }
+}
+
+} // namespace
 
 Mat interleaveRows8(GGMLType type, const uchar* rows, size_t rowBytes, int groups, int blocks)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0);
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K);
+    if (type == GGML_Q4_K)
+    {
+        Mat packed(groups, (int)interleavedGroupBytes(type, blocks), CV_8U);
+        for (int g = 0; g < groups; g++)
+            interleaveQ4K(rows, rowBytes, g, blocks / 8, packed.ptr<uchar>(g));
+        return packed;
+    }
     const size_t blockBytes = type == GGML_Q4_0 ? 18 : 34, quantBytes = blockBytes - 2;
     const size_t groupBlockBytes = 8 * blockBytes;
     Mat packed(groups, (int)(blocks * groupBlockBytes), CV_8U);

@@ -9,6 +9,8 @@
 //   element k in the low and k + 16 in the high nibble, as in Q4_0; Q8_0: 8 chunks of int8).
 // A 256-bit load then feeds 8 rows with the same 4 activations, and lane j of every vector
 // is row j: no horizontal sums. The group has exactly the bytes of its 8 blocks.
+// Q4_K (super-blocks of 256): the float16 d and dmin of the 8 rows, their 6-bit sub-block
+// scales and mins unpacked to bytes, and the nibbles in the same 4-byte chunks (2.8% larger).
 
 #ifndef OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
 #define OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
@@ -19,7 +21,7 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-//! Q4_0 and Q8_0 (with an integer kernel on this CPU).
+//! Q4_0, Q8_0 and Q4_K (with an integer kernel on this CPU).
 bool hasInterleavedLayout(GGMLType type);
 
 /** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `blocks` blocks of 32 each)

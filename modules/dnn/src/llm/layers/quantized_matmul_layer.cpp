@@ -7,8 +7,9 @@
 // Up to `gemv_max_rows` tokens (decoding, also of a batch of sequences), each thread takes a
 // range of output rows and dots each weight row with every token. With an integer kernel for
 // the weight type, the activations are quantized to 8 bits once and each weight block is dotted
-// with them in integers, as llama.cpp does; otherwise the weight row is decoded to floats once
-// for all tokens. Either way each token's result is computed on its own, the same whatever the
+// with them in integers, as llama.cpp does; Q4_0, Q8_0 and Q4_K weights are first repacked (at
+// load) into groups of 8 interleaved rows (kernels/interleaved_weights.hpp), which that kernel
+// takes for any token count. Otherwise the weight row is decoded to floats once for all tokens. Either way each token's result is computed on its own, the same whatever the
 // other rows are: a sequence gets the same logits alone or in a batch.
 // Beyond (prefill), tiles of weight rows are decoded to float once and multiplied with all
 // tokens by dnn's fastGemm.
