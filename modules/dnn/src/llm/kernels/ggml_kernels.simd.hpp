@@ -503,12 +503,69 @@ static void dotQ4KInterleaved8Tile(const uchar* g, const signed char* q, size_t 
         _mm256_storeu_ps(out + r * outStride, acc[r]);
 }
 
+// Q6_K, 8 interleaved rows (interleaved_weights.hpp): 6-bit q (0..63) rebuilt from the
+// nibble chunks A / B and the 2-bit chunk H; sum (q - 32) x per 16-input group, with the -32
+// as a second maddubs of the activations (each term within int16, 4 chunks sum to <= 32512).
+template <int R>
+static void dotQ6KInterleaved8Tile(const uchar* g, const signed char* q, size_t qStride, const float* d,
+                                   int blocks, float* out, size_t outStride)
+{
+    const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    const __m256i bias = _mm256_set1_epi8(32);
+    __m256 acc[R];
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_setzero_ps();
+    for (int sb = 0; sb < blocks / 8; sb++, g += 1680)
+    {
+        const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
+        for (int h = 0; h < 2; h++)
+            for (int quarter = 0; quarter < 4; quarter++)
+            {
+                const int block = 8 * sb + 4 * h + quarter;  // activation block
+                for (int group = 0; group < 2; group++)
+                {
+                    __m256i s16[R];
+                    for (int r = 0; r < R; r++)
+                        s16[r] = _mm256_setzero_si256();
+                    for (int c = 4 * group; c < 4 * group + 4; c++)
+                    {
+                        const uchar* chunk = g + 144 + 768 * h + 96 * c;
+                        const __m256i nib = _mm256_loadu_si256((const __m256i*)(chunk + 32 * (quarter & 1)));
+                        const __m256i hi2 = _mm256_loadu_si256((const __m256i*)(chunk + 64));
+                        const __m256i lowBits = quarter < 2 ? _mm256_and_si256(nib, low4)
+                                                            : _mm256_and_si256(_mm256_srli_epi16(nib, 4), low4);
+                        const __m256i highBits = _mm256_and_si256(_mm256_srli_epi16(hi2, 2 * quarter), two);
+                        const __m256i w = _mm256_or_si256(lowBits, _mm256_slli_epi16(highBits, 4));
+                        for (int r = 0; r < R; r++)
+                        {
+                            const __m256i x = broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c);
+                            s16[r] = _mm256_add_epi16(s16[r], _mm256_sub_epi16(_mm256_maddubs_epi16(w, x),
+                                                                               _mm256_maddubs_epi16(bias, x)));
+                        }
+                    }
+                    const int sub = 8 * h + 2 * quarter + group;
+                    const __m256 scale = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                        _mm_loadl_epi64((const __m128i*)(g + 16 + 8 * sub)))));
+                    for (int r = 0; r < R; r++)
+                    {
+                        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[r], ones));
+                        acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scale, _mm256_set1_ps(d[r * blocks + block])), acc[r]);
+                    }
+                }
+            }
+    }
+    for (int r = 0; r < R; r++)
+        _mm256_storeu_ps(out + r * outStride, acc[r]);
+}
+
 template <int R>
 static void dotInterleaved8(int type, const uchar* g, const signed char* q, size_t qStride, const float* d,
                             const int* sums, int blocks, float* out, size_t outStride)
 {
     if (type == GGML_Q4_K)
         dotQ4KInterleaved8Tile<R>(g, q, qStride, d, sums, blocks, out, outStride);
+    else if (type == GGML_Q6_K)
+        dotQ6KInterleaved8Tile<R>(g, q, qStride, d, blocks, out, outStride);
     else
         dotInterleaved8Tile<R>(type, g, q, qStride, d, sums, blocks, out, outStride);
 }
@@ -516,7 +573,7 @@ static void dotInterleaved8(int type, const uchar* g, const signed char* q, size
 void dotQ8Interleaved8Simd(int type, const uchar* group, const signed char* q, const float* d, const int* sums,
                            int blocks, int rows, float* out, size_t outStride)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K);
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
     const size_t qStride = (size_t)blocks * 32;
     for (; rows >= 4; rows -= 4, q += 4 * qStride, d += 4 * blocks, sums += 4 * blocks, out += 4 * outStride)
         dotInterleaved8<4>(type, group, q, qStride, d, sums, blocks, out, outStride);

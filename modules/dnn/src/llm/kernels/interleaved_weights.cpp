@@ -14,12 +14,17 @@ namespace llm {
 
 bool hasInterleavedLayout(GGMLType type)
 {
-    return (type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K) && hasIntegerDot(type);
+    return (type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K) && hasIntegerDot(type);
 }
 
-size_t interleavedGroupBytes(GGMLType type, int blocks)
+static size_t interleavedGroupBytes(GGMLType type, int blocks)
 {
-    return type == GGML_Q4_K ? (size_t)blocks / 8 * 1184 : (size_t)blocks * 8 * (type == GGML_Q4_0 ? 18 : 34);
+    switch (type)
+    {
+    case GGML_Q4_K: return (size_t)blocks / 8 * 1184;
+    case GGML_Q6_K: return (size_t)blocks / 8 * 1680;
+    default: return (size_t)blocks * 8 * (type == GGML_Q4_0 ? 18 : 34);
+    }
 }
 
 namespace {
@@ -48,16 +53,42 @@ void interleaveQ4K(const uchar* rows, size_t rowBytes, int g, int superBlocks, u
         }
 }
 
+// Q6_K: per super-block of 8 rows: d[8] (float16), the int8 scales sc[16][row], then per half
+// h (128 inputs) and 4-byte chunk c: A = ql[64h + 4c ..] (low nibbles: quarter 0, high:
+// quarter 2), B = ql[64h + 32 + 4c ..] (quarters 1, 3), H = qh[32h + 4c ..] (2 bits per
+// quarter), each 32 bytes with row i at 4i. Same size as the 8 blocks.
+void interleaveQ6K(const uchar* rows, size_t rowBytes, int g, int superBlocks, uchar* dst)
+{
+    for (int sb = 0; sb < superBlocks; sb++, dst += 1680)
+        for (int i = 0; i < 8; i++)
+        {
+            const uchar* block = rows + (size_t)(8 * g + i) * rowBytes + (size_t)sb * 210;
+            const uchar* ql = block;
+            const uchar* qh = block + 128;
+            std::memcpy(dst + 2 * i, block + 208, 2);
+            for (int s = 0; s < 16; s++)
+                dst[16 + 8 * s + i] = block[192 + s];
+            for (int h = 0; h < 2; h++)
+                for (int c = 0; c < 8; c++)
+                {
+                    uchar* chunk = dst + 144 + 768 * h + 96 * c + 4 * i;
+                    std::memcpy(chunk, ql + 64 * h + 4 * c, 4);
+                    std::memcpy(chunk + 32, ql + 64 * h + 32 + 4 * c, 4);
+                    std::memcpy(chunk + 64, qh + 32 * h + 4 * c, 4);
+                }
+        }
+}
+
 } // namespace
 
 Mat interleaveRows8(GGMLType type, const uchar* rows, size_t rowBytes, int groups, int blocks)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K);
-    if (type == GGML_Q4_K)
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
+    if (type == GGML_Q4_K || type == GGML_Q6_K)
     {
         Mat packed(groups, (int)interleavedGroupBytes(type, blocks), CV_8U);
         for (int g = 0; g < groups; g++)
-            interleaveQ4K(rows, rowBytes, g, blocks / 8, packed.ptr<uchar>(g));
+            (type == GGML_Q4_K ? interleaveQ4K : interleaveQ6K)(rows, rowBytes, g, blocks / 8, packed.ptr<uchar>(g));
         return packed;
     }
     const size_t blockBytes = type == GGML_Q4_0 ? 18 : 34, quantBytes = blockBytes - 2;

@@ -11,6 +11,8 @@
 // is row j: no horizontal sums. The group has exactly the bytes of its 8 blocks.
 // Q4_K (super-blocks of 256): the float16 d and dmin of the 8 rows, their 6-bit sub-block
 // scales and mins unpacked to bytes, and the nibbles in the same 4-byte chunks (2.8% larger).
+// Q6_K: the float16 d of the 8 rows, their int8 scales, and the low-nibble and 2-bit planes in
+// 4-byte chunks (the same size as the 8 blocks). interleaved_weights.cpp has the exact layouts.
 
 #ifndef OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
 #define OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
@@ -21,7 +23,7 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-//! Q4_0, Q8_0 and Q4_K (with an integer kernel on this CPU).
+//! Q4_0, Q8_0, Q4_K and Q6_K (with an integer kernel on this CPU).
 bool hasInterleavedLayout(GGMLType type);
 
 /** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `blocks` blocks of 32 each)

@@ -97,7 +97,7 @@ public:
         const int threads = std::max(1, getNumThreads());
         // Types whose integer kernel shares the weight unpacking between rows take it for any
         // row count: faster than decoding tiles to float for a GEMM, and batch-independent.
-        if (integerDot_ && (run.rows <= gemvMaxRows_ || llm::hasMultiRowIntegerDot(type_)))
+        if (integerDot_ && (run.rows <= gemvMaxRows_ || groups_ > 0 || llm::hasMultiRowIntegerDot(type_)))
         {
             const int blocks = in_ / 32;
             xq_.resize((size_t)run.rows * in_);
