@@ -1,0 +1,93 @@
+// LLMMatMul's integer path (8-bit activations; Q4_0, Q8_0, Q4_K and Q6_K weights repacked into
+// groups of 8 interleaved rows, the last rows by the row kernels) against exact math on the
+// weights' decoded values: the blocks of tools/gguf/make_quant_vectors.py (edge cases
+// included: zero, tiny and huge scales) with the spec decoder's float values as truth.
+
+#include <gtest/gtest.h>
+#include <opencv2/dnn.hpp>
+
+#include <cmath>
+
+#include "test_common.hpp"
+
+using namespace cv;
+using namespace cv::dnn;
+
+namespace {
+
+Mat matmul(const Mat& weights, int type, int in, int out, const Mat& x, bool integerDot)
+{
+    LayerParams lp;
+    lp.name = "mm";
+    lp.type = "LLMMatMul";
+    lp.set("ggml_type", type);
+    lp.set("in_features", in);
+    lp.set("out_features", out);
+    lp.set("integer_dot", integerDot);
+    lp.blobs.push_back(weights);
+    Net net;
+    net.addLayerToPrev(lp.name, lp.type, lp);
+    net.setInput(x);
+    return net.forward().clone();
+}
+
+TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
+{
+    FileStorage fs(llm_test::testModel("quant_vectors/quant_vectors.json"), FileStorage::READ | FileStorage::FORMAT_JSON);
+    ASSERT_TRUE(fs.isOpened());
+    int checked = 0;
+    for (const FileNode& t : fs["types"])
+    {
+        const std::string name = (std::string)t["type"];
+        const bool kQuant = name == "Q4_K" || name == "Q6_K";
+        if (name != "Q4_0" && name != "Q8_0" && !kQuant)
+            continue;
+        SCOPED_TRACE(name);
+        const std::vector<char> raw = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["bin"]));
+        const std::vector<char> decodedBytes = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["f32"]));
+        const float* decoded = reinterpret_cast<const float*>(decodedBytes.data());
+        // One row per block (Q4_0 / Q8_0: 32 inputs) or super-block (K types: 256 inputs):
+        // 21 rows = two interleaved groups of 8 and 5 rows for the row kernels.
+        const int in = kQuant ? 256 : 32, out = (int)t["n_elements"] / in;
+        ASSERT_EQ(out, 21);
+        const Mat weights = Mat(out, (int)raw.size() / out, CV_8U, (void*)raw.data()).clone();
+
+        const int tokens = 5;
+        Mat x(tokens, in, CV_32F);
+        RNG rng(7);
+        rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
+        const Mat y = matmul(weights, (int)t["ggml_type"], in, out, x, true);
+        ASSERT_EQ(y.rows, tokens);
+        for (int r = 0; r < tokens; r++)
+        {
+            // Each activation block is rounded to 8 bits (step max|x| / 127): the error of a
+            // dot is at most half a step times sum |w| over the block, plus float rounding.
+            for (int n = 0; n < out; n++)
+            {
+                double exact = 0, bound = 0, magnitude = 0;
+                for (int b = 0; b < in / 32; b++)
+                {
+                    double maxAbs = 0, wAbs = 0;
+                    for (int k = 32 * b; k < 32 * b + 32; k++)
+                    {
+                        const double w = decoded[(size_t)n * in + k], v = x.at<float>(r, k);
+                        exact += w * v;
+                        magnitude += std::fabs(w * v);
+                        maxAbs = std::max(maxAbs, std::fabs(v));
+                        wAbs += std::fabs(w);
+                    }
+                    bound += wAbs * maxAbs / 127 / 2;
+                }
+                bound = bound * 1.001 + magnitude * 1e-5 + 1e-6;
+                EXPECT_LE(std::fabs(y.at<float>(r, n) - exact), bound) << "token " << r << " row " << n;
+            }
+            // A token alone gets bit-identical results (interleaved groups and row kernels alike).
+            const Mat alone = matmul(weights, (int)t["ggml_type"], in, out, x.row(r), true);
+            EXPECT_EQ(cv::norm(alone, y.row(r), NORM_INF), 0.0) << "token " << r;
+        }
+        checked++;
+    }
+    EXPECT_EQ(checked, 4);
+}
+
+} // namespace
