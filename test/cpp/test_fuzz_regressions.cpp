@@ -1,6 +1,6 @@
 // Inputs the fuzzers (tools/fuzz) found to crash, remade by the test fixtures
-// (test/tools/make_test_onnx_models.py): each must now be refused with a cv::Exception that
-// says what is wrong.
+// (test/tools/make_test_onnx_models.py, test/tools/make_onnx_llm_error_models.py): each must
+// now be refused with a cv::Exception that says what is wrong.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
@@ -25,6 +25,37 @@ TEST(FuzzRegressions, onnxTensorDataShorterThanItsDims)
     {
         EXPECT_NE(e.msg.find("but its dims need"), std::string::npos) << e.msg;
     }
+}
+
+// The cv::Exception message of readNet on a model made by make_onnx_llm_error_models.py.
+std::string onnxLlmError(const std::string& name)
+{
+    try
+    {
+        readNet(llm_test::testModel("onnx_llm_errors/" + name + "/model.onnx"));
+    }
+    catch (const cv::Exception& e)
+    {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// fuzz_onnx_llm: a packed-QKV GroupQueryAttention with num_heads = kv_num_heads = 2^30 made
+// num_heads + 2 * kv_num_heads overflow int (UBSan: signed-integer-overflow in
+// importAttention). Computed in int64 now.
+TEST(FuzzRegressions, onnxLlmPackedHeadCountOverflow)
+{
+    const std::string msg = onnxLlmError("fuzz_packed_head_overflow");
+    EXPECT_NE(msg.find("does not split into 1073741824 heads"), std::string::npos) << msg;
+}
+
+// fuzz_onnx_llm: genai_config.json's context_length 1e+30 went through json's get<int>(), a
+// float-to-int cast out of range (UBSan: float-cast-overflow); integers beyond int wrapped.
+TEST(FuzzRegressions, onnxLlmGenAIConfigNumberOutOfIntRange)
+{
+    const std::string msg = onnxLlmError("fuzz_config_float_int");
+    EXPECT_NE(msg.find("field 'context_length': 1e+30 is not an integer in int's range"), std::string::npos) << msg;
 }
 
 } // namespace

@@ -8,8 +8,16 @@
   truncated_model     model.onnx cut in half (not a valid protobuf message any more)
   present_consumed    a layer reads present.0.key, which the KV cache does not produce
 
+and the inputs tools/fuzz/fuzz_onnx_llm found (test/cpp/test_fuzz_regressions.cpp):
+
+  fuzz_packed_head_overflow  packed-QKV GroupQueryAttention with num_heads = kv_num_heads = 2^30
+                             (num_heads + 2 * kv_num_heads overflowed int)
+  fuzz_config_float_int      genai_config.json's context_length 1e+30 (json's float-to-int cast
+                             was undefined behaviour)
+
 Usage: make_onnx_llm_error_models.py OUTPUT_DIR
 """
+import json
 import os
 import shutil
 import subprocess
@@ -24,16 +32,16 @@ BASE_ARGS = ["--attention", "gqa-rotary", "--heads", "4", "--kv-heads", "2", "--
              "--hidden", "64", "--ffn", "128", "--vocab", "256", "--seed", "3"]
 
 
-def make_base(out, external):
-    subprocess.run([sys.executable, GENERATOR, "--out", out] + BASE_ARGS + (["--external-data"] if external else []),
-                   check=True, stdout=subprocess.DEVNULL)
+def make_base(out, external, extra=()):
+    subprocess.run([sys.executable, GENERATOR, "--out", out] + BASE_ARGS + (["--external-data"] if external else [])
+                   + list(extra), check=True, stdout=subprocess.DEVNULL)
 
 
 def main(out_root):
-    def folder(name, external=False):
+    def folder(name, external=False, extra=()):
         d = os.path.join(out_root, name)
         shutil.rmtree(d, ignore_errors=True)
-        make_base(d, external)
+        make_base(d, external, extra)
         return d
 
     d = folder("unsupported_op")
@@ -69,6 +77,24 @@ def main(out_root):
     logits.input[0] = "mixed"
     m.graph.node.insert(list(m.graph.node).index(logits), add)
     onnx.save(m, path)
+
+    d = folder("fuzz_packed_head_overflow", extra=["--packed-qkv"])
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    for n in m.graph.node:
+        if n.op_type == "GroupQueryAttention":
+            for a in n.attribute:
+                if a.name in ("num_heads", "kv_num_heads"):
+                    a.i = 1 << 30
+    onnx.save(m, path)
+
+    d = folder("fuzz_config_float_int")
+    path = os.path.join(d, "genai_config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config["model"]["context_length"] = 1e30
+    with open(path, "w") as f:
+        json.dump(config, f, indent=4)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 # project root:
 #   tools/fuzz/build_and_run.sh [seconds]
 # Environment:
-#   FUZZ_TARGETS   the targets to build and run (default: "fuzz_gguf fuzz_tokenizer fuzz_chat_template")
+#   FUZZ_TARGETS   the targets to build and run (default: all six, listed in TARGETS below)
 #   FUZZ_NO_BUILD  1: run the targets already built in build/fuzz
 # A seconds value of 0 builds without running. Each run's full log is build/fuzz/<target>.log;
 # crashing inputs land in build/fuzz/artifacts/.
@@ -13,10 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
-TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_onnx}
+TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_onnx fuzz_onnx_llm}
 OUT=build/fuzz
 SRC=build/opencv-src/modules/dnn/src
-mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_onnx" "$OUT/artifacts"
+mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/artifacts"
 CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -D__OPENCV_BUILD=1 -DHAVE_PROTOBUF=1
   -I build/opencv-src/modules/core/include -I build/opencv-src/modules/dnn/include
@@ -57,6 +57,25 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     # Our layers run from build/opencv (not instrumented); the importer and protobuf are OpenCV's.
     clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_onnx" tools/fuzz/fuzz_onnx.cpp "${LIBS[@]}"
   fi
+  if selected fuzz_onnx_llm; then
+    # Our ONNX language-model importer, compiled in with its own copy of the ONNX message
+    # classes: libopencv_dnn's copy is hidden, and a second registration of opencv-onnx.proto
+    # (package opencv_onnx) in libprotobuf's generated pool aborts at start-up. So the target's
+    # copy is generated from the same .proto under another file name and package
+    # (opencv_onnx_fuzz, which -Dopencv_onnx=... makes our sources use), by the system protoc
+    # that matches the libprotobuf OpenCV links.
+    PROTO=$OUT/onnx_llm_proto
+    mkdir -p "$PROTO"
+    sed 's/^package opencv_onnx;/package opencv_onnx_fuzz;/' build/opencv-src/modules/dnn/src/onnx/opencv-onnx.proto \
+      > "$PROTO/fuzz-opencv-onnx.proto"
+    protoc --proto_path="$PROTO" --cpp_out="$PROTO" "$PROTO/fuzz-opencv-onnx.proto"
+    printf '#include "fuzz-opencv-onnx.pb.h"\n' > "$PROTO/opencv-onnx.pb.h"
+    clang++ -I "$PROTO" "${CXXFLAGS[@]}" -Dopencv_onnx=opencv_onnx_fuzz -o "$OUT/fuzz_onnx_llm" \
+      tools/fuzz/fuzz_onnx_llm.cpp "$SRC"/llm/onnx/onnx_model_file.cpp "$SRC"/llm/onnx/onnx_llm_importer.cpp \
+      "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/gguf/mapped_file.cpp \
+      "$SRC"/llm/ggml/ggml_types.cpp "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/rotary_embedding.cpp \
+      "$PROTO/fuzz-opencv-onnx.pb.cc" "${LIBS[@]}" -lprotobuf
+  fi
   if selected fuzz_chat_template; then
     clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
       "$SRC"/llm/generation/chat_template.cpp "${LIBS[@]}"
@@ -69,6 +88,29 @@ cp -n ../shared/testdata/stories260K.gguf ../shared/testdata/llama.cpp-vocab/ggm
 for f in ../shared/testdata/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
 cp -n build/test-models/*.onnx "$OUT/corpus_onnx/" 2>/dev/null || true  # made by the test fixtures
+# Tiny builder-style decoders (1 layer, hidden 32, vocab 32, under 60 KB each), made here: each
+# as model.onnx alone and framed after its genai_config.json (see fuzz_onnx_llm.cpp).
+if selected fuzz_onnx_llm && [ ! -e "$OUT/corpus_onnx_llm/seed_gqa-rotary.onnx" ]; then
+  SEEDTMP=$(mktemp -d)
+  while read -r name args; do
+    /usr/bin/python3 tools/onnx/make_builder_style_model.py --out "$SEEDTMP/$name" --layers 1 --hidden 32 \
+      --heads 2 --kv-heads 1 --ffn 32 --vocab 32 --context-length 16 $args > /dev/null
+    cp "$SEEDTMP/$name/model.onnx" "$OUT/corpus_onnx_llm/seed_$name.onnx"
+    { cat "$SEEDTMP/$name/genai_config.json"; printf '\n--model.onnx--\n'; cat "$SEEDTMP/$name/model.onnx"; } \
+      > "$OUT/corpus_onnx_llm/seed_${name}_config"
+  done <<'SEEDS'
+gqa-rotary --attention gqa-rotary
+gqa --attention gqa
+mha --attention mha --kv-heads 2
+mha-fp16 --attention mha --kv-heads 2 --precision fp16
+packed-qkv --attention gqa-rotary --packed-qkv
+qkv-bias-gptj --attention gqa --qkv-bias --rotary-interleaved 1 --rotary-dim 8
+nbits4-b16 --bits 4 --block-size 16
+nbits4-b32-flat --bits 4 --block-size 32 --flat-quant-params
+nbits8-b32-zp --bits 8 --block-size 32 --zero-points
+SEEDS
+  rm -rf "$SEEDTMP"
+fi
 
 export FUZZ_VOCAB_DIR="$ROOT/../shared/testdata/llama.cpp-vocab"
 for target in $TARGETS; do

@@ -305,6 +305,16 @@ private:
         f_.fail("node " + onnxNodeLabel(n) + ": " + msg);
     }
 
+    // An integer attribute that must fit an int (head counts, sizes): larger values are an
+    // error, not silently truncated.
+    int intAttribute(const NodeProto& n, const char* name, int def) const
+    {
+        const int64 v = onnxIntAttribute(n, name, def);
+        if (v < INT_MIN || v > INT_MAX)
+            failNode(n, format("attribute %s = %lld is out of range", name, (long long)v));
+        return (int)v;
+    }
+
     bool hasInput(const NodeProto& n, int i) const
     {
         return i < n.input_size() && !n.input(i).empty();
@@ -578,10 +588,10 @@ private:
     void importMatMulNBits(const NodeProto& n)
     {
         MatMulNBitsWeights q;
-        q.in = (int)onnxIntAttribute(n, "K", -1);
-        q.out = (int)onnxIntAttribute(n, "N", -1);
-        q.bits = (int)onnxIntAttribute(n, "bits", 4);
-        q.blockSize = (int)onnxIntAttribute(n, "block_size", -1);
+        q.in = intAttribute(n, "K", -1);
+        q.out = intAttribute(n, "N", -1);
+        q.bits = intAttribute(n, "bits", 4);
+        q.blockSize = intAttribute(n, "block_size", -1);
         if (width(n, 0) != q.in)
             failNode(n, format("attribute K = %d, the input has %d features", q.in, width(n, 0)));
         q.packed = &constantInput(n, 1);
@@ -808,8 +818,8 @@ private:
         int heads, kvHeads;
         if (gqa)
         {
-            heads = (int)onnxIntAttribute(n, "num_heads", 0);
-            kvHeads = (int)onnxIntAttribute(n, "kv_num_heads", 0);
+            heads = intAttribute(n, "num_heads", 0);
+            kvHeads = intAttribute(n, "kv_num_heads", 0);
             if (onnxIntAttribute(n, "local_window_size", -1) != -1)
                 failNode(n, "local_window_size (sliding-window attention) is not supported");
             if (onnxFloatAttribute(n, "softcap", 0.f) != 0.f)
@@ -823,14 +833,14 @@ private:
         }
         else if (mha)
         {
-            heads = kvHeads = (int)onnxIntAttribute(n, "num_heads", 0);
+            heads = kvHeads = intAttribute(n, "num_heads", 0);
             if (hasInput(n, 3))
                 failNode(n, "the bias input is not supported");
         }
         else
         {
-            heads = (int)onnxIntAttribute(n, "q_num_heads", 0);
-            kvHeads = (int)onnxIntAttribute(n, "kv_num_heads", 0);
+            heads = intAttribute(n, "q_num_heads", 0);
+            kvHeads = intAttribute(n, "kv_num_heads", 0);
             if (onnxFloatAttribute(n, "softcap", 0.f) != 0.f)
                 failNode(n, "softcap is not supported");
             if (onnxIntAttribute(n, "qk_matmul_output_mode", 0) != 0)
