@@ -101,4 +101,18 @@ Mat wrapMappedBytes(const std::shared_ptr<MappedFile>& file, const uchar* data, 
     return m;
 }
 
+void releaseMappedPages(const Mat& m, const uchar* data, size_t bytes)
+{
+    if (!m.u || m.u->currAllocator != mappedFileAllocator())
+        return;
+    CV_Assert(data >= m.u->origdata && bytes <= m.u->size && (size_t)(data - m.u->origdata) <= m.u->size - bytes);
+#ifndef _WIN32
+    // A private read-only file mapping: dropped pages come back from the file, unchanged.
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = ((uintptr_t)data + page - 1) / page * page, end = ((uintptr_t)data + bytes) / page * page;
+    if (end > begin)
+        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+#endif
+}
+
 }}} // namespace cv::dnn::llm

@@ -36,6 +36,11 @@ private:
     copy of its header) keeps the mapping alive, so layers may hold it as a blob. */
 Mat wrapMappedBytes(const std::shared_ptr<MappedFile>& file, const uchar* data, int64 rows, int64 rowBytes);
 
+/** For weights copied elsewhere at load (repacked): drops the whole pages of [data, data +
+    bytes) of a Mat made by wrapMappedBytes() from the process's resident memory; touched again,
+    they are read from the file. Does nothing for other Mats (their memory is not a file's). */
+void releaseMappedPages(const Mat& m, const uchar* data, size_t bytes);
+
 }}} // namespace cv::dnn::llm
 
 #endif

@@ -19,6 +19,7 @@
 #include "../ggml/ggml_types.hpp"
 #include "../kernels/ggml_kernels.hpp"
 #include "../kernels/interleaved_weights.hpp"
+#include "../gguf/mapped_file.hpp"
 #include "../../layers/cpu_kernels/fast_gemm.hpp"
 
 namespace cv {
@@ -54,7 +55,11 @@ public:
         {
             groups_ = out_ / 8;
             if (groups_ > 0)
+            {
                 interleaved_ = llm::interleaveRows8(type_, blobs[0].ptr(), blobs[0].step[0], groups_, in_ / 32);
+                // Only the last rows are read from the file's pages from now on.
+                llm::releaseMappedPages(blobs[0], blobs[0].ptr(), (size_t)8 * groups_ * blobs[0].step[0]);
+            }
         }
     }
 
