@@ -33,7 +33,7 @@ bool hasIntegerDotSimd();
 //! x (n floats) -> 8-bit blocks of 32 as Q8_0 does: q = round(x / d), d = max|x| / 127 per
 //! block; also each block's sum of q (for the Q4_0 offset).
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
-//! Dot product of a Q4_0, Q8_0, Q4_K or Q6_K weight row with an activation row quantized as above.
+//! Dot product of a Q4_0, Q4_1, Q8_0, Q4_K or Q6_K weight row with an activation row quantized as above.
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
 //! dotQ8Simd() of one weight row with `rows` activation rows (q stride blocks*32, d and sums
 //! stride blocks), each computed exactly as dotQ8Simd() computes it; the weight blocks are
@@ -395,12 +395,15 @@ static void dotInterleaved8Tile(int type, const uchar* g, const signed char* q, 
     __m256 acc[R];
     for (int r = 0; r < R; r++)
         acc[r] = _mm256_setzero_ps();
-    if (type == GGML_Q4_0)
+    if (type == GGML_Q4_0 || type == GGML_Q4_1)
     {
-        // Nibbles 0..15 as unsigned bytes (sum (w - 8) x = sum w x - 8 sum x); 8 maddubs results
-        // stay within int16 (8 * 2 * 15 * 127 = 30480).
+        // Nibbles 0..15 as unsigned bytes; 8 maddubs results stay within int16 (8 * 2 * 15 * 127
+        // = 30480). Q4_0: sum (w - 8) x = sum w x - 8 sum x. Q4_1 (d w + m): d sum w x + m sum x,
+        // its 8 mins after the 8 scales.
+        const bool q41 = type == GGML_Q4_1;
+        const int quants = q41 ? 32 : 16, groupBlock = q41 ? 160 : 144;
         const __m256i mask = _mm256_set1_epi8(0x0F);
-        for (int b = 0; b < blocks; b++, g += 144)
+        for (int b = 0; b < blocks; b++, g += groupBlock)
         {
             const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
             __m256i s16[R];
@@ -408,7 +411,7 @@ static void dotInterleaved8Tile(int type, const uchar* g, const signed char* q, 
                 s16[r] = _mm256_setzero_si256();
             for (int c = 0; c < 4; c++)
             {
-                const __m256i v = _mm256_loadu_si256((const __m256i*)(g + 16 + 32 * c));
+                const __m256i v = _mm256_loadu_si256((const __m256i*)(g + quants + 32 * c));
                 const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
                 for (int r = 0; r < R; r++)
                 {
@@ -416,6 +419,18 @@ static void dotInterleaved8Tile(int type, const uchar* g, const signed char* q, 
                     s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(lo, broadcast4(x)));
                     s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(hi, broadcast4(x + 16)));
                 }
+            }
+            if (q41)
+            {
+                const __m256 mins = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(g + 16)));
+                for (int r = 0; r < R; r++)
+                {
+                    const int ab = r * blocks + b;
+                    const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[r], ones));
+                    acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(ws, _mm256_set1_ps(d[ab])), acc[r]);
+                    acc[r] = _mm256_fmadd_ps(mins, _mm256_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                }
+                continue;
             }
             for (int r = 0; r < R; r++)
             {
@@ -573,7 +588,7 @@ static void dotInterleaved8(int type, const uchar* g, const signed char* q, size
 void dotQ8Interleaved8Simd(int type, const uchar* group, const signed char* q, const float* d, const int* sums,
                            int blocks, int rows, float* out, size_t outStride)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
     const size_t qStride = (size_t)blocks * 32;
     for (; rows >= 4; rows -= 4, q += 4 * qStride, d += 4 * blocks, sums += 4 * blocks, out += 4 * outStride)
         dotInterleaved8<4>(type, group, q, qStride, d, sums, blocks, out, outStride);
@@ -596,6 +611,19 @@ float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, 
         float out;
         dotQ4_0Q8_0Rows<1>(type, w, q, d, sums, blocks, &out);
         return out;
+    }
+    else if (type == GGML_Q4_1)
+    {
+        // sum (d q + m) x = d sum q x + m sum x, q in 0..15 as unsigned bytes.
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        for (int b = 0; b < blocks; b++, w += 20, q += 32)
+        {
+            const __m128i packed = _mm_loadu_si128((const __m128i*)(w + 4));
+            const __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, _mm256_loadu_si256((const __m256i*)q)), ones);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(blockScale(w) * d[b]), acc);
+            offset -= blockScale(w + 2) * d[b] * sums[b];
+        }
     }
     else if (type == GGML_Q4_K)
     {

@@ -14,7 +14,8 @@ namespace llm {
 
 bool hasInterleavedLayout(GGMLType type)
 {
-    return (type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K) && hasIntegerDot(type);
+    return (type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K) &&
+           hasIntegerDot(type);
 }
 
 static size_t interleavedGroupBytes(GGMLType type, int blocks)
@@ -23,6 +24,7 @@ static size_t interleavedGroupBytes(GGMLType type, int blocks)
     {
     case GGML_Q4_K: return (size_t)blocks / 8 * 1184;
     case GGML_Q6_K: return (size_t)blocks / 8 * 1680;
+    case GGML_Q4_1: return (size_t)blocks * 8 * 20;
     default: return (size_t)blocks * 8 * (type == GGML_Q4_0 ? 18 : 34);
     }
 }
@@ -83,27 +85,30 @@ void interleaveQ6K(const uchar* rows, size_t rowBytes, int g, int superBlocks, u
 
 Mat interleaveRows8(GGMLType type, const uchar* rows, size_t rowBytes, int groups, int blocks)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
+    Mat packed(groups, (int)interleavedGroupBytes(type, blocks), CV_8U);
     if (type == GGML_Q4_K || type == GGML_Q6_K)
     {
-        Mat packed(groups, (int)interleavedGroupBytes(type, blocks), CV_8U);
         for (int g = 0; g < groups; g++)
             (type == GGML_Q4_K ? interleaveQ4K : interleaveQ6K)(rows, rowBytes, g, blocks / 8, packed.ptr<uchar>(g));
         return packed;
     }
-    const size_t blockBytes = type == GGML_Q4_0 ? 18 : 34, quantBytes = blockBytes - 2;
-    const size_t groupBlockBytes = 8 * blockBytes;
-    Mat packed(groups, (int)(blocks * groupBlockBytes), CV_8U);
+    // Q4_0 / Q8_0: 8 scales, then the chunks; Q4_1: 8 scales, 8 mins, then the chunks.
+    const size_t blockBytes = type == GGML_Q4_0 ? 18 : type == GGML_Q4_1 ? 20 : 34;
+    const size_t headerBytes = type == GGML_Q4_1 ? 4 : 2, quantBytes = blockBytes - headerBytes;
+    const size_t chunks = 8 * headerBytes;  // where the chunks start in a group block
     for (int g = 0; g < groups; g++)
     {
         uchar* dst = packed.ptr<uchar>(g);
-        for (int b = 0; b < blocks; b++, dst += groupBlockBytes)
+        for (int b = 0; b < blocks; b++, dst += 8 * blockBytes)
             for (int j = 0; j < 8; j++)
             {
                 const uchar* block = rows + (size_t)(8 * g + j) * rowBytes + (size_t)b * blockBytes;
                 std::memcpy(dst + 2 * j, block, 2);  // the float16 scale
+                if (type == GGML_Q4_1)
+                    std::memcpy(dst + 16 + 2 * j, block + 2, 2);  // the float16 min
                 for (size_t c = 0; c < quantBytes / 4; c++)
-                    std::memcpy(dst + 16 + 32 * c + 4 * j, block + 2 + 4 * c, 4);
+                    std::memcpy(dst + chunks + 32 * c + 4 * j, block + headerBytes + 4 * c, 4);
             }
     }
     return packed;
