@@ -98,13 +98,16 @@ OrtReference readOrtReference(const std::string& path)
 // Logit tolerance against ONNX Runtime (measured maximum in brackets): float32 graphs and
 // MatMulNBits converted to exact float32 rows agree to accumulation order (1.2e-5); MatMulNBits
 // repacked to Q4_0 / Q4_1 / Q8_0 blocks round float32 scales to float16 (0.016); float16 graphs
-// are computed by ONNX Runtime in float16 and by us in float32 (0.011). These models declare
-// accuracy_level 0 (float inputs), so no activation is quantized to 8 bits on either side.
+// are computed by ONNX Runtime in float16 and by us in float32 (0.011). With accuracy_level 0
+// (these models but one) neither side quantizes activations. With accuracy_level 4 both round
+// them to 8 bits, each its own way (0.25; ONNX Runtime's own int8 run of that model differs
+// from its exact run by up to 0.33, with logits up to 12): greedy ids still agree.
 double logitTolerance(const OrtReference& r)
 {
     const bool fp16 = r.generator.find("--precision fp16") != std::string::npos;
     const bool quantized = r.generator.find("--bits") != std::string::npos;
-    return fp16 || quantized ? 0.03 : 1e-4;
+    const bool int8Inputs = r.generator.find("--accuracy-level 4") != std::string::npos;
+    return int8Inputs ? 0.4 : fp16 || quantized ? 0.03 : 1e-4;
 }
 
 // Greedy decoding feeding our own choices; each step's logits against ONNX Runtime's.

@@ -56,6 +56,10 @@ VARIANTS = {
     "gqa_rotary_partial": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 32 --rotary-dim 16 --hidden 128 "
                           "--ffn 256 --vocab 256 --model-type phi --seed 10",
     # Qwen2 style: q/k/v bias, rope theta 1e6, eps 1e-6.
+    # int4 with zero points and accuracy_level 4: ONNX Runtime may quantize the input to int8 (as
+    # we do: Q4_1 integer kernels); the builder's usual setting for CPU.
+    "gqa_rotary_q4_b32_zp_acc4": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 16 --hidden 128 --ffn 256 "
+                                 "--vocab 256 --bits 4 --block-size 32 --zero-points --accuracy-level 4 --seed 1",
     "qwen_bias": "--attention gqa-rotary --qkv-bias --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 "
                  "--vocab 256 --rope-theta 1000000 --model-type qwen2 --seed 14",
     # fp16 activations with int4 weights (fp16 scales), as GPU-targeted builder models have.

@@ -72,6 +72,8 @@ def parse_args(argv):
                    help="0: float MatMul; 4 or 8: com.microsoft MatMulNBits for every projection and lm_head")
     p.add_argument("--block-size", type=int, choices=[16, 32, 64, 128], default=32)
     p.add_argument("--zero-points", action="store_true", help="asymmetric quantization with packed uint8 zero_points")
+    p.add_argument("--accuracy-level", type=int, choices=[0, 1, 2, 3, 4], default=0,
+                   help="MatMulNBits accuracy_level (4: the input may be quantized to int8)")
     p.add_argument("--flat-quant-params", action="store_true",
                    help="scales [N*k_blocks] and zero_points [N*zp_bytes_per_row] as onnxruntime's quantizer writes "
                         "them (default: the 2-D [N, ...] shapes of the operator spec)")
@@ -195,7 +197,7 @@ class GraphBuilder:
         if self.a.zero_points:
             inputs.append(self.initializer(f"{init_name}_zero_points", packed_zp.reshape(-1) if flat else packed_zp))
         return self.node("MatMulNBits", node_name, inputs, outputs, domain=MS_DOMAIN,
-                         K=k, N=n, bits=bits, block_size=block, accuracy_level=0)
+                         K=k, N=n, bits=bits, block_size=block, accuracy_level=self.a.accuracy_level)
 
     def rotary_caches(self):
         """cos/sin [context_length, rotary_dim/2] of position * theta^(-2i/rotary_dim), float64 math."""
