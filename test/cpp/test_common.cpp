@@ -43,4 +43,19 @@ std::vector<char> readFileBytes(const std::string& path)
     return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+cv::Mat idsToMat(const std::vector<int>& ids)
+{
+    cv::Mat m(1, (int)ids.size(), CV_32F);
+    for (size_t i = 0; i < ids.size(); i++)
+        m.at<float>((int)i) = (float)ids[i];
+    return m;
+}
+
+int argmax(const cv::Mat& row)
+{
+    cv::Point loc;
+    cv::minMaxLoc(row.reshape(1, 1), nullptr, nullptr, nullptr, &loc);
+    return loc.x;
+}
+
 } // namespace llm_test

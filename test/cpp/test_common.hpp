@@ -2,6 +2,8 @@
 #ifndef OPENCV_DNN_LLM_TEST_COMMON_HPP
 #define OPENCV_DNN_LLM_TEST_COMMON_HPP
 
+#include <opencv2/core.hpp>
+
 #include <string>
 #include <vector>
 
@@ -20,6 +22,12 @@ std::string testModel(const std::string& relative);
 
 // The whole content of a file (empty if it cannot be read).
 std::vector<char> readFileBytes(const std::string& path);
+
+// Token ids as a Net input: a 1 x T float matrix.
+cv::Mat idsToMat(const std::vector<int>& ids);
+
+// The index of the largest value of a row of logits.
+int argmax(const cv::Mat& row);
 
 } // namespace llm_test
 

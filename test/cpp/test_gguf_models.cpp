@@ -14,21 +14,6 @@ using namespace cv::dnn;
 
 namespace {
 
-Mat idsToMat(const std::vector<int>& ids)
-{
-    Mat m(1, (int)ids.size(), CV_32F);
-    for (size_t i = 0; i < ids.size(); i++)
-        m.at<float>((int)i) = (float)ids[i];
-    return m;
-}
-
-int argmax(const Mat& row)
-{
-    Point loc;
-    minMaxLoc(row.reshape(1, 1), nullptr, nullptr, nullptr, &loc);
-    return loc.x;
-}
-
 std::vector<double> softmax(const Mat& logits)
 {
     const Mat row = logits.reshape(1, 1);
@@ -46,14 +31,14 @@ std::vector<double> softmax(const Mat& logits)
 std::vector<int> greedy(Net& net, const std::vector<int>& prompt, int n)
 {
     std::vector<int> out;
-    net.setInput(idsToMat(prompt));
+    net.setInput(llm_test::idsToMat(prompt));
     Mat logits = net.forward();
     for (int i = 0; i < n; i++)
     {
-        out.push_back(argmax(logits));
+        out.push_back(llm_test::argmax(logits));
         if (i + 1 < n)
         {
-            net.setInput(idsToMat({out.back()}));
+            net.setInput(llm_test::idsToMat({out.back()}));
             logits = net.forward();
         }
     }
@@ -91,7 +76,7 @@ TEST(GGUFStories260K, firstStepProbabilitiesMatchLlamaCpp)
 {
     const Reference ref = readReference("stories260K.nlc.json");
     Net net = readNetFromGGUF(llm_test::sharedTestData("stories260K.gguf"));
-    net.setInput(idsToMat(ref.promptIds));
+    net.setInput(llm_test::idsToMat(ref.promptIds));
     const std::vector<double> p = softmax(net.forward());
     // llama.cpp computes in float32 too; 1e-4 absolute covers accumulation order.
     for (const auto& e : ref.top5)
@@ -113,14 +98,14 @@ TEST(GGUFStories260K, incrementalEqualsPrefill)
 {
     const std::vector<int> ids = {1, 403, 407, 261, 378, 432, 383, 286};
     Net all = readNetFromGGUF(llm_test::sharedTestData("stories260K.gguf"), true);
-    all.setInput(idsToMat(ids));
+    all.setInput(llm_test::idsToMat(ids));
     const Mat prefill = all.forward().clone();
     ASSERT_EQ(prefill.rows, (int)ids.size());
 
     Net step = readNetFromGGUF(llm_test::sharedTestData("stories260K.gguf"));
     for (size_t i = 0; i < ids.size(); i++)
     {
-        step.setInput(idsToMat({ids[i]}));
+        step.setInput(llm_test::idsToMat({ids[i]}));
         const Mat logits = step.forward();
         EXPECT_LE(cv::norm(logits.reshape(1, 1), prefill.row((int)i), NORM_INF), 1e-4) << "position " << i;
     }
@@ -130,7 +115,7 @@ TEST(GGUFTinyRandomF16, probabilitiesMatchLlamaCpp)
 {
     const Reference ref = readReference("llama-2-tiny-random.nlc.json");
     Net net = readNet(llm_test::sharedTestData("llama-2-tiny-random.gguf"));
-    net.setInput(idsToMat(ref.promptIds));
+    net.setInput(llm_test::idsToMat(ref.promptIds));
     const std::vector<double> p = softmax(net.forward());
     ASSERT_EQ(p.size(), 32000u);
     // The distribution is nearly flat (p ~ 3.8e-5): compare each reference probability with
@@ -143,7 +128,7 @@ TEST(GGUFTinyRandomF16, probabilitiesMatchLlamaCpp)
 TEST(GGUFErrors, tokenIdOutOfRange)
 {
     Net net = readNet(llm_test::sharedTestData("stories260K.gguf"));
-    net.setInput(idsToMat({1, 512}));
+    net.setInput(llm_test::idsToMat({1, 512}));
     EXPECT_THROW(net.forward(), cv::Exception);
 }
 
@@ -151,9 +136,9 @@ TEST(GGUFErrors, contextFullIsAnError)
 {
     Net net = readNet(llm_test::sharedTestData("stories260K.gguf"));
     std::vector<int> ids(512, 5);
-    net.setInput(idsToMat(ids));
+    net.setInput(llm_test::idsToMat(ids));
     net.forward();
-    net.setInput(idsToMat({5}));
+    net.setInput(llm_test::idsToMat({5}));
     try
     {
         net.forward();
@@ -199,7 +184,7 @@ TEST(GGUFStories260K, teacherForcedNLLMatchesLlamaCpp)
     ASSERT_EQ(ids.size(), 35u);
 
     Net net = readNetFromGGUF(llm_test::sharedTestData("stories260K.gguf"), true);
-    net.setInput(idsToMat(ids));
+    net.setInput(llm_test::idsToMat(ids));
     const Mat logits = net.forward();
     ASSERT_EQ(logits.rows, (int)ids.size());
     double nll = 0;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "test_common.hpp"
+#include "vocab_test_vectors.hpp"
 #include "../../modules/dnn/src/llm/tokenizer/hf_tokenizer.hpp"
 #include "../../modules/dnn/src/llm/tokenizer/tokenizer.hpp"
 
@@ -26,20 +27,7 @@ namespace {
 const char kLlama2Folder[] = "onnx/tiny-random-LlamaForCausalLM-fp16";
 const char kByteVocabularyFolder[] = "onnx/tiny-graph-capture-gqa";
 
-std::string vocabPath(const std::string& name)
-{
-    return llm_test::sharedTestData("llama.cpp-vocab/ggml-vocab-" + name + ".gguf");
-}
 
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw std::runtime_error("cannot read " + path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 void writeFile(const std::string& path, const std::string& text)
 {
@@ -51,52 +39,18 @@ void writeFile(const std::string& path, const std::string& text)
 
 std::shared_ptr<Tokenizer> loadGGUF(const std::string& name)
 {
-    Ptr<GGUFFile> file = GGUFFile::open(vocabPath(name));
+    Ptr<GGUFFile> file = GGUFFile::open(llm_test::vocabPath(name));
     return Tokenizer::fromGGUF(*file);
 }
 
-// Inputs as llama.cpp's test-tokenizer-0 reads them.
-std::vector<std::string> readInputs(const std::string& name)
-{
-    const std::string text = readFile(vocabPath(name) + ".inp");
-    const std::string separator = "\n__ggml_vocab_test__\n";
-    std::vector<std::string> inputs;
-    size_t start = 0;
-    for (size_t pos; (pos = text.find(separator, start)) != std::string::npos; start = pos + separator.size())
-        inputs.push_back(text.substr(start, pos - start));
-    if (start < text.size())
-        inputs.push_back(text.substr(start));
-    return inputs;
-}
 
-std::vector<std::vector<int>> readExpectedIds(const std::string& name)
-{
-    std::istringstream lines(readFile(vocabPath(name) + ".out"));
-    std::vector<std::vector<int>> expected;
-    for (std::string line; std::getline(lines, line);)
-    {
-        std::istringstream numbers(line);
-        std::vector<int> ids;
-        for (int id; numbers >> id;)
-            ids.push_back(id);
-        expected.push_back(ids);
-    }
-    return expected;
-}
 
-std::string join(const std::vector<int>& ids)
-{
-    std::ostringstream s;
-    for (size_t i = 0; i < ids.size(); i++)
-        s << (i ? " " : "") << ids[i];
-    return s.str();
-}
 
 // Every .inp/.out pair of a vocabulary through `tokenizer`.
 void expectLlamaCppVectors(const Tokenizer& tokenizer, const std::string& name)
 {
-    const std::vector<std::string> inputs = readInputs(name);
-    const std::vector<std::vector<int>> expected = readExpectedIds(name);
+    const std::vector<std::string> inputs = llm_test::readVocabInputs(name);
+    const std::vector<std::vector<int>> expected = llm_test::readVocabExpectedIds(name);
     ASSERT_FALSE(inputs.empty());
     ASSERT_GE(expected.size(), inputs.size());
     int failed = 0;
@@ -106,8 +60,8 @@ void expectLlamaCppVectors(const Tokenizer& tokenizer, const std::string& name)
         if (ids == expected[i])
             continue;
         failed++;
-        ADD_FAILURE() << name << " input " << i << " '" << inputs[i] << "'\n  expected " << join(expected[i])
-                      << "\n  got      " << join(ids);
+        ADD_FAILURE() << name << " input " << i << " '" << inputs[i] << "'\n  expected " << llm_test::joinIds(expected[i])
+                      << "\n  got      " << llm_test::joinIds(ids);
     }
     std::cout << name << " (tokenizer.json): " << inputs.size() - failed << " passed, " << failed << " failed" << std::endl;
 }
@@ -128,7 +82,7 @@ void expectSameAsGGUF(const Tokenizer& hf, const Tokenizer& gguf, const std::vec
         {
             const bool addSpecial = (flags & 1) != 0, parseSpecial = (flags & 2) != 0;
             const std::vector<int> ids = gguf.encode(text, addSpecial, parseSpecial);
-            ASSERT_EQ(join(ids), join(hf.encode(text, addSpecial, parseSpecial)))
+            ASSERT_EQ(llm_test::joinIds(ids), llm_test::joinIds(hf.encode(text, addSpecial, parseSpecial)))
                 << name << " '" << text << "' addSpecial " << addSpecial << " parseSpecial " << parseSpecial;
             EXPECT_EQ(gguf.decode(ids, parseSpecial), hf.decode(ids, parseSpecial)) << name << " '" << text << "'";
         }
@@ -165,7 +119,7 @@ TEST(HFTokenizer, llama2_tokenizer_json_matches_llama_cpp_vectors)
     EXPECT_EQ("llama", hf->model());
     EXPECT_EQ(32000, hf->vocabSize());
     expectLlamaCppVectors(*hf, "llama-spm");
-    for (const std::string& text : readInputs("llama-spm"))
+    for (const std::string& text : llm_test::readVocabInputs("llama-spm"))
         EXPECT_EQ(text, hf->decode(hf->encode(text, false, false), false));
 }
 
@@ -179,7 +133,7 @@ TEST(HFTokenizer, llama2_tokenizer_json_agrees_with_gguf)
     EXPECT_TRUE(hf->addBos());
     EXPECT_FALSE(hf->addEos());
     std::vector<std::string> texts = extraTexts();
-    const std::vector<std::string> inputs = readInputs("llama-spm");
+    const std::vector<std::string> inputs = llm_test::readVocabInputs("llama-spm");
     texts.insert(texts.end(), inputs.begin(), inputs.end());
     expectSameAsGGUF(*hf, *gguf, texts, "llama-spm");
     for (int id = 0; id < gguf->vocabSize(); id++)
@@ -220,7 +174,7 @@ TEST(HFTokenizer, byte_vocabulary_loads_and_round_trips)
     // BOS / EOS as tokenizer_config.json ("<pad>", "<eos>") and genai_config.json (0, [1]) say.
     EXPECT_EQ(0, loaded.bosId);
     EXPECT_EQ(1, loaded.eosId);
-    const std::string genai = readFile(folder + "/genai_config.json");
+    const std::string genai = llm_test::readTextFile(folder + "/genai_config.json");
     EXPECT_NE(std::string::npos, genai.find("\"bos_token_id\": 0"));
     EXPECT_NE(std::string::npos, genai.find("\"eos_token_id\": [\n            1\n        ]"));
     EXPECT_FALSE(tokenizer.addBos());  // no post_processor, no add_bos_token: HF adds nothing
@@ -256,7 +210,7 @@ TEST_P(HFTokenizerFromGGUFVocab, matches_llama_cpp_and_gguf)
     std::shared_ptr<Tokenizer> gguf = loadGGUF(name);
     expectLlamaCppVectors(*hf, name);
     std::vector<std::string> texts = extraTexts();
-    const std::vector<std::string> inputs = readInputs(name);
+    const std::vector<std::string> inputs = llm_test::readVocabInputs(name);
     texts.insert(texts.end(), inputs.begin(), inputs.end());
     expectSameAsGGUF(*hf, *gguf, texts, name);
 }
@@ -510,7 +464,7 @@ TEST(HFTokenizer, public_create_accepts_tokenizer_json_and_folders)
     const std::string folder = llm_test::sharedTestData(kLlama2Folder);
     Ptr<cv::dnn::Tokenizer> fromFolder = cv::dnn::Tokenizer::create(folder);
     Ptr<cv::dnn::Tokenizer> fromJson = cv::dnn::Tokenizer::create(folder + "/tokenizer.json");
-    Ptr<cv::dnn::Tokenizer> fromGGUF = cv::dnn::Tokenizer::create(vocabPath("llama-spm"));
+    Ptr<cv::dnn::Tokenizer> fromGGUF = cv::dnn::Tokenizer::create(llm_test::vocabPath("llama-spm"));
     const std::vector<int> expected = fromGGUF->encode("Hello world", true, false);
     EXPECT_EQ(std::vector<int>({1, 15043, 3186}), expected);
     EXPECT_EQ(expected, fromFolder->encode("Hello world", true, false));

@@ -15,19 +15,11 @@ using namespace cv::dnn;
 
 namespace {
 
-Mat tokensMat(const std::vector<int>& ids)
-{
-    Mat m(1, (int)ids.size(), CV_32F);
-    for (size_t i = 0; i < ids.size(); i++)
-        m.at<float>((int)i) = (float)ids[i];
-    return m;
-}
-
 // One forward of a ragged batch; one logit row per distinct sequence.
 Mat runBatch(Net& net, const std::vector<int>& ids, const std::vector<int>& sequences)
 {
     setLLMBatch(net, sequences);
-    net.setInput(tokensMat(ids));
+    net.setInput(llm_test::idsToMat(ids));
     return net.forward().clone();
 }
 
@@ -36,12 +28,6 @@ Mat runAlone(Net& net, const std::vector<int>& ids, int sequence)
     return runBatch(net, ids, std::vector<int>(ids.size(), sequence));
 }
 
-int argmax(const Mat& row)
-{
-    Point p;
-    minMaxLoc(row.reshape(1, 1), nullptr, nullptr, nullptr, &p);
-    return p.x;
-}
 
 double maxAbsDiff(const Mat& a, const Mat& b)
 {
@@ -64,7 +50,7 @@ std::vector<std::vector<Mat>> decodeAlone(const std::string& model, int steps)
         Net net = readNet(model);
         std::vector<Mat> logits{runAlone(net, prompt, 0)};
         for (int s = 0; s < steps; s++)
-            logits.push_back(runAlone(net, {argmax(logits.back())}, 0));
+            logits.push_back(runAlone(net, {llm_test::argmax(logits.back())}, 0));
         out.push_back(logits);
     }
     return out;
@@ -91,7 +77,7 @@ TEST_P(BatchEqualsAlone, decodeStepsAreBitExact)
         std::vector<int> ids, sequences;
         for (size_t i = 0; i < kPrompts.size(); i++)
         {
-            ids.push_back(argmax(logits[i]));
+            ids.push_back(llm_test::argmax(logits[i]));
             sequences.push_back(10 + (int)i);
         }
         const Mat out = runBatch(net, ids, sequences);
@@ -127,9 +113,9 @@ TEST_P(BatchEqualsAlone, raggedPrefillAndDecodeAgree)
     // Then prompt 1's prefill with a decode step of sequences 0 and 3 in the same forward.
     ids = kPrompts[1];
     sequences.assign(ids.size(), 1);
-    ids.push_back(argmax(alone[0][0]));
+    ids.push_back(llm_test::argmax(alone[0][0]));
     sequences.push_back(0);
-    ids.insert(ids.begin(), argmax(alone[3][0]));
+    ids.insert(ids.begin(), llm_test::argmax(alone[3][0]));
     sequences.insert(sequences.begin(), 3);
     out = runBatch(net, ids, sequences);
     ASSERT_EQ(out.rows, 3);  // order of first appearance: 3, 1, 0
@@ -275,7 +261,7 @@ TEST(KVCache, reducedPrecisionStorageKeepsGreedyText)
         cache->setStorageType(type);
         EXPECT_LT(cache->getBytesPerToken(), (size_t)5 * 2 * 32 * sizeof(float));
         const Mat logits = runAlone(net, kPrompts[3], 0);
-        EXPECT_EQ(argmax(logits), argmax(expected)) << typeToString(type);
+        EXPECT_EQ(llm_test::argmax(logits), llm_test::argmax(expected)) << typeToString(type);
         EXPECT_LT(maxAbsDiff(logits, expected), type == CV_16F ? 0.02 : 0.6) << typeToString(type);
         EXPECT_THROW(cache->setStorageType(CV_32F), cv::Exception);  // not empty
     }

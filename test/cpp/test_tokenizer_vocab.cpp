@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "test_common.hpp"
+#include "vocab_test_vectors.hpp"
 #include "../../modules/dnn/src/llm/tokenizer/tokenizer.hpp"
 
 using namespace cv;
@@ -30,63 +31,16 @@ const char* const kVocabularies[] = {
     "deepseek-llm", "deepseek-coder", "bert-bge",
 };
 
-std::string vocabPath(const std::string& name)
-{
-    return llm_test::sharedTestData("llama.cpp-vocab/ggml-vocab-" + name + ".gguf");
-}
 
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw std::runtime_error("cannot read " + path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::shared_ptr<Tokenizer> loadTokenizer(const std::string& name)
 {
-    Ptr<GGUFFile> file = GGUFFile::open(vocabPath(name));
+    Ptr<GGUFFile> file = GGUFFile::open(llm_test::vocabPath(name));
     return Tokenizer::fromGGUF(*file);
 }
 
-// Inputs as llama.cpp's test-tokenizer-0 reads them.
-std::vector<std::string> readInputs(const std::string& name)
-{
-    const std::string text = readFile(vocabPath(name) + ".inp");
-    const std::string separator = "\n__ggml_vocab_test__\n";
-    std::vector<std::string> inputs;
-    size_t start = 0;
-    for (size_t pos; (pos = text.find(separator, start)) != std::string::npos; start = pos + separator.size())
-        inputs.push_back(text.substr(start, pos - start));
-    if (start < text.size())
-        inputs.push_back(text.substr(start));
-    return inputs;
-}
 
-std::vector<std::vector<int>> readExpectedIds(const std::string& name)
-{
-    std::istringstream lines(readFile(vocabPath(name) + ".out"));
-    std::vector<std::vector<int>> expected;
-    for (std::string line; std::getline(lines, line);)
-    {
-        std::istringstream numbers(line);
-        std::vector<int> ids;
-        for (int id; numbers >> id;)
-            ids.push_back(id);
-        expected.push_back(ids);
-    }
-    return expected;
-}
 
-std::string join(const std::vector<int>& ids)
-{
-    std::ostringstream s;
-    for (size_t i = 0; i < ids.size(); i++)
-        s << (i ? " " : "") << ids[i];
-    return s.str();
-}
 
 bool contains(const std::vector<int>& ids, int id)
 {
@@ -102,8 +56,8 @@ TEST_P(TokenizerVectors, match_llama_cpp)
 {
     const std::string name = GetParam();
     std::shared_ptr<Tokenizer> tokenizer = loadTokenizer(name);
-    const std::vector<std::string> inputs = readInputs(name);
-    const std::vector<std::vector<int>> expected = readExpectedIds(name);
+    const std::vector<std::string> inputs = llm_test::readVocabInputs(name);
+    const std::vector<std::vector<int>> expected = llm_test::readVocabExpectedIds(name);
     ASSERT_FALSE(inputs.empty());
     ASSERT_GE(expected.size(), inputs.size()) << name << ": fewer .out lines than inputs";
 
@@ -117,8 +71,8 @@ TEST_P(TokenizerVectors, match_llama_cpp)
             continue;
         }
         failed++;
-        ADD_FAILURE() << name << " input " << i << " '" << inputs[i] << "'\n  expected " << join(expected[i])
-                      << "\n  got      " << join(ids);
+        ADD_FAILURE() << name << " input " << i << " '" << inputs[i] << "'\n  expected " << llm_test::joinIds(expected[i])
+                      << "\n  got      " << llm_test::joinIds(ids);
     }
     std::cout << name << ": " << passed << " passed, " << failed << " failed" << std::endl;
     EXPECT_EQ(0, failed);
@@ -151,7 +105,7 @@ TEST_P(TokenizerRoundTrip, decode_restores_the_text)
 {
     const std::string name = GetParam();
     std::shared_ptr<Tokenizer> tokenizer = loadTokenizer(name);
-    for (const std::string& text : readInputs(name))
+    for (const std::string& text : llm_test::readVocabInputs(name))
     {
         EXPECT_EQ(text, tokenizer->decode(tokenizer->encode(text, false, false), false)) << name;
         // A control token written in the text is parsed, and comes back when rendered.
@@ -301,7 +255,7 @@ TEST(Tokenizer, any_bytes_can_be_encoded)
 TEST(Tokenizer, encoding_kilobytes_takes_milliseconds)
 {
     std::string prose;
-    for (const std::string& text : readInputs("gpt-2"))
+    for (const std::string& text : llm_test::readVocabInputs("gpt-2"))
         prose += text + "\n";
     while (prose.size() < 8192)
         prose += prose;

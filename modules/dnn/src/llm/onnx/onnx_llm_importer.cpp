@@ -4,11 +4,11 @@
 
 // Imports an ONNX decoder (ONNX Runtime GenAI builder style) onto the LLM layers.
 //
-// The graph is walked backwards from the logits to find the nodes that matter; the KV cache's
-// plumbing is not among them: past_key_values.* inputs, present.* outputs and the attention
-// mask's subgraph (seqlens_k, total_sequence_length, the 4-D attention bias) only feed
-// attention inputs that the Net's paged KV cache replaces. The other nodes become layers, in
-// the file's (topological) order:
+// The graph is walked backwards from the logits to find the nodes that matter
+// (decoder_graph.hpp); the KV cache's plumbing is not among them: past_key_values.* inputs,
+// present.* outputs and the attention mask's subgraph (seqlens_k, total_sequence_length, the
+// 4-D attention bias) only feed attention inputs that the Net's paged KV cache replaces. The
+// other nodes become layers, in topological order:
 //   Gather(table, input_ids)              -> LLMTokenEmbedding (fp32 / fp16 / bf16 rows)
 //   MatMul(x, W), MatMulNBits(x, ...)     -> LLMMatMul (MatMulNBits repacked to Q4_0 / Q4_1 / Q8_0)
 //   (Skip)SimplifiedLayerNormalization, RMSNormalization -> RMSNorm (+ LLMResidualAdd)
@@ -25,27 +25,18 @@
 
 #ifdef HAVE_PROTOBUF
 
-#if defined(__GNUC__) && __GNUC__ >= 5
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsuggest-override"
-#endif
-#include "opencv-onnx.pb.h"
-#if defined(__GNUC__) && __GNUC__ >= 5
-#pragma GCC diagnostic pop
-#endif
+#include "onnx_proto.hpp"
 
 #include "../llm_layers.hpp"
 #include "../ggml/ggml_types.hpp"
 #include "onnx_model_file.hpp"
 #include "genai_config.hpp"
 #include "matmul_nbits.hpp"
+#include "decoder_graph.hpp"
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
-#include <functional>
-#include <queue>
 #include <set>
 
 namespace cv {
@@ -100,44 +91,6 @@ bool isOp(const NodeProto& n, const char* type)
     return n.op_type() == type;
 }
 
-bool isAttentionOp(const NodeProto& n)
-{
-    return isOp(n, "GroupQueryAttention") || isOp(n, "MultiHeadAttention") || isOp(n, "Attention");
-}
-
-// Index of the past-key input of an attention node (-1 if it has none).
-int pastKeyInput(const NodeProto& n)
-{
-    if (isOp(n, "GroupQueryAttention"))
-        return 3;
-    if (isOp(n, "MultiHeadAttention"))
-        return 6;
-    if (isOp(n, "Attention"))
-        return 4;
-    return -1;
-}
-
-// The inputs of a node that the Net computes; the others (masks, sequence lengths, past
-// keys and values, positions) are replaced by the KV cache.
-std::vector<int> computedInputs(const NodeProto& n)
-{
-    if (isOp(n, "GroupQueryAttention"))
-    {
-        std::vector<int> in{0, 1, 2};
-        if (onnxIntAttribute(n, "do_rotary", 0) != 0)
-            in.insert(in.end(), {7, 8});
-        return in;
-    }
-    if (isOp(n, "MultiHeadAttention") || isOp(n, "Attention"))
-        return {0, 1, 2};
-    if (isOp(n, "RotaryEmbedding"))
-        return n.domain() == "com.microsoft" ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 1, 2};
-    std::vector<int> all(n.input_size());
-    for (int i = 0; i < n.input_size(); i++)
-        all[i] = i;
-    return all;
-}
-
 class ONNXNetBuilder
 {
 public:
@@ -153,10 +106,8 @@ public:
         const opencv_onnx::GraphProto& g = f_.graph();
         defineGraphInputs(g);
         const std::string logits = logitsName(g);
-        const std::vector<bool> needed = neededNodes(g, logits);
-        logitsProducer_ = findLogitsProducer(g, logits);
-
-        for (int i : executionOrder(g, needed))
+        graph_ = analyzeDecoderGraph(f_, logits);
+        for (int i : graph_.order)
             importNode(g.node(i));
         if (!values_.count(logits))
             f_.fail("the logits output '" + logits + "' is not computed by the graph");
@@ -206,96 +157,6 @@ private:
             if (out.name() == config_.logitsName)
                 return out.name();
         return g.output(0).name();
-    }
-
-    // Marks the nodes the logits depend on through computed inputs (an iterative walk: a
-    // hostile graph's depth must not exhaust the stack).
-    std::vector<bool> neededNodes(const opencv_onnx::GraphProto& g, const std::string& logits)
-    {
-        std::map<std::string, int>& producer = producer_;
-        for (int i = 0; i < g.node_size(); i++)
-            for (const std::string& out : g.node(i).output())
-                if (!out.empty() && !producer.emplace(out, i).second)
-                    f_.fail("value '" + out + "' is produced by two nodes");
-        std::vector<bool> needed(g.node_size(), false);
-        std::vector<std::string> pending{logits};
-        std::set<std::string> seen{logits};
-        while (!pending.empty())
-        {
-            const std::string name = pending.back();
-            pending.pop_back();
-            neededValues_.insert(name);
-            auto it = producer.find(name);
-            if (it == producer.end() || needed[it->second])
-                continue;
-            needed[it->second] = true;
-            const NodeProto& n = g.node(it->second);
-            for (int i : computedInputs(n))
-                if (i < n.input_size() && !n.input(i).empty() && seen.insert(n.input(i)).second)
-                    pending.push_back(n.input(i));
-        }
-        return needed;
-    }
-
-    // The needed nodes in an order where each comes after the producers of its computed
-    // inputs: the file's order where it allows (builder files are not always sorted).
-    std::vector<int> executionOrder(const opencv_onnx::GraphProto& g, const std::vector<bool>& needed) const
-    {
-        std::vector<int> waiting(g.node_size(), 0);
-        std::vector<std::vector<int>> consumers(g.node_size());
-        for (int i = 0; i < g.node_size(); i++)
-        {
-            if (!needed[i])
-                continue;
-            const NodeProto& n = g.node(i);
-            for (int k : computedInputs(n))
-            {
-                if (k >= n.input_size() || n.input(k).empty())
-                    continue;
-                auto it = producer_.find(n.input(k));
-                if (it != producer_.end() && needed[it->second])
-                {
-                    waiting[i]++;
-                    consumers[it->second].push_back(i);
-                }
-            }
-        }
-        std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-        for (int i = 0; i < g.node_size(); i++)
-            if (needed[i] && waiting[i] == 0)
-                ready.push(i);
-        std::vector<int> order;
-        while (!ready.empty())
-        {
-            const int i = ready.top();
-            ready.pop();
-            order.push_back(i);
-            for (int c : consumers[i])
-                if (--waiting[c] == 0)
-                    ready.push(c);
-        }
-        if (order.size() != (size_t)std::count(needed.begin(), needed.end(), true))
-            f_.fail("the graph has a cycle");
-        return order;
-    }
-
-    // The MatMul that computes the logits (through Cast / Identity), or -1: the logit-row
-    // selection goes before it, so that the vocabulary projection runs on the selected rows only.
-    const NodeProto* findLogitsProducer(const opencv_onnx::GraphProto& g, std::string name) const
-    {
-        for (int hops = 0; hops < g.node_size(); hops++)
-        {
-            auto it = producer_.find(name);
-            if (it == producer_.end())
-                return nullptr;
-            const NodeProto* p = &g.node(it->second);
-            if (isOp(*p, "MatMul") || isOp(*p, "MatMulNBits"))
-                return p;
-            if (!(isOp(*p, "Cast") || isOp(*p, "Identity")) || p->input_size() < 1)
-                return nullptr;
-            name = p->input(0);
-        }
-        return nullptr;
     }
 
     // ---- values ----------------------------------------------------------------------
@@ -408,7 +269,7 @@ private:
 
     bool outputNeeded(const NodeProto& n, int output) const
     {
-        return output < n.output_size() && !n.output(output).empty() && neededValues_.count(n.output(output));
+        return output < n.output_size() && !n.output(output).empty() && graph_.neededValues.count(n.output(output));
     }
 
     // ---- layers ----------------------------------------------------------------------
@@ -557,7 +418,7 @@ private:
     Pin matmulInput(const NodeProto& n)
     {
         Pin a = tensorInput(n, 0);
-        if (&n == logitsProducer_)
+        if (&n == graph_.logitsProducer)
             a = addLogitRows(a);
         return a;
     }
@@ -960,9 +821,8 @@ private:
     bool integerDot_ = true;
     Net net_;
     std::map<std::string, Value> values_;
-    std::map<std::string, int> producer_;  // value name -> index of the node computing it
-    std::set<std::string> neededValues_, layerNames_;
-    const NodeProto* logitsProducer_ = nullptr;
+    DecoderGraph graph_;
+    std::set<std::string> layerNames_;
     bool logitRowsAdded_ = false;
     int logitRowsLayer_ = -1;
     std::vector<AttentionInfo> attention_;
