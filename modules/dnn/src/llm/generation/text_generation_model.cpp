@@ -260,22 +260,42 @@ struct TextGenerationModel::Impl
 
 TextGenerationModel::TextGenerationModel() : impl(makePtr<Impl>()) {}
 
+// The cv2 bindings hold a TextGenerationModel by value and run its destructor even when its
+// constructor threw, after C++ has already destroyed the members: a failing constructor
+// leaves `impl` empty first, so that second destructor finds nothing to free (AddressSanitizer
+// saw a use-after-free there otherwise).
 TextGenerationModel::TextGenerationModel(const String& modelPath) : impl(makePtr<Impl>())
 {
-    impl->load(modelPath, Net());
+    try
+    {
+        impl->load(modelPath, Net());
+    }
+    catch (...)
+    {
+        impl.release();
+        throw;
+    }
 }
 
 TextGenerationModel::TextGenerationModel(const Net& network) : impl(makePtr<Impl>())
 {
-    Net net = network;
-    String path;
-    for (const String& name : net.getLayerNames())
-        if (LLMTokenEmbeddingLayer* e = dynamic_cast<LLMTokenEmbeddingLayer*>(net.getLayer(net.getLayerId(name)).get()))
-            path = e->sourcePath();
-    if (path.empty())
-        CV_Error(Error::StsBadArg, "TextGenerationModel: the Net was not made by readNet from a GGUF or ONNX language model "
-                                   "(no token embedding that names its model file)");
-    impl->load(path, net);
+    try
+    {
+        Net net = network;
+        String path;
+        for (const String& name : net.getLayerNames())
+            if (LLMTokenEmbeddingLayer* e = dynamic_cast<LLMTokenEmbeddingLayer*>(net.getLayer(net.getLayerId(name)).get()))
+                path = e->sourcePath();
+        if (path.empty())
+            CV_Error(Error::StsBadArg, "TextGenerationModel: the Net was not made by readNet from a GGUF or ONNX language model "
+                                       "(no token embedding that names its model file)");
+        impl->load(path, net);
+    }
+    catch (...)
+    {
+        impl.release();
+        throw;
+    }
 }
 
 String TextGenerationModel::generate(const String& prompt, const GenerationConfig& config)
