@@ -58,6 +58,21 @@ add_test(NAME python_tests
 set_tests_properties(python_tests PROPERTIES
   ENVIRONMENT "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};LLM_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};PYTHONDONTWRITEBYTECODE=1")
 
+# The sanitized part of CI: the fuzz targets (our GGUF reader and builder, tokenizers, chat
+# templates, KV cache and attention, ONNX importers, compiled with clang's AddressSanitizer and
+# UBSan) built and run for 10 s each on their seed corpora; any crash or report fails the test.
+# The whole suite under sanitizers (tools/sanitize/run.sh) needs a cold OpenCV build of ~1.5 h,
+# too long for CI; see doc/robustness.md.
+if(NOT LLM_SANITIZE)
+  add_test(NAME sanitized_fuzz_smoke
+           COMMAND bash "${LLM_PROJECT_ROOT}/tools/fuzz/build_and_run.sh" 10
+           WORKING_DIRECTORY "${LLM_PROJECT_ROOT}")
+  set_tests_properties(sanitized_fuzz_smoke PROPERTIES
+    ENVIRONMENT "LLM_BUILD_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/.."
+    FIXTURES_REQUIRED generated_test_data
+    RUN_SERIAL TRUE)
+endif()
+
 # Soak: 10,000 tokens with context shifting (512-token context) in flat resident memory.
 add_test(NAME soak_10000_tokens_flat_memory
          COMMAND llm_soak "--model=${LLM_PROJECT_ROOT}/../shared/testdata/stories260K.gguf" --tokens=10000 --threads=1)

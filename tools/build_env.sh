@@ -9,6 +9,8 @@ OPENCV_TARBALL_SHA256="4ca619efbad524c550771ab110332fc81293fb720bd03980fe58bc15f
 LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certificates
   libprotobuf-dev protobuf-compiler zlib1g-dev libgtest-dev libpcre2-dev nlohmann-json3-dev
   python3 python3-dev python3-numpy python3-pytest python3-onnx"
+# test.sh also needs clang with libFuzzer and the sanitizer runtimes (ctest sanitized_fuzz_smoke).
+LLM_TEST_APT_PACKAGES="clang libclang-rt-14-dev"
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -7,6 +7,9 @@
 # Environment:
 #   FUZZ_TARGETS   the targets to build and run (default: all six, listed in TARGETS below)
 #   FUZZ_NO_BUILD  1: run the targets already built in build/fuzz
+#   LLM_BUILD_DIR  the project's build folder (default build)
+# Exits non-zero when a target fails (crash, sanitizer report, leak, timeout): ctest's
+# sanitized_fuzz_smoke runs it for a few seconds per target (test/tests.cmake).
 # A seconds value of 0 builds without running. Each run's full log is build/fuzz/<target>.log;
 # crashing inputs land in build/fuzz/artifacts/.
 set -euo pipefail
@@ -14,48 +17,55 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
 TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_onnx fuzz_onnx_llm}
-OUT=build/fuzz
-SRC=build/opencv-src/modules/dnn/src
+B=${LLM_BUILD_DIR:-build}
+OUT=$B/fuzz
+SRC=$B/opencv-src/modules/dnn/src
+# ccache makes rebuilds in a fresh clone cheap (paths relative to the project root).
+CXX=(clang++)
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR="$ROOT"
+  CXX=(ccache clang++)
+fi
 mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/artifacts"
 CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -D__OPENCV_BUILD=1 -DHAVE_PROTOBUF=1
-  -I build/opencv-src/modules/core/include -I build/opencv-src/modules/dnn/include
-  -I build/opencv-src/modules/imgproc/include -I build/opencv -I build/opencv/modules/dnn -I "$SRC")
-LIBS=(-L build/opencv/lib -lopencv_dnn -lopencv_imgproc -lopencv_core -Wl,-rpath,"$ROOT/build/opencv/lib" -lpcre2-8)
+  -I $B/opencv-src/modules/core/include -I $B/opencv-src/modules/dnn/include
+  -I $B/opencv-src/modules/imgproc/include -I $B/opencv -I $B/opencv/modules/dnn -I "$SRC")
+LIBS=(-L $B/opencv/lib -lopencv_dnn -lopencv_imgproc -lopencv_core -Wl,-rpath,"$(cd "$B/opencv/lib" && pwd)" -lpcre2-8)
 
 selected() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   if selected fuzz_gguf; then
-    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
+    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
       "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
       "$SRC"/llm/gguf/gguf_net_builder.cpp "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/rotary_embedding.cpp \
       "${LIBS[@]}"
   fi
   if selected fuzz_tokenizer; then
-    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
+    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
       "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp \
       "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
   fi
   if selected fuzz_kv_cache; then
     # The attention kernels are dispatched by CPU features: their AVX2 copy is compiled as
     # OpenCV's build compiles it (the generated build/opencv/.../attention_kernels.avx2.cpp).
-    GEN=build/opencv/modules/dnn/llm/kernels
+    GEN=$B/opencv/modules/dnn/llm/kernels
     AVX2=(-mavx2 -mfma -mf16c -mpopcnt -msse4.2 -DCV_CPU_DISPATCH_MODE=AVX2 -DCV_CPU_COMPILE_AVX2=1
       -DCV_CPU_COMPILE_AVX=1 -DCV_CPU_COMPILE_FMA3=1 -DCV_CPU_COMPILE_FP16=1 -DCV_CPU_COMPILE_POPCNT=1
       -DCV_CPU_COMPILE_SSE4_1=1 -DCV_CPU_COMPILE_SSE4_2=1 -DCV_CPU_COMPILE_SSSE3=1)
     AVX512=(-mavx512f -mavx512cd -mavx512vl -mavx512bw -mavx512dq "${AVX2[@]/AVX2/AVX512_SKX}"
       -DCV_CPU_COMPILE_AVX_512F=1 -DCV_CPU_COMPILE_AVX512_COMMON=1 -DCV_CPU_COMPILE_AVX512_SKX=1)
-    clang++ "${CXXFLAGS[@]}" "${AVX2[@]}" -c -o "$OUT/attention_kernels.avx2.o" "$GEN/attention_kernels.avx2.cpp"
-    clang++ "${CXXFLAGS[@]}" "${AVX512[@]}" -c -o "$OUT/attention_kernels.avx512.o" "$GEN/attention_kernels.avx512_skx.cpp"
-    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_cache" tools/fuzz/fuzz_kv_cache.cpp \
+    "${CXX[@]}" "${CXXFLAGS[@]}" "${AVX2[@]}" -c -o "$OUT/attention_kernels.avx2.o" "$GEN/attention_kernels.avx2.cpp"
+    "${CXX[@]}" "${CXXFLAGS[@]}" "${AVX512[@]}" -c -o "$OUT/attention_kernels.avx512.o" "$GEN/attention_kernels.avx512_skx.cpp"
+    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_cache" tools/fuzz/fuzz_kv_cache.cpp \
       "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/paged_attention.cpp \
       "$SRC"/llm/kernels/attention_kernels.dispatch.cpp "$OUT/attention_kernels.avx2.o" \
       "$OUT/attention_kernels.avx512.o" "$SRC"/llm/kernels/rotary_embedding.cpp "${LIBS[@]}"
   fi
   if selected fuzz_onnx; then
     # Our layers run from build/opencv (not instrumented); the importer and protobuf are OpenCV's.
-    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_onnx" tools/fuzz/fuzz_onnx.cpp "${LIBS[@]}"
+    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_onnx" tools/fuzz/fuzz_onnx.cpp "${LIBS[@]}"
   fi
   if selected fuzz_onnx_llm; then
     # Our ONNX language-model importer, compiled in with its own copy of the ONNX message
@@ -66,18 +76,18 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     # that matches the libprotobuf OpenCV links.
     PROTO=$OUT/onnx_llm_proto
     mkdir -p "$PROTO"
-    sed 's/^package opencv_onnx;/package opencv_onnx_fuzz;/' build/opencv-src/modules/dnn/src/onnx/opencv-onnx.proto \
+    sed 's/^package opencv_onnx;/package opencv_onnx_fuzz;/' $B/opencv-src/modules/dnn/src/onnx/opencv-onnx.proto \
       > "$PROTO/fuzz-opencv-onnx.proto"
     protoc --proto_path="$PROTO" --cpp_out="$PROTO" "$PROTO/fuzz-opencv-onnx.proto"
     printf '#include "fuzz-opencv-onnx.pb.h"\n' > "$PROTO/opencv-onnx.pb.h"
-    clang++ -I "$PROTO" "${CXXFLAGS[@]}" -Dopencv_onnx=opencv_onnx_fuzz -o "$OUT/fuzz_onnx_llm" \
+    "${CXX[@]}" -I "$PROTO" "${CXXFLAGS[@]}" -Dopencv_onnx=opencv_onnx_fuzz -o "$OUT/fuzz_onnx_llm" \
       tools/fuzz/fuzz_onnx_llm.cpp "$SRC"/llm/onnx/onnx_model_file.cpp "$SRC"/llm/onnx/onnx_llm_importer.cpp "$SRC"/llm/onnx/decoder_graph.cpp \
       "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/gguf/mapped_file.cpp \
       "$SRC"/llm/ggml/ggml_types.cpp "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/rotary_embedding.cpp \
       "$PROTO/fuzz-opencv-onnx.pb.cc" "${LIBS[@]}" -lprotobuf
   fi
   if selected fuzz_chat_template; then
-    clang++ "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
+    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
       "$SRC"/llm/generation/chat_template.cpp "${LIBS[@]}"
   fi
 fi
@@ -87,7 +97,7 @@ fi
 cp -n ../shared/testdata/stories260K.gguf ../shared/testdata/llama.cpp-vocab/ggml-vocab-gpt-2.gguf "$OUT/corpus_gguf/" 2>/dev/null || true
 for f in ../shared/testdata/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
-cp -n build/test-models/*.onnx "$OUT/corpus_onnx/" 2>/dev/null || true  # made by the test fixtures
+cp -n $B/test-models/*.onnx "$OUT/corpus_onnx/" 2>/dev/null || true  # made by the test fixtures
 # Tiny builder-style decoders (1 layer, hidden 32, vocab 32, under 60 KB each), made here: each
 # as model.onnx alone and framed after its genai_config.json (see fuzz_onnx_llm.cpp).
 if selected fuzz_onnx_llm && [ ! -e "$OUT/corpus_onnx_llm/seed_gqa-rotary.onnx" ]; then
@@ -113,11 +123,20 @@ SEEDS
 fi
 
 export FUZZ_VOCAB_DIR="$ROOT/../shared/testdata/llama.cpp-vocab"
+failed=""
 for target in $TARGETS; do
   extra=()
   [ -f "tools/fuzz/${target#fuzz_}.dict" ] && extra+=(-dict="tools/fuzz/${target#fuzz_}.dict")
   echo "== $target for ${SECONDS_PER_TARGET}s"
+  status=0
   "$OUT/$target" "$OUT/corpus_${target#fuzz_}" -max_total_time="$SECONDS_PER_TARGET" -max_len=65536 \
     -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$target-" \
-    "${extra[@]}" 2>&1 | tee "$OUT/$target.log" | grep -E "^(stat::|#[0-9]+[[:space:]]+DONE|Done [0-9]+ runs|==[0-9]+==ERROR|SUMMARY|.*Test unit written)" || true
+    "${extra[@]}" > "$OUT/$target.log" 2>&1 || status=$?
+  grep -E "^(stat::|#[0-9]+[[:space:]]+DONE|Done [0-9]+ runs|==[0-9]+==ERROR|SUMMARY|.*Test unit written)" "$OUT/$target.log" || true
+  [ "$status" = 0 ] || failed="$failed $target"
 done
+# A crash, a sanitizer report, a leak or a timeout makes the fuzzer exit non-zero: so does this.
+if [ -n "$failed" ]; then
+  echo "fuzz targets that failed:$failed (inputs in $OUT/artifacts, logs in $OUT/<target>.log)"
+  exit 1
+fi
