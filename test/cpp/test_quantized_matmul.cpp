@@ -1,4 +1,4 @@
-// LLMMatMul's integer path (8-bit activations; Q4_0, Q4_1, Q8_0, Q4_K and Q6_K weights repacked into
+// LLMMatMul's integer path (8-bit activations; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights repacked into
 // groups of 8 interleaved rows, the last rows by the row kernels) against exact math on the
 // weights' decoded values: the blocks of tools/gguf/make_quant_vectors.py (edge cases
 // included: zero, tiny and huge scales) with the spec decoder's float values as truth.
@@ -40,13 +40,13 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
     {
         const std::string name = (std::string)t["type"];
         const bool kQuant = name == "Q4_K" || name == "Q6_K";
-        if (name != "Q4_0" && name != "Q4_1" && name != "Q8_0" && !kQuant)
+        if (name != "Q4_0" && name != "Q4_1" && name != "Q5_0" && name != "Q5_1" && name != "Q8_0" && !kQuant)
             continue;
         SCOPED_TRACE(name);
         const std::vector<char> raw = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["bin"]));
         const std::vector<char> decodedBytes = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["f32"]));
         const float* decoded = reinterpret_cast<const float*>(decodedBytes.data());
-        // One row per block (Q4_0 / Q4_1 / Q8_0: 32 inputs) or super-block (K types: 256 inputs):
+        // One row per block (Q4_0 / Q4_1 / Q5_x / Q8_0: 32 inputs) or super-block (K types: 256 inputs):
         // 21 rows = two interleaved groups of 8 and 5 rows for the row kernels.
         const int in = kQuant ? 256 : 32, out = (int)t["n_elements"] / in;
         ASSERT_EQ(out, 21);
@@ -87,7 +87,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
         }
         checked++;
     }
-    EXPECT_EQ(checked, 5);
+    EXPECT_EQ(checked, 7);
 }
 
 } // namespace

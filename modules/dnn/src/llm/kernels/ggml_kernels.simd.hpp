@@ -33,7 +33,7 @@ bool hasIntegerDotSimd();
 //! x (n floats) -> 8-bit blocks of 32 as Q8_0 does: q = round(x / d), d = max|x| / 127 per
 //! block; also each block's sum of q (for the Q4_0 offset).
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
-//! Dot product of a Q4_0, Q4_1, Q8_0, Q4_K or Q6_K weight row with an activation row quantized as above.
+//! Dot product of a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K or Q6_K weight row with an activation row quantized as above.
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
 //! dotQ8Simd() of one weight row with `rows` activation rows (q stride blocks*32, d and sums
 //! stride blocks), each computed exactly as dotQ8Simd() computes it; the weight blocks are
@@ -382,6 +382,69 @@ static inline __m256i broadcast4(const signed char* x)
     return _mm256_set1_epi32(v);
 }
 
+// 32 bits -> 32 bytes, byte i = 0x10 where bit i is set (the fifth bit of Q5_0 / Q5_1 quants).
+static inline __m256i fifthBits(const uchar* p)
+{
+    uint32_t word;
+    std::memcpy(&word, p, sizeof(word));
+    // Each 128-bit lane holds the word 4 times; byte i takes word byte i / 8 (lane-local index).
+    const __m256i index = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);  // byte i: 1 << (i % 8)
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)word), index);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Q5_0 / Q5_1, 8 interleaved rows (interleaved_weights.hpp): nibbles as Q4_0 plus a fifth bit
+// from per-chunk bit words. q in 0..31: 4 maddubs per int16 sum (4 * 2 * 31 * 127 = 31496),
+// so the low and high halves of a block sum separately. Q5_0: sum (q - 16) x; Q5_1: d sum q x
+// + m sum x.
+template <int R>
+static void dotQ5Interleaved8Tile(int type, const uchar* g, const signed char* q, size_t qStride, const float* d,
+                                  const int* sums, int blocks, float* out, size_t outStride)
+{
+    const bool q51 = type == GGML_Q5_1;
+    const int bitWords = q51 ? 32 : 16, nibbles = bitWords + 32, groupBlock = q51 ? 192 : 176;
+    const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
+    __m256 acc[R];
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_setzero_ps();
+    for (int b = 0; b < blocks; b++, g += groupBlock)
+    {
+        const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
+        __m256i sLo[R], sHi[R];
+        for (int r = 0; r < R; r++)
+            sLo[r] = sHi[r] = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++)
+        {
+            const __m256i v = _mm256_loadu_si256((const __m256i*)(g + nibbles + 32 * c));
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, mask), fifthBits(g + bitWords + 8 * c));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask),
+                                               fifthBits(g + bitWords + 8 * c + 4));
+            for (int r = 0; r < R; r++)
+            {
+                const signed char* x = q + r * qStride + (size_t)b * 32 + 4 * c;
+                sLo[r] = _mm256_add_epi16(sLo[r], _mm256_maddubs_epi16(lo, broadcast4(x)));
+                sHi[r] = _mm256_add_epi16(sHi[r], _mm256_maddubs_epi16(hi, broadcast4(x + 16)));
+            }
+        }
+        for (int r = 0; r < R; r++)
+        {
+            const int ab = r * blocks + b;
+            __m256i s32 = _mm256_add_epi32(_mm256_madd_epi16(sLo[r], ones), _mm256_madd_epi16(sHi[r], ones));
+            if (!q51)
+                s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(16 * sums[ab]));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(ws, _mm256_set1_ps(d[ab])), acc[r]);
+            if (q51)
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(g + 16))),
+                                         _mm256_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        _mm256_storeu_ps(out + r * outStride, acc[r]);
+}
+
 // A group of 8 interleaved weight rows against R activation rows. Lane j of each vector is
 // weight row j: per block of 32 inputs, 4-byte chunks of the 8 rows sit side by side, so one
 // maddubs + madd gives the 8 rows' partial dots of a chunk with the same 4 activations
@@ -579,6 +642,8 @@ static void dotInterleaved8(int type, const uchar* g, const signed char* q, size
 {
     if (type == GGML_Q4_K)
         dotQ4KInterleaved8Tile<R>(g, q, qStride, d, sums, blocks, out, outStride);
+    else if (type == GGML_Q5_0 || type == GGML_Q5_1)
+        dotQ5Interleaved8Tile<R>(type, g, q, qStride, d, sums, blocks, out, outStride);
     else if (type == GGML_Q6_K)
         dotQ6KInterleaved8Tile<R>(g, q, qStride, d, blocks, out, outStride);
     else
@@ -588,7 +653,8 @@ static void dotInterleaved8(int type, const uchar* g, const signed char* q, size
 void dotQ8Interleaved8Simd(int type, const uchar* group, const signed char* q, const float* d, const int* sums,
                            int blocks, int rows, float* out, size_t outStride)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
+    CV_Assert(type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1 || type == GGML_Q8_0 ||
+              type == GGML_Q4_K || type == GGML_Q6_K);
     const size_t qStride = (size_t)blocks * 32;
     for (; rows >= 4; rows -= 4, q += 4 * qStride, d += 4 * blocks, sums += 4 * blocks, out += 4 * outStride)
         dotInterleaved8<4>(type, group, q, qStride, d, sums, blocks, out, outStride);
@@ -623,6 +689,22 @@ float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, 
             const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, _mm256_loadu_si256((const __m256i*)q)), ones);
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(blockScale(w) * d[b]), acc);
             offset -= blockScale(w + 2) * d[b] * sums[b];
+        }
+    }
+    else if (type == GGML_Q5_0 || type == GGML_Q5_1)
+    {
+        // q = nibble | fifth bit << 4 (0..31); Q5_0: d sum (q - 16) x; Q5_1: d sum q x + m sum x.
+        const bool q51 = type == GGML_Q5_1;
+        const int blockBytes = q51 ? 24 : 22, bitsAt = q51 ? 4 : 2;
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        for (int b = 0; b < blocks; b++, w += blockBytes, q += 32)
+        {
+            const __m128i packed = _mm_loadu_si128((const __m128i*)(w + bitsAt + 4));
+            const __m256i wv = _mm256_or_si256(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask),
+                                                                _mm_and_si128(packed, mask)), fifthBits(w + bitsAt));
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, _mm256_loadu_si256((const __m256i*)q)), ones);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(blockScale(w) * d[b]), acc);
+            offset += q51 ? -blockScale(w + 2) * d[b] * sums[b] : blockScale(w) * d[b] * 16.f * sums[b];
         }
     }
     else if (type == GGML_Q4_K)

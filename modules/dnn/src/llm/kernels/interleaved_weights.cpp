@@ -14,8 +14,8 @@ namespace llm {
 
 bool hasInterleavedLayout(GGMLType type)
 {
-    return (type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K) &&
-           hasIntegerDot(type);
+    return (type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1 || type == GGML_Q8_0 ||
+            type == GGML_Q4_K || type == GGML_Q6_K) && hasIntegerDot(type);
 }
 
 static size_t interleavedGroupBytes(GGMLType type, int blocks)
@@ -25,6 +25,8 @@ static size_t interleavedGroupBytes(GGMLType type, int blocks)
     case GGML_Q4_K: return (size_t)blocks / 8 * 1184;
     case GGML_Q6_K: return (size_t)blocks / 8 * 1680;
     case GGML_Q4_1: return (size_t)blocks * 8 * 20;
+    case GGML_Q5_0: return (size_t)blocks * 8 * 22;
+    case GGML_Q5_1: return (size_t)blocks * 8 * 24;
     default: return (size_t)blocks * 8 * (type == GGML_Q4_0 ? 18 : 34);
     }
 }
@@ -81,12 +83,51 @@ void interleaveQ6K(const uchar* rows, size_t rowBytes, int g, int superBlocks, u
         }
 }
 
+// Q5_0 / Q5_1: the 8 scales (Q5_1: and mins), then per chunk c two 32-bit words of fifth bits,
+// bit 4j + t = bit 4c + t (low word) or 16 + 4c + t (high word) of row j's qh, then the
+// nibbles in Q4_0's chunks. Same size as the 8 blocks.
+void interleaveQ5(GGMLType type, const uchar* rows, size_t rowBytes, int g, int blocks, uchar* dst)
+{
+    const bool q51 = type == GGML_Q5_1;
+    const size_t blockBytes = q51 ? 24 : 22, header = q51 ? 4 : 2;
+    const size_t bitWords = 8 * header, nibbles = bitWords + 32;
+    for (int b = 0; b < blocks; b++, dst += 8 * blockBytes)
+    {
+        uint32_t words[8] = {};
+        for (int j = 0; j < 8; j++)
+        {
+            const uchar* block = rows + (size_t)(8 * g + j) * rowBytes + (size_t)b * blockBytes;
+            std::memcpy(dst + 2 * j, block, 2);
+            if (q51)
+                std::memcpy(dst + 16 + 2 * j, block + 2, 2);
+            uint32_t qh;
+            std::memcpy(&qh, block + header, 4);
+            for (int c = 0; c < 4; c++)
+            {
+                for (int t = 0; t < 4; t++)
+                {
+                    words[2 * c] |= ((qh >> (4 * c + t)) & 1u) << (4 * j + t);
+                    words[2 * c + 1] |= ((qh >> (16 + 4 * c + t)) & 1u) << (4 * j + t);
+                }
+                std::memcpy(dst + nibbles + 32 * c + 4 * j, block + header + 4 + 4 * c, 4);
+            }
+        }
+        std::memcpy(dst + bitWords, words, sizeof(words));
+    }
+}
+
 } // namespace
 
 Mat interleaveRows8(GGMLType type, const uchar* rows, size_t rowBytes, int groups, int blocks)
 {
-    CV_Assert(type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
+    CV_Assert(hasInterleavedLayout(type));
     Mat packed(groups, (int)interleavedGroupBytes(type, blocks), CV_8U);
+    if (type == GGML_Q5_0 || type == GGML_Q5_1)
+    {
+        for (int g = 0; g < groups; g++)
+            interleaveQ5(type, rows, rowBytes, g, blocks, packed.ptr<uchar>(g));
+        return packed;
+    }
     if (type == GGML_Q4_K || type == GGML_Q6_K)
     {
         for (int g = 0; g < groups; g++)

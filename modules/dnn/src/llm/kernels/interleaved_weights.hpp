@@ -7,7 +7,8 @@
 //   8 float16 scales (row j at bytes 2j), then the quants in 4-byte chunks: chunk c holds
 //   bytes 4c..4c+3 of every row's block, row j at offset 4j (Q4_0: 4 chunks of packed nibbles,
 //   element k in the low and k + 16 in the high nibble, as in Q4_0; Q8_0: 8 chunks of int8;
-//   Q4_1: the 8 float16 mins follow the scales, then the Q4_0-style chunks).
+//   Q4_1: the 8 float16 mins follow the scales, then the Q4_0-style chunks; Q5_0 / Q5_1:
+//   also 32-bit words of the fifth bits per chunk).
 // A 256-bit load then feeds 8 rows with the same 4 activations, and lane j of every vector
 // is row j: no horizontal sums. The group has exactly the bytes of its 8 blocks.
 // Q4_K (super-blocks of 256): the float16 d and dmin of the 8 rows, their 6-bit sub-block
@@ -24,7 +25,7 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-//! Q4_0, Q4_1, Q8_0, Q4_K and Q6_K (with an integer kernel on this CPU).
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K (with an integer kernel on this CPU).
 bool hasInterleavedLayout(GGMLType type);
 
 /** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `blocks` blocks of 32 each)
