@@ -1,5 +1,7 @@
 #include "test_common.hpp"
 
+#include <opencv2/dnn.hpp>
+
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -56,6 +58,19 @@ int argmax(const cv::Mat& row)
     cv::Point loc;
     cv::minMaxLoc(row.reshape(1, 1), nullptr, nullptr, nullptr, &loc);
     return loc.x;
+}
+
+std::string onnxLlmError(const std::string& name)
+{
+    try
+    {
+        cv::dnn::readNet(testModel("onnx_llm_errors/" + name + "/model.onnx"));
+    }
+    catch (const cv::Exception& e)
+    {
+        return e.what();
+    }
+    return "(no error)";
 }
 
 } // namespace llm_test

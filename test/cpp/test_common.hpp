@@ -29,6 +29,10 @@ cv::Mat idsToMat(const std::vector<int>& ids);
 // The index of the largest value of a row of logits.
 int argmax(const cv::Mat& row);
 
+// The cv::Exception message of readNet on an ONNX model that
+// test/tools/make_onnx_llm_error_models.py made (onnx_llm_errors/<name>), or "(no error)".
+std::string onnxLlmError(const std::string& name);
+
 } // namespace llm_test
 
 #endif

@@ -27,26 +27,12 @@ TEST(FuzzRegressions, onnxTensorDataShorterThanItsDims)
     }
 }
 
-// The cv::Exception message of readNet on a model made by make_onnx_llm_error_models.py.
-std::string onnxLlmError(const std::string& name)
-{
-    try
-    {
-        readNet(llm_test::testModel("onnx_llm_errors/" + name + "/model.onnx"));
-    }
-    catch (const cv::Exception& e)
-    {
-        return e.what();
-    }
-    return "(no error)";
-}
-
 // fuzz_onnx_llm: a packed-QKV GroupQueryAttention with num_heads = kv_num_heads = 2^30 made
 // num_heads + 2 * kv_num_heads overflow int (UBSan: signed-integer-overflow in
 // importAttention). Computed in int64 now.
 TEST(FuzzRegressions, onnxLlmPackedHeadCountOverflow)
 {
-    const std::string msg = onnxLlmError("fuzz_packed_head_overflow");
+    const std::string msg = llm_test::onnxLlmError("fuzz_packed_head_overflow");
     EXPECT_NE(msg.find("does not split into 1073741824 heads"), std::string::npos) << msg;
 }
 
@@ -54,7 +40,7 @@ TEST(FuzzRegressions, onnxLlmPackedHeadCountOverflow)
 // float-to-int cast out of range (UBSan: float-cast-overflow); integers beyond int wrapped.
 TEST(FuzzRegressions, onnxLlmGenAIConfigNumberOutOfIntRange)
 {
-    const std::string msg = onnxLlmError("fuzz_config_float_int");
+    const std::string msg = llm_test::onnxLlmError("fuzz_config_float_int");
     EXPECT_NE(msg.find("field 'context_length': 1e+30 is not an integer in int's range"), std::string::npos) << msg;
 }
 

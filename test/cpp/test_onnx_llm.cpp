@@ -221,51 +221,33 @@ TEST(ONNXLanguageModels, sharedBuilderLlamaMatchesOnnxRuntime)
     expectSharedModelMatchesOnnxRuntime("tiny-random-LlamaForCausalLM-fp16", 2e-3);
 }
 
-namespace {
-
-// The cv::Exception message of reading a broken model made by make_onnx_llm_error_models.py.
-std::string readError(const std::string& name)
-{
-    try
-    {
-        readNet(llm_test::testModel("onnx_llm_errors/" + name + "/model.onnx"));
-    }
-    catch (const cv::Exception& e)
-    {
-        return e.what();
-    }
-    return "(no error)";
-}
-
-} // namespace
-
 TEST(ONNXLanguageModelErrors, unsupportedOperatorNamesNodeAndOperator)
 {
-    const std::string msg = readError("unsupported_op");
+    const std::string msg = llm_test::onnxLlmError("unsupported_op");
     EXPECT_NE(msg.find("(Erf): operator not supported"), std::string::npos) << msg;
     EXPECT_NE(msg.find("node '/model/layers.0/mlp/act_fn/Sigmoid'"), std::string::npos) << msg;
 }
 
 TEST(ONNXLanguageModelErrors, externalDataOutsideTheModelFolder)
 {
-    const std::string msg = readError("external_escape");
+    const std::string msg = llm_test::onnxLlmError("external_escape");
     EXPECT_NE(msg.find("must be a relative path inside the model's folder"), std::string::npos) << msg;
 }
 
 TEST(ONNXLanguageModelErrors, truncatedExternalData)
 {
-    const std::string msg = readError("external_truncated");
+    const std::string msg = llm_test::onnxLlmError("external_truncated");
     EXPECT_NE(msg.find("lies outside 'model.onnx.data'"), std::string::npos) << msg;
 }
 
 TEST(ONNXLanguageModelErrors, truncatedModelFile)
 {
-    const std::string msg = readError("truncated_model");
+    const std::string msg = llm_test::onnxLlmError("truncated_model");
     EXPECT_NE(msg.find("not a valid ONNX model"), std::string::npos) << msg;
 }
 
 TEST(ONNXLanguageModelErrors, presentOutputsCannotBeConsumed)
 {
-    const std::string msg = readError("present_consumed");
+    const std::string msg = llm_test::onnxLlmError("present_consumed");
     EXPECT_NE(msg.find("present keys and values live in the KV cache"), std::string::npos) << msg;
 }
