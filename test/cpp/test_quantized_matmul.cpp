@@ -1,4 +1,4 @@
-// LLMMatMul's integer path (8-bit activations; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights repacked into
+// LLMMatMul's integer path (8-bit activations; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights repacked into
 // groups of 8 interleaved rows, the last rows by the row kernels) against exact math on the
 // weights' decoded values: the blocks of tools/gguf/make_quant_vectors.py (edge cases
 // included: zero, tiny and huge scales) with the spec decoder's float values as truth.
@@ -39,7 +39,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
     for (const FileNode& t : fs["types"])
     {
         const std::string name = (std::string)t["type"];
-        const bool kQuant = name == "Q4_K" || name == "Q6_K";
+        const bool kQuant = name == "Q4_K" || name == "Q5_K" || name == "Q6_K";
         if (name != "Q4_0" && name != "Q4_1" && name != "Q5_0" && name != "Q5_1" && name != "Q8_0" && !kQuant)
             continue;
         SCOPED_TRACE(name);
@@ -87,7 +87,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
         }
         checked++;
     }
-    EXPECT_EQ(checked, 7);
+    EXPECT_EQ(checked, 8);
 }
 
 } // namespace

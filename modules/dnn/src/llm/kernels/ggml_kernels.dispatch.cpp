@@ -37,7 +37,7 @@ bool hasIntegerDot(GGMLType type)
 {
     static const bool available = hasIntegerDotDispatch();
     return available && (type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1 ||
-                         type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q6_K);
+                         type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K);
 }
 
 void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n)

@@ -23,11 +23,11 @@ float dotF32Fast(const float* a, const float* b, int n);
 /** The 8-bit path llama.cpp uses for GEMV: activations quantized to blocks of 32 int8 (one
     scale per block, as Q8_0) and integer dot products with the weight blocks. It rounds the
     activations (relative error ~1/254 per element), so results differ slightly from the float
-    path. Available for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights on CPUs with AVX2. */
+    path. Available for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights on CPUs with AVX2. */
 bool hasIntegerDot(GGMLType type);
 //! x (n floats, n a multiple of 32) -> q (n int8), d (n/32 scales), sums (n/32 block sums).
 void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n);
-//! Dot product of a weight row of n elements (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K) with a quantized activation row.
+//! Dot product of a weight row of n elements (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) with a quantized activation row.
 float dotQ8(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n);
 /** dotQ8() of one weight row with `rows` consecutive quantized activation rows (q stride n, d
     and sums stride n/32): each result is bit-identical to dotQ8()'s, but Q4_0 and Q8_0 blocks

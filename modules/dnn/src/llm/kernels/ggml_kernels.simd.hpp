@@ -33,7 +33,7 @@ bool hasIntegerDotSimd();
 //! x (n floats) -> 8-bit blocks of 32 as Q8_0 does: q = round(x / d), d = max|x| / 127 per
 //! block; also each block's sum of q (for the Q4_0 offset).
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
-//! Dot product of a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K or Q6_K weight row with an activation row quantized as above.
+//! Dot product of a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K weight row with an activation row quantized as above.
 float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
 //! dotQ8Simd() of one weight row with `rows` activation rows (q stride blocks*32, d and sums
 //! stride blocks), each computed exactly as dotQ8Simd() computes it; the weight blocks are
@@ -636,10 +636,69 @@ static void dotQ6KInterleaved8Tile(const uchar* g, const signed char* q, size_t 
         _mm256_storeu_ps(out + r * outStride, acc[r]);
 }
 
+// Q5_K, 8 interleaved rows: Q4_K's layout plus a 32-bit word of fifth bits per chunk (low and
+// high nibbles). q in 0..31: 4 maddubs per int16 sum, so each sub-block sums in two halves.
+template <int R>
+static void dotQ5KInterleaved8Tile(const uchar* g, const signed char* q, size_t qStride, const float* d,
+                                   const int* sums, int blocks, float* out, size_t outStride)
+{
+    const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
+    __m256 acc[R];
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_setzero_ps();
+    for (int sb = 0; sb < blocks / 8; sb++, g += 1440)
+    {
+        const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
+        const __m256 dmin8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(g + 16)));
+        for (int j = 0; j < 4; j++)
+            for (int h = 0; h < 2; h++)
+            {
+                const int sub = 2 * j + h, block = 8 * sb + sub;
+                __m256i s32[R];
+                for (int r = 0; r < R; r++)
+                    s32[r] = _mm256_setzero_si256();
+                for (int half = 0; half < 2; half++)
+                {
+                    __m256i s16[R];
+                    for (int r = 0; r < R; r++)
+                        s16[r] = _mm256_setzero_si256();
+                    for (int c = 4 * half; c < 4 * half + 4; c++)
+                    {
+                        const __m256i v = _mm256_loadu_si256((const __m256i*)(g + 416 + 256 * j + 32 * c));
+                        const __m256i w = _mm256_or_si256(_mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, mask),
+                                                          fifthBits(g + 160 + 64 * j + 8 * c + 4 * h));
+                        for (int r = 0; r < R; r++)
+                            s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(
+                                w, broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c)));
+                    }
+                    for (int r = 0; r < R; r++)
+                        s32[r] = _mm256_add_epi32(s32[r], _mm256_madd_epi16(s16[r], ones));
+                }
+                const __m256 scale = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                    _mm_loadl_epi64((const __m128i*)(g + 32 + 8 * sub)))));
+                const __m256 minv = _mm256_mul_ps(dmin8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                    _mm_loadl_epi64((const __m128i*)(g + 96 + 8 * sub)))));
+                for (int r = 0; r < R; r++)
+                {
+                    const int ab = r * blocks + block;
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[r]), _mm256_mul_ps(scale, _mm256_set1_ps(d[ab])), acc[r]);
+                    acc[r] = _mm256_fnmadd_ps(minv, _mm256_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                }
+            }
+    }
+    for (int r = 0; r < R; r++)
+        _mm256_storeu_ps(out + r * outStride, acc[r]);
+}
+
 template <int R>
 static void dotInterleaved8(int type, const uchar* g, const signed char* q, size_t qStride, const float* d,
                             const int* sums, int blocks, float* out, size_t outStride)
 {
+    if (type == GGML_Q5_K)
+    {
+        dotQ5KInterleaved8Tile<R>(g, q, qStride, d, sums, blocks, out, outStride);
+        return;
+    }
     if (type == GGML_Q4_K)
         dotQ4KInterleaved8Tile<R>(g, q, qStride, d, sums, blocks, out, outStride);
     else if (type == GGML_Q5_0 || type == GGML_Q5_1)
@@ -654,7 +713,7 @@ void dotQ8Interleaved8Simd(int type, const uchar* group, const signed char* q, c
                            int blocks, int rows, float* out, size_t outStride)
 {
     CV_Assert(type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1 || type == GGML_Q8_0 ||
-              type == GGML_Q4_K || type == GGML_Q6_K);
+              type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K);
     const size_t qStride = (size_t)blocks * 32;
     for (; rows >= 4; rows -= 4, q += 4 * qStride, d += 4 * blocks, sums += 4 * blocks, out += 4 * outStride)
         dotInterleaved8<4>(type, group, q, qStride, d, sums, blocks, out, outStride);
@@ -721,6 +780,35 @@ float dotQ8Simd(int type, const uchar* w, const signed char* q, const float* d, 
             {
                 const __m256i packed = _mm256_loadu_si256((const __m256i*)qs);
                 const __m256i lo = _mm256_and_si256(packed, mask), hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
+                const __m256i pLo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i*)q)), ones);
+                const __m256i pHi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i*)(q + 32))), ones);
+                int sc, m;
+                scaleMinK4(2 * j, scales, sc, m);
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pLo), _mm256_set1_ps(dw * sc * d[0]), acc);
+                offset += dmin * m * d[0] * sums[0];
+                scaleMinK4(2 * j + 1, scales, sc, m);
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pHi), _mm256_set1_ps(dw * sc * d[1]), acc);
+                offset += dmin * m * d[1] * sums[1];
+            }
+        }
+    }
+    else if (type == GGML_Q5_K)
+    {
+        // As Q4_K with a fifth bit: bit 2j (low nibbles) or 2j + 1 (high) of qh[l] for element l.
+        const __m256i mask = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+        for (int sb = 0; sb < blocks / 8; sb++, w += 176)
+        {
+            const float dw = blockScale(w), dmin = blockScale(w + 2);
+            const uchar* scales = w + 4;
+            const __m256i qh = _mm256_loadu_si256((const __m256i*)(w + 16));
+            const uchar* qs = w + 48;
+            for (int j = 0; j < 4; j++, qs += 32, q += 64, d += 2, sums += 2)
+            {
+                const __m256i packed = _mm256_loadu_si256((const __m256i*)qs);
+                const __m256i bitLo = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+                const __m256i bitHi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+                const __m256i lo = _mm256_or_si256(_mm256_and_si256(packed, mask), bitLo);
+                const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 4), mask), bitHi);
                 const __m256i pLo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i*)q)), ones);
                 const __m256i pHi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i*)(q + 32))), ones);
                 int sc, m;

@@ -15,7 +15,7 @@ namespace llm {
 bool hasInterleavedLayout(GGMLType type)
 {
     return (type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1 || type == GGML_Q8_0 ||
-            type == GGML_Q4_K || type == GGML_Q6_K) && hasIntegerDot(type);
+            type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K) && hasIntegerDot(type);
 }
 
 static size_t interleavedGroupBytes(GGMLType type, int blocks)
@@ -23,6 +23,7 @@ static size_t interleavedGroupBytes(GGMLType type, int blocks)
     switch (type)
     {
     case GGML_Q4_K: return (size_t)blocks / 8 * 1184;
+    case GGML_Q5_K: return (size_t)blocks / 8 * 1440;
     case GGML_Q6_K: return (size_t)blocks / 8 * 1680;
     case GGML_Q4_1: return (size_t)blocks * 8 * 20;
     case GGML_Q5_0: return (size_t)blocks * 8 * 22;
@@ -36,12 +37,17 @@ namespace {
 // Q4_K: per super-block of 8 rows: d[8], dmin[8] (float16), the 6-bit scales and mins unpacked
 // to bytes sc[sub][row], m[sub][row], then per 64 inputs j the 32 bytes of nibbles of each row
 // in 4-byte chunks, row i at 4i of chunk c (low nibbles: sub-block 2j, high: 2j + 1).
-void interleaveQ4K(const uchar* rows, size_t rowBytes, int g, int superBlocks, uchar* dst)
+// Q5_K: the same, then per 64 inputs j and chunk c two 32-bit words of fifth bits (bit 4i + t:
+// bit 2j, low nibbles, or 2j + 1, high, of qh[4c + t] of row i) at 160 + 64j + 8c, and the
+// nibbles from 416 on.
+void interleaveQ4KOrQ5K(GGMLType type, const uchar* rows, size_t rowBytes, int g, int superBlocks, uchar* dst)
 {
-    for (int sb = 0; sb < superBlocks; sb++, dst += 1184)
+    const bool q5 = type == GGML_Q5_K;
+    const size_t blockBytes = q5 ? 176 : 144, quants = q5 ? 48 : 16, nibbles = q5 ? 416 : 160;
+    for (int sb = 0; sb < superBlocks; sb++, dst += q5 ? 1440 : 1184)
         for (int i = 0; i < 8; i++)
         {
-            const uchar* block = rows + (size_t)(8 * g + i) * rowBytes + (size_t)sb * 144;
+            const uchar* block = rows + (size_t)(8 * g + i) * rowBytes + (size_t)sb * blockBytes;
             std::memcpy(dst + 2 * i, block, 2);
             std::memcpy(dst + 16 + 2 * i, block + 2, 2);
             for (int sub = 0; sub < 8; sub++)
@@ -53,7 +59,24 @@ void interleaveQ4K(const uchar* rows, size_t rowBytes, int g, int superBlocks, u
             }
             for (int j = 0; j < 4; j++)
                 for (int c = 0; c < 8; c++)
-                    std::memcpy(dst + 160 + 256 * j + 32 * c + 4 * i, block + 16 + 32 * j + 4 * c, 4);
+                {
+                    std::memcpy(dst + nibbles + 256 * j + 32 * c + 4 * i, block + quants + 32 * j + 4 * c, 4);
+                    if (!q5)
+                        continue;
+                    uint32_t lo, hi;  // this row's 4 bits of the chunk's two words
+                    std::memcpy(&lo, dst + 160 + 64 * j + 8 * c, 4);
+                    std::memcpy(&hi, dst + 160 + 64 * j + 8 * c + 4, 4);
+                    if (i == 0)
+                        lo = hi = 0;
+                    for (int t = 0; t < 4; t++)
+                    {
+                        const uchar qh = block[16 + 4 * c + t];
+                        lo |= (uint32_t)((qh >> (2 * j)) & 1) << (4 * i + t);
+                        hi |= (uint32_t)((qh >> (2 * j + 1)) & 1) << (4 * i + t);
+                    }
+                    std::memcpy(dst + 160 + 64 * j + 8 * c, &lo, 4);
+                    std::memcpy(dst + 160 + 64 * j + 8 * c + 4, &hi, 4);
+                }
         }
 }
 
@@ -128,10 +151,16 @@ Mat interleaveRows8(GGMLType type, const uchar* rows, size_t rowBytes, int group
             interleaveQ5(type, rows, rowBytes, g, blocks, packed.ptr<uchar>(g));
         return packed;
     }
-    if (type == GGML_Q4_K || type == GGML_Q6_K)
+    if (type == GGML_Q4_K || type == GGML_Q5_K)
     {
         for (int g = 0; g < groups; g++)
-            (type == GGML_Q4_K ? interleaveQ4K : interleaveQ6K)(rows, rowBytes, g, blocks / 8, packed.ptr<uchar>(g));
+            interleaveQ4KOrQ5K(type, rows, rowBytes, g, blocks / 8, packed.ptr<uchar>(g));
+        return packed;
+    }
+    if (type == GGML_Q6_K)
+    {
+        for (int g = 0; g < groups; g++)
+            interleaveQ6K(rows, rowBytes, g, blocks / 8, packed.ptr<uchar>(g));
         return packed;
     }
     // Q4_0 / Q8_0: 8 scales, then the chunks; Q4_1: 8 scales, 8 mins, then the chunks.

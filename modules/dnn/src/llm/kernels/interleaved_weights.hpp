@@ -12,7 +12,8 @@
 // A 256-bit load then feeds 8 rows with the same 4 activations, and lane j of every vector
 // is row j: no horizontal sums. The group has exactly the bytes of its 8 blocks.
 // Q4_K (super-blocks of 256): the float16 d and dmin of the 8 rows, their 6-bit sub-block
-// scales and mins unpacked to bytes, and the nibbles in the same 4-byte chunks (2.8% larger).
+// scales and mins unpacked to bytes, and the nibbles in the same 4-byte chunks (2.8% larger;
+// Q5_K adds 32-bit words of fifth bits per chunk, the size of its qh).
 // Q6_K: the float16 d of the 8 rows, their int8 scales, and the low-nibble and 2-bit planes in
 // 4-byte chunks (the same size as the 8 blocks). interleaved_weights.cpp has the exact layouts.
 
@@ -25,7 +26,7 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K (with an integer kernel on this CPU).
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K (with an integer kernel on this CPU).
 bool hasInterleavedLayout(GGMLType type);
 
 /** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `blocks` blocks of 32 each)
