@@ -82,7 +82,7 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     printf '#include "fuzz-opencv-onnx.pb.h"\n' > "$PROTO/opencv-onnx.pb.h"
     "${CXX[@]}" -I "$PROTO" "${CXXFLAGS[@]}" -Dopencv_onnx=opencv_onnx_fuzz -o "$OUT/fuzz_onnx_llm" \
       tools/fuzz/fuzz_onnx_llm.cpp "$SRC"/llm/onnx/onnx_model_file.cpp "$SRC"/llm/onnx/onnx_llm_importer.cpp "$SRC"/llm/onnx/decoder_graph.cpp \
-      "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/gguf/mapped_file.cpp \
+      "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/tokenizer/hf_json.cpp "$SRC"/llm/gguf/mapped_file.cpp \
       "$SRC"/llm/ggml/ggml_types.cpp "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/rotary_embedding.cpp \
       "$PROTO/fuzz-opencv-onnx.pb.cc" "${LIBS[@]}" -lprotobuf
   fi

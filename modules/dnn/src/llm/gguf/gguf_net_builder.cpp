@@ -12,6 +12,7 @@
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
 #include "gguf_model_file.hpp"
+#include "../net_assembly.hpp"
 
 #include <cstdlib>
 
@@ -94,18 +95,12 @@ public:
         add(lp, {x});
 
         // One paged KV cache for the whole Net.
-        Ptr<PagedKVCache> cache = makePtr<PagedKVCache>(nLayer_, nKV_, headDim_, nCtx_);
-        for (int i = 0; i < nLayer_; i++)
-            net_.getLayer(attentionIds_[i]).dynamicCast<LLMAttentionLayer>()->attachKVCache(cache, i);
-        net_.getLayer(logitRows).dynamicCast<LLMLogitRowsLayer>()->attachKVCache(cache);
+        attachSharedKVCache(net_, makePtr<PagedKVCache>(nLayer_, nKV_, headDim_, nCtx_), attentionIds_, logitRows);
         return net_;
     }
 
 private:
-    struct Pin
-    {
-        int layer, output;
-    };
+    using Pin = LayerPin;
 
     [[noreturn]] void fail(const std::string& msg) const
     {
@@ -233,10 +228,7 @@ private:
 
     Pin add(LayerParams& lp, const std::vector<Pin>& inputs)
     {
-        const int id = net_.addLayer(lp.name, lp.type, lp);
-        for (size_t i = 0; i < inputs.size(); i++)
-            net_.connect(inputs[i].layer, inputs[i].output, id, (int)i);
-        return Pin{id, 0};
+        return addConnectedLayer(net_, lp, inputs);
     }
 
     Pin rmsNorm(const std::string& name, const std::string& tensorName, Pin x)

@@ -528,6 +528,22 @@ static void dotInterleaved8Tile(int type, const uchar* g, const signed char* q, 
         _mm256_storeu_ps(out + r * outStride, acc[r]);
 }
 
+// Q4_K / Q5_K interleaved super-block (layout in interleaved_weights.cpp): the 8 rows'
+// d * sc and dmin * m of sub-block `sub`.
+static inline void kQuantSubBlockScales(const uchar* g, __m256 d8, __m256 dmin8, int sub, __m256& scale, __m256& minv)
+{
+    scale = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(g + 32 + 8 * sub)))));
+    minv = _mm256_mul_ps(dmin8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(g + 96 + 8 * sub)))));
+}
+
+// acc + dot * (scale * dx) - minv * (dx * sum): one sub-block of a K-quant row group against
+// an activation block with scale dx and quant sum `sum`.
+static inline __m256 kQuantAccumulate(__m256 acc, __m256i dot, __m256 scale, __m256 minv, float dx, int sum)
+{
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc);
+    return _mm256_fnmadd_ps(minv, _mm256_set1_ps(dx * (float)sum), acc);
+}
+
 // Q4_K, 8 interleaved rows (interleaved_weights.hpp): per super-block of 256 inputs and
 // sub-block s of 32, row i contributes d_i sc_is sum(q x) - dmin_i m_is sum(x); the integer
 // dots of the 8 rows come out in the lanes as for Q4_0 (8 maddubs fit in int16: 30480).
@@ -562,17 +578,12 @@ static void dotQ4KInterleaved8Tile(const uchar* g, const signed char* q, size_t 
             }
             for (int h = 0; h < 2; h++)
             {
-                const int sub = 2 * j + h;
-                const __m256 scale = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                    _mm_loadl_epi64((const __m128i*)(g + 32 + 8 * sub)))));
-                const __m256 minv = _mm256_mul_ps(dmin8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                    _mm_loadl_epi64((const __m128i*)(g + 96 + 8 * sub)))));
+                __m256 scale, minv;
+                kQuantSubBlockScales(g, d8, dmin8, 2 * j + h, scale, minv);
                 for (int r = 0; r < R; r++)
                 {
                     const int ab = r * blocks + lo + h;
-                    const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[h][r], ones));
-                    acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scale, _mm256_set1_ps(d[ab])), acc[r]);
-                    acc[r] = _mm256_fnmadd_ps(minv, _mm256_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                    acc[r] = kQuantAccumulate(acc[r], _mm256_madd_epi16(s16[h][r], ones), scale, minv, d[ab], sums[ab]);
                 }
             }
         }
@@ -674,15 +685,12 @@ static void dotQ5KInterleaved8Tile(const uchar* g, const signed char* q, size_t 
                     for (int r = 0; r < R; r++)
                         s32[r] = _mm256_add_epi32(s32[r], _mm256_madd_epi16(s16[r], ones));
                 }
-                const __m256 scale = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                    _mm_loadl_epi64((const __m128i*)(g + 32 + 8 * sub)))));
-                const __m256 minv = _mm256_mul_ps(dmin8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                    _mm_loadl_epi64((const __m128i*)(g + 96 + 8 * sub)))));
+                __m256 scale, minv;
+                kQuantSubBlockScales(g, d8, dmin8, sub, scale, minv);
                 for (int r = 0; r < R; r++)
                 {
                     const int ab = r * blocks + block;
-                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[r]), _mm256_mul_ps(scale, _mm256_set1_ps(d[ab])), acc[r]);
-                    acc[r] = _mm256_fnmadd_ps(minv, _mm256_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                    acc[r] = kQuantAccumulate(acc[r], s32[r], scale, minv, d[ab], sums[ab]);
                 }
             }
     }

@@ -5,12 +5,11 @@
 #include "../../precomp.hpp"
 #include "genai_config.hpp"
 
-#include <nlohmann/json.hpp>
+#include "../tokenizer/hf_json.hpp"
 
 #include <climits>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 namespace cv {
 namespace dnn {
@@ -30,16 +29,15 @@ GenAIConfig readGenAIConfig(const std::string& modelPath)
 {
     GenAIConfig config;
     const std::string path = folderOf(modelPath) + "/genai_config.json";
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    if (!std::ifstream(path, std::ios::binary))
         return config;
-    std::stringstream text;
-    text << in.rdbuf();
+    // Bounded size and nesting, like the tokenizer's JSON files (a few KiB in practice).
+    const JsonDocument document(path, 16 << 20);
     const std::string context = "genai_config.json '" + path + "'";
     std::string field;
     try
     {
-        const nlohmann::json root = nlohmann::json::parse(text.str());
+        const nlohmann::json& root = document.root();
         config.found = true;
         if (!root.contains("model"))
             return config;

@@ -33,6 +33,7 @@
 #include "genai_config.hpp"
 #include "matmul_nbits.hpp"
 #include "decoder_graph.hpp"
+#include "../net_assembly.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -47,10 +48,7 @@ namespace {
 
 using opencv_onnx::NodeProto;
 
-struct Pin
-{
-    int layer = -1, output = 0;
-};
+using Pin = LayerPin;
 
 // Angle tables of a rotary embedding, as ONNX Runtime's cos_cache / sin_cache give them.
 struct RotaryTables
@@ -287,10 +285,7 @@ private:
 
     Pin add(LayerParams& lp, const std::vector<Pin>& inputs)
     {
-        const int id = net_.addLayer(lp.name, lp.type, lp);
-        for (size_t i = 0; i < inputs.size(); i++)
-            net_.connect(inputs[i].layer, inputs[i].output, id, (int)i);
-        return Pin{id, 0};
+        return addConnectedLayer(net_, lp, inputs);
     }
 
     Pin addLogitRows(Pin x)
@@ -800,11 +795,11 @@ private:
             if (a.kvHeads != attention_[0].kvHeads || a.headDim != attention_[0].headDim)
                 f_.fail("attention layers with different KV head counts or head sizes are not supported");
         const int context = std::min(contextLength(), tableRows_);
-        Ptr<PagedKVCache> cache = makePtr<PagedKVCache>((int)attention_.size(), attention_[0].kvHeads,
-                                                        attention_[0].headDim, context);
-        for (size_t i = 0; i < attention_.size(); i++)
-            net_.getLayer(attention_[i].layer).dynamicCast<LLMAttentionLayer>()->attachKVCache(cache, (int)i);
-        net_.getLayer(logitRowsLayer_).dynamicCast<LLMLogitRowsLayer>()->attachKVCache(cache);
+        std::vector<int> layers;
+        for (const AttentionInfo& a : attention_)
+            layers.push_back(a.layer);
+        attachSharedKVCache(net_, makePtr<PagedKVCache>((int)attention_.size(), attention_[0].kvHeads,
+                                                        attention_[0].headDim, context), layers, logitRowsLayer_);
     }
 
     // Without genai_config.json's context_length (and without rotary tables to bound it).
