@@ -9,6 +9,7 @@
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/llm.hpp>
 
 #include "sample_args.hpp"
 

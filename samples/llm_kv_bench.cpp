@@ -11,7 +11,7 @@
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
-#include <opencv2/dnn/kv_cache.hpp>
+#include <opencv2/dnn/llm.hpp>
 
 #include "allocation_counter.hpp"
 

@@ -9,7 +9,7 @@
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
-#include <opencv2/dnn/kv_cache.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include <fstream>

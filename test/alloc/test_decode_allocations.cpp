@@ -5,6 +5,7 @@
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
+#include <opencv2/dnn/llm.hpp>
 
 #include "../cpp/test_common.hpp"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/llm.hpp>
 
 #include <cmath>
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 

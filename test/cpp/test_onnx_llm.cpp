@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
 
 #include <cmath>

@@ -27,7 +27,7 @@ namespace {
 
 // The vocabularies that come with test vectors.
 const char* const kVocabularies[] = {
-    "llama-spm", "phi-3", "gpt-2", "falcon", "mpt", "starcoder", "refact",
+    "llama-spm", "llama-bpe", "qwen2", "phi-3", "gpt-2", "falcon", "mpt", "starcoder", "refact",
     "deepseek-llm", "deepseek-coder", "bert-bge",
 };
 
@@ -115,8 +115,8 @@ TEST_P(TokenizerRoundTrip, decode_restores_the_text)
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCpp, TokenizerRoundTrip,
-                        testing::Values("llama-spm", "phi-3", "gpt-2", "falcon", "mpt", "starcoder",
-                                        "refact", "deepseek-llm", "deepseek-coder"));
+                        testing::Values("llama-spm", "llama-bpe", "qwen2", "phi-3", "gpt-2", "falcon", "mpt",
+                                        "starcoder", "refact", "deepseek-llm", "deepseek-coder"));
 
 TEST(Tokenizer, pieces_are_bytes)
 {

@@ -62,23 +62,13 @@ public:
 
 The Net's input is a 1 x T matrix of token ids (as float); its output the logits of the last
 token (1 x vocabulary). Each forward continues the sequence where the previous one stopped (the
-attention layers keep their keys and values); resetLLMState() starts a new sequence.
+attention layers keep their keys and values; see opencv2/dnn/llm.hpp for the state functions).
 Weights stay in their (quantized) GGUF form, mapped from the file.
 
 @param path GGUF file.
 @param allLogits when true, the output holds the logits of every new token (T x vocabulary).
 */
 CV_EXPORTS_W Net readNetFromGGUF(const String& path, bool allLogits = false);
-
-/** @brief Starts a new sequence: clears the keys and values kept by a Net's attention layers. */
-CV_EXPORTS_W void resetLLMState(Net& net);
-
-/** @brief Rewinds the sequence to its first `length` tokens (the next forward continues from
-there). A length beyond the cached one changes nothing. */
-CV_EXPORTS_W void truncateLLMState(Net& net, int length);
-
-/** @brief The number of tokens a Net's attention layers hold (0 after resetLLMState()). */
-CV_EXPORTS_W int getLLMSequenceLength(Net& net);
 
 //! @}
 

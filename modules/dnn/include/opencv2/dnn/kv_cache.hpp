@@ -79,19 +79,6 @@ public:
     CV_WRAP virtual int getPagesShared() const = 0;
 };
 
-/** @brief The KV cache of a Net made by readNet()/readNetFromGGUF() for a language model. */
-CV_EXPORTS_W Ptr<KVCache> getLLMKVCache(Net& net);
-
-/** @brief Plans the next forward of a language-model Net as a ragged batch.
-
-`sequenceIds[i]` is the sequence that input token i continues (one id per token of the next
-setInput(); a sequence's tokens in input order, each after that sequence's cached tokens).
-Sequences absent from the cache start empty. The forward then returns one row of logits per
-distinct sequence, in order of first appearance, for its last token (every token's row when the
-Net was read with allLogits). Without a plan, a forward continues sequence 0 with all its tokens.
-*/
-CV_EXPORTS_W void setLLMBatch(Net& net, const std::vector<int>& sequenceIds);
-
 //! @}
 
 CV__DNN_INLINE_NS_END

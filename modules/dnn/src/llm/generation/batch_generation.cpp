@@ -4,6 +4,7 @@
 
 #include "../../precomp.hpp"
 #include "batch_generation.hpp"
+#include <opencv2/dnn/llm.hpp>
 
 #include <deque>
 #include <map>

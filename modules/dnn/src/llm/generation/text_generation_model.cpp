@@ -12,6 +12,7 @@
 
 #include "../../precomp.hpp"
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "../llm_layers.hpp"

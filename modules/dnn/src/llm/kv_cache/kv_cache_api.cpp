@@ -8,6 +8,7 @@
 #include "../../precomp.hpp"
 #include "../../net_impl.hpp"
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
 #include "../llm_layers.hpp"
 

@@ -1,0 +1,49 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#ifndef OPENCV_DNN_LLM_HPP
+#define OPENCV_DNN_LLM_HPP
+
+#include <opencv2/dnn.hpp>
+#include <opencv2/dnn/kv_cache.hpp>
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+//! @addtogroup dnn
+//! @{
+
+/* The state of a language-model Net, whichever file it came from (readNet on a GGUF file or an
+   ONNX decoder): its KV cache and the plan of its next forward. */
+
+/** @brief The KV cache of a Net made by readNet()/readNetFromGGUF() for a language model. */
+CV_EXPORTS_W Ptr<KVCache> getLLMKVCache(Net& net);
+
+/** @brief Plans the next forward of a language-model Net as a ragged batch.
+
+`sequenceIds[i]` is the sequence that input token i continues (one id per token of the next
+setInput(); a sequence's tokens in input order, each after that sequence's cached tokens).
+Sequences absent from the cache start empty. The forward then returns one row of logits per
+distinct sequence, in order of first appearance, for its last token (every token's row when the
+Net was read with allLogits). Without a plan, a forward continues sequence 0 with all its tokens.
+*/
+CV_EXPORTS_W void setLLMBatch(Net& net, const std::vector<int>& sequenceIds);
+
+/** @brief Starts over: removes every sequence from the Net's KV cache. */
+CV_EXPORTS_W void resetLLMState(Net& net);
+
+/** @brief Rewinds sequence 0 to its first `length` tokens (the next forward continues from
+there). A length beyond the cached one changes nothing. */
+CV_EXPORTS_W void truncateLLMState(Net& net, int length);
+
+/** @brief The number of tokens sequence 0 holds in the Net's KV cache (0 after resetLLMState()). */
+CV_EXPORTS_W int getLLMSequenceLength(Net& net);
+
+//! @}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn
+
+#endif
