@@ -9,10 +9,25 @@
 
 #include <cmath>
 
+#include "../../modules/dnn/src/llm/net/net_assembly.hpp"
+
 using namespace cv;
 using namespace cv::dnn;
 
 namespace {
+
+// A Net of one LLMAttention layer fed q, k and v, with the state of a language model's Net
+// (its KV cache and the plan of each forward; q's rows are the tokens).
+int addAttentionNet(Net& net, const LayerParams& lp)
+{
+    net.setInputsNames({"q", "k", "v"});
+    LayerParams params = lp;
+    const int id = net.addLayer("attn", "LLMAttention", params);
+    for (int i = 0; i < 3; i++)
+        net.connect(0, i, id, i);
+    cv::dnn::llm::installLLMState(net, {id}, -1, "", lp.get<int>("num_heads") * lp.get<int>("head_dim"));
+    return id;
+}
 
 struct AttentionCase
 {
@@ -103,10 +118,7 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
     if (!c.freqFactors.empty())
         lp.blobs.push_back(Mat(c.freqFactors, true).reshape(1, 1));
     Net net;
-    net.setInputsNames({"q", "k", "v"});
-    const int id = net.addLayer(lp.name, lp.type, lp);
-    for (int i = 0; i < 3; i++)
-        net.connect(0, i, id, i);
+    addAttentionNet(net, lp);
 
     getLLMKVCache(net)->setStorageType(c.storage);
 
@@ -164,10 +176,7 @@ TEST(AttentionLayer, discardTokensReRotatesKeys)
     lp.set("rope_base", c.base);
     lp.set("rope_neox", c.neox);
     Net net;
-    net.setInputsNames({"q", "k", "v"});
-    const int id = net.addLayer("attn", "LLMAttention", lp);
-    for (int i = 0; i < 3; i++)
-        net.connect(0, i, id, i);
+    addAttentionNet(net, lp);
     const int total = 43, dropFirst = 1, dropCount = 20;
     Mat q(total, c.heads * c.headDim, CV_32F), k(total, c.kvHeads * c.headDim, CV_32F), v(k.size(), CV_32F);
     RNG rng(7);
@@ -214,10 +223,7 @@ TEST(AttentionLayer, rejectsWrongShapesAndFullContext)
     lp.set("rope_dim", 8);
     lp.name = "attn";
     Net net;
-    net.setInputsNames({"q", "k", "v"});
-    const int id = net.addLayer("attn", "LLMAttention", lp);
-    for (int i = 0; i < 3; i++)
-        net.connect(0, i, id, i);
+    addAttentionNet(net, lp);
     Mat q(3, 32, CV_32F, Scalar(0.1)), kv(3, 16, CV_32F, Scalar(0.1));
     net.setInput(q, "q");
     net.setInput(kv, "k");

@@ -33,24 +33,27 @@ CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-re
   -I $B/opencv-src/modules/imgproc/include -I $B/opencv -I $B/opencv/modules/dnn -I "$SRC")
 LIBS=(-L $B/opencv/lib -lopencv_dnn -lopencv_imgproc -lopencv_core -Wl,-rpath,"$(cd "$B/opencv/lib" && pwd)" -lpcre2-8)
 
+# The KV cache and the Net state that plans each forward (used by both model builders).
+KV_CACHE_SOURCES=("$SRC"/llm/kv_cache/*.cpp "$SRC"/llm/net/net_assembly.cpp "$SRC"/llm/net/llm_net_state.cpp)
+
 selected() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   if selected fuzz_gguf; then
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
-      "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
-      "$SRC"/llm/gguf/gguf_net_builder.cpp "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/rotary_embedding.cpp \
+      "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
+      "$SRC"/llm/gguf/gguf_net_builder.cpp "${KV_CACHE_SOURCES[@]}" "$SRC"/llm/attention/rotary_embedding.cpp \
       "${LIBS[@]}"
   fi
   if selected fuzz_tokenizer; then
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
-      "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/gguf/mapped_file.cpp \
+      "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/mapped_file.cpp \
       "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
   fi
   if selected fuzz_kv_cache; then
     # The attention kernels are dispatched by CPU features: their AVX2 copy is compiled as
     # OpenCV's build compiles it (the generated build/opencv/.../attention_kernels.avx2.cpp).
-    GEN=$B/opencv/modules/dnn/llm/kernels
+    GEN=$B/opencv/modules/dnn/llm/attention
     AVX2=(-mavx2 -mfma -mf16c -mpopcnt -msse4.2 -DCV_CPU_DISPATCH_MODE=AVX2 -DCV_CPU_COMPILE_AVX2=1
       -DCV_CPU_COMPILE_AVX=1 -DCV_CPU_COMPILE_FMA3=1 -DCV_CPU_COMPILE_FP16=1 -DCV_CPU_COMPILE_POPCNT=1
       -DCV_CPU_COMPILE_SSE4_1=1 -DCV_CPU_COMPILE_SSE4_2=1 -DCV_CPU_COMPILE_SSSE3=1)
@@ -59,9 +62,9 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     "${CXX[@]}" "${CXXFLAGS[@]}" "${AVX2[@]}" -c -o "$OUT/attention_kernels.avx2.o" "$GEN/attention_kernels.avx2.cpp"
     "${CXX[@]}" "${CXXFLAGS[@]}" "${AVX512[@]}" -c -o "$OUT/attention_kernels.avx512.o" "$GEN/attention_kernels.avx512_skx.cpp"
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_cache" tools/fuzz/fuzz_kv_cache.cpp \
-      "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/paged_attention.cpp \
-      "$SRC"/llm/kernels/attention_kernels.dispatch.cpp "$OUT/attention_kernels.avx2.o" \
-      "$OUT/attention_kernels.avx512.o" "$SRC"/llm/kernels/rotary_embedding.cpp "${LIBS[@]}"
+      "$SRC"/llm/kv_cache/*.cpp "$SRC"/llm/attention/paged_attention.cpp \
+      "$SRC"/llm/attention/attention_kernels.dispatch.cpp "$OUT/attention_kernels.avx2.o" \
+      "$OUT/attention_kernels.avx512.o" "$SRC"/llm/attention/rotary_embedding.cpp "${LIBS[@]}"
   fi
   if selected fuzz_onnx; then
     # Our layers run from build/opencv (not instrumented); the importer and protobuf are OpenCV's.
@@ -82,8 +85,8 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     printf '#include "fuzz-opencv-onnx.pb.h"\n' > "$PROTO/opencv-onnx.pb.h"
     "${CXX[@]}" -I "$PROTO" "${CXXFLAGS[@]}" -Dopencv_onnx=opencv_onnx_fuzz -o "$OUT/fuzz_onnx_llm" \
       tools/fuzz/fuzz_onnx_llm.cpp "$SRC"/llm/onnx/onnx_model_file.cpp "$SRC"/llm/onnx/onnx_llm_importer.cpp "$SRC"/llm/onnx/decoder_graph.cpp \
-      "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/tokenizer/hf_json.cpp "$SRC"/llm/gguf/mapped_file.cpp \
-      "$SRC"/llm/ggml/ggml_types.cpp "$SRC"/llm/kv_cache/paged_kv_cache.cpp "$SRC"/llm/kernels/rotary_embedding.cpp \
+      "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/common/json_document.cpp "$SRC"/llm/common/mapped_file.cpp \
+      "$SRC"/llm/ggml/ggml_types.cpp "${KV_CACHE_SOURCES[@]}" "$SRC"/llm/attention/rotary_embedding.cpp \
       "$PROTO/fuzz-opencv-onnx.pb.cc" "${LIBS[@]}" -lprotobuf
   fi
   if selected fuzz_chat_template; then

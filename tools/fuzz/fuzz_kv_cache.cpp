@@ -9,8 +9,10 @@
 // page accounting, sequence lengths, or a non-finite attention output.
 
 #include "precomp.hpp"  // dnn's, from -I build/opencv-src/modules/dnn/src
+#include "llm/kv_cache/batch_planner.hpp"
 #include "llm/kv_cache/paged_kv_cache.hpp"
-#include "llm/kernels/paged_attention.hpp"
+#include "llm/attention/rotary_embedding.hpp"
+#include "llm/attention/paged_attention.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -55,14 +57,23 @@ void checkInvariants(const PagedKVCache& cache, const std::map<int, int>& length
     check(cache.getPagesInUse() >= pagesNeeded, "a sequence without its pages");
 }
 
-void runBatch(PagedKVCache& cache, PagedAttention& attention, Input& in, std::map<int, int>& lengths)
+// discardTokens() re-rotates keys with the layers' rotary embedding.
+struct RotaryShift : KeyPositionShift
+{
+    RotaryEmbedding rope;
+    explicit RotaryShift(const RotaryEmbedding& r) : rope(r) {}
+    void shift(float* key, int delta) const override { rope.apply(key, 1, kHeadDim, 1, kHeadDim, &delta); }
+};
+
+void runBatch(PagedKVCache& cache, BatchPlanner& planner, PagedAttention& attention, Input& in,
+              std::map<int, int>& lengths)
 {
     const int tokens = 1 + in.next(8);
     std::vector<int> ids(tokens);
     for (int& id : ids)
         id = in.next(4);
-    cache.setPendingBatch(ids);
-    const BatchPlan& plan = cache.beginForward(tokens);  // may refuse: budget, context
+    planner.setNextBatch(ids);
+    const BatchPlan& plan = planner.plan(cache, tokens);  // may refuse: budget, context
     for (int id : ids)
         lengths[id]++;
     std::vector<float> k(kKVHeads * kHeadDim), v(k.size());
@@ -76,7 +87,7 @@ void runBatch(PagedKVCache& cache, PagedAttention& attention, Input& in, std::ma
                 k[i] = (in.next(256) - 128) / 16.f;
                 v[i] = (in.next(256) - 128) / 16.f;
             }
-            cache.store(layer, t, k.data(), v.data());
+            cache.store(layer, *plan.pageTables[plan.batchSequence[t]], plan.position[t], k.data(), v.data());
         }
         for (float& x : q)
             x = (in.next(256) - 128) / 16.f;
@@ -94,7 +105,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     cv::setNumThreads(1);
     PagedKVCache cache(kLayers, kKVHeads, kHeadDim, kMaxLength, kPageSize);
     for (int l = 0; l < kLayers; l++)
-        cache.setLayerRotary(l, RotaryEmbedding(kHeadDim, 10000.f, l == 1));
+        cache.setKeyPositionShift(l, makePtr<RotaryShift>(RotaryEmbedding(kHeadDim, 10000.f, l == 1)));
+    BatchPlanner planner;
     PagedAttention attention;
     std::map<int, int> lengths;  // what the cache should hold
     Input in{data, size};
@@ -106,7 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         {
             switch (op)
             {
-            case 0: case 1: runBatch(cache, attention, in, lengths); break;
+            case 0: case 1: runBatch(cache, planner, attention, in, lengths); break;
             case 2:
                 cache.truncateSequence(a, c);
                 lengths[a] = std::min(lengths[a], std::max(c, 0));

@@ -23,15 +23,12 @@ void initializeLLMLayerFactory()
     LayerFactory::registerLayer("SimplifiedLayerNormalization", rmsNorm);
     LayerFactory::registerLayer("com.microsoft.SimplifiedLayerNormalization", rmsNorm);
 
-    // The GGUF graph's layers (gguf/gguf_net_builder.cpp).
+    // The layers of language models' Nets (gguf/gguf_net_builder.cpp, onnx/onnx_llm_importer.cpp).
     CV_DNN_REGISTER_LAYER_CLASS(LLMTokenEmbedding, LLMTokenEmbeddingLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMMatMul,         LLMMatMulLayer);
-    CV_DNN_REGISTER_LAYER_CLASS(LLMSwiGLU,         LLMSwiGLULayer);
-    CV_DNN_REGISTER_LAYER_CLASS(LLMResidualAdd,    LLMResidualAddLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMElementwise,    LLMElementwiseLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMAttention,      LLMAttentionLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMLogitRows,      LLMLogitRowsLayer);
-    // and those only imported graphs need (onnx/onnx_llm_importer.cpp)
-    CV_DNN_REGISTER_LAYER_CLASS(LLMElementwise,    LLMElementwiseLayer);
 }
 
 CV__DNN_INLINE_NS_END

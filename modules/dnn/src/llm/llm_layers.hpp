@@ -9,10 +9,10 @@
 #define OPENCV_DNN_SRC_LLM_LLM_LAYERS_HPP
 
 #include <opencv2/dnn.hpp>
-#include "kv_cache/paged_kv_cache.hpp"
 
 namespace cv {
 namespace dnn {
+namespace llm { class LLMNetState; }  // net/llm_net_state.hpp
 CV__DNN_INLINE_NS_BEGIN
 
 /** Root-mean-square normalization: y = x / sqrt(mean(x^2) + epsilon) * scale.
@@ -32,14 +32,12 @@ public:
 
     Input: token ids (any shape, as float; T ids in all). Output: T x embedding_length.
     blobs[0]: the table's raw rows (vocab_size x row bytes, CV_8U). Parameters: `ggml_type`,
-    `embedding_length`, `vocab_size`, `source_path`. An id outside [0, vocab_size) is an error.
+    `embedding_length`, `vocab_size`. An id outside [0, vocab_size) is an error.
 */
 class LLMTokenEmbeddingLayer : public Layer
 {
 public:
     static Ptr<LLMTokenEmbeddingLayer> create(const LayerParams& params);
-    //! The model file the table comes from (parameter `source_path`; empty if not given).
-    virtual String sourcePath() const = 0;
 };
 
 /** y = x W^T (+ b) with W in a ggml type (F32, F16, BF16, Q4_0 ... Q6_K), kept as stored.
@@ -57,33 +55,20 @@ public:
     static Ptr<LLMMatMulLayer> create(const LayerParams& params);
 };
 
-/** silu(gate) * up, element-wise: the gated part of a SwiGLU MLP. Inputs: gate, up (same shape). */
-class LLMSwiGLULayer : public Layer
-{
-public:
-    static Ptr<LLMSwiGLULayer> create(const LayerParams& params);
-};
-
-/** a + b, element-wise (inputs of the same shape): a transformer block's residual connection. */
-class LLMResidualAddLayer : public Layer
-{
-public:
-    static Ptr<LLMResidualAddLayer> create(const LayerParams& params);
-};
-
-/** Element-wise operation of imported graphs. Parameter `operation`: binary "add", "sub",
-    "mul", "div" (two inputs of the same shape, or one input and a constant blobs[0] that is a
-    scalar or has one value per feature; `constant_first` puts the constant on the left) or
-    unary "sigmoid", "silu", "relu", "tanh", "neg". */
+/** Element-wise operation. Parameter `operation`: binary "add" (a transformer block's residual
+    connections), "sub", "mul", "div", "swiglu" (silu(a) * b: the gated part of a SwiGLU MLP;
+    two inputs of the same shape, or one input and a constant blobs[0] that is a scalar or has
+    one value per feature; `constant_first` puts the constant on the left) or unary "sigmoid",
+    "silu", "relu", "tanh", "neg". */
 class LLMElementwiseLayer : public Layer
 {
 public:
     static Ptr<LLMElementwiseLayer> create(const LayerParams& params);
 };
 
-/** Causal grouped-query attention with rotary embedding over a paged KV cache
-    (kv_cache/paged_kv_cache.hpp): a forward's tokens continue their sequences, as the cache's
-    batch plan says (by default: all tokens continue sequence 0).
+/** Causal grouped-query attention with rotary embedding over the Net's paged KV cache: a
+    forward's tokens continue their sequences as the Net's batch plan says (net/llm_net_state.hpp,
+    made before the forward; by default all tokens continue sequence 0).
 
     Inputs: q (T x num_heads*head_dim), k and v (T x num_kv_heads*head_dim), before rotary;
     or one packed input whose rows are q|k|v. Output: T x num_heads*head_dim. Parameters:
@@ -97,21 +82,22 @@ class LLMAttentionLayer : public Layer
 {
 public:
     static Ptr<LLMAttentionLayer> create(const LayerParams& params);
-    //! Makes the layer the `layerIndex`-th user of a Net's cache (layer 0 plans each forward).
-    virtual void attachKVCache(const Ptr<llm::PagedKVCache>& cache, int layerIndex) = 0;
-    //! The cache the layer uses (its own one-layer cache when none was attached).
-    virtual Ptr<llm::PagedKVCache> kvCache() = 0;
+    //! Makes the layer the `layerIndex`-th attention layer of a Net with this state (its KV cache layer).
+    virtual void attachState(const Ptr<llm::LLMNetState>& state, int layerIndex) = 0;
+    //! KV heads and head size (what the Net's KV cache must hold per layer), and the context.
+    virtual int kvHeads() const = 0;
+    virtual int headDim() const = 0;
+    virtual int maxContext() const = 0;
 };
 
-/** Selects the rows whose logits a forward returns: the last token of each sequence of the
-    batch plan, in plan order (or every row with `all_logits`). Input: T x features. */
+/** Selects the rows whose logits a forward returns: the last token of each sequence of the batch
+    plan, in plan order (or every row with `all_logits`). Input: T x features. */
 class LLMLogitRowsLayer : public Layer
 {
 public:
     static Ptr<LLMLogitRowsLayer> create(const LayerParams& params);
-    virtual void attachKVCache(const Ptr<llm::PagedKVCache>& cache) = 0;
-    //! True when a forward of `tokens` tokens with the cache's pending plan needs other shapes.
-    virtual bool needsReplanning(int tokens) const = 0;
+    virtual void attachState(const Ptr<llm::LLMNetState>& state) = 0;
+    virtual bool allLogits() const = 0;
 };
 
 CV__DNN_INLINE_NS_END

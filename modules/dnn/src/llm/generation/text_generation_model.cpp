@@ -11,14 +11,11 @@
 // (batch_generation.cpp).
 
 #include "../../precomp.hpp"
-#include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
-#include "../llm_layers.hpp"
-#include "../gguf/gguf_model_file.hpp"
-#include "../onnx/genai_config.hpp"
-#include "../tokenizer/hf_tokenizer.hpp"
+#include "../kv_cache/paged_kv_cache.hpp"
+#include "../model/model_bundle.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "chat_template.hpp"
 #include "batch_generation.hpp"
@@ -72,50 +69,16 @@ struct TextGenerationModel::Impl
     std::vector<int> nextToken = std::vector<int>(1), sequenceZero;  // forward()'s scratch
     Mat input;
 
-    void load(const String& path, Net network)
+    void load(const llm::ModelBundle& bundle)
     {
-        if (isONNXPath(path))
-            loadONNX(path, network);
-        else
-            loadGGUF(path, network);
+        net = bundle.net;
+        tokenizer = bundle.tokenizer;
+        chatTemplateText = bundle.chatTemplate;
         publicTokenizer = llm::makePublicTokenizer(tokenizer);
         cache = getLLMKVCache(net).dynamicCast<llm::PagedKVCache>();
         CV_Assert(cache);
         contextLength = cache->getMaxSequenceLength();
         resetLLMState(net);
-    }
-
-    static bool isONNXPath(const String& path)
-    {
-        return path.size() >= 5 && toLowerCase(path.substr(path.size() - 5)) == ".onnx";
-    }
-
-    void loadGGUF(const String& path, const Net& network)
-    {
-        // One parse serves the tokenizer, the chat template and (when not given) the Net.
-        const llm::GGUFModelFile file(path);
-        tokenizer = llm::Tokenizer::fromGGUF(file);
-        if (file.hasMetadata("tokenizer.chat_template"))
-            chatTemplateText = file.getString("tokenizer.chat_template");
-        net = network.empty() ? llm::buildNetFromGGUF(file, false) : network;
-    }
-
-    // An ONNX Runtime GenAI model folder: model.onnx, tokenizer.json (+ tokenizer_config.json
-    // with the chat template) and genai_config.json (end-of-generation ids).
-    void loadONNX(const String& path, const Net& network)
-    {
-        const size_t slash = path.find_last_of("/\\");
-        const std::string folder = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-        llm::HuggingFaceTokenizer hf = llm::loadHuggingFaceTokenizer(folder);
-        tokenizer = hf.tokenizer;
-        chatTemplateText = hf.chatTemplate;
-        const llm::GenAIConfig config = llm::readGenAIConfig(path);
-        std::vector<int> eos;
-        for (int id : config.eosIds)  // ONNX Runtime GenAI stops at each of these
-            if (id >= 0 && id < tokenizer->vocabSize())
-                eos.push_back(id);
-        tokenizer->addEndOfGenerationIds(eos);
-        net = network.empty() ? readNetFromONNX(path) : network;
     }
 
     void checkLoaded() const
@@ -269,7 +232,7 @@ TextGenerationModel::TextGenerationModel(const String& modelPath) : impl(makePtr
 {
     try
     {
-        impl->load(modelPath, Net());
+        impl->load(llm::loadModelBundle(modelPath));
     }
     catch (...)
     {
@@ -282,15 +245,7 @@ TextGenerationModel::TextGenerationModel(const Net& network) : impl(makePtr<Impl
 {
     try
     {
-        Net net = network;
-        String path;
-        for (const String& name : net.getLayerNames())
-            if (LLMTokenEmbeddingLayer* e = dynamic_cast<LLMTokenEmbeddingLayer*>(net.getLayer(net.getLayerId(name)).get()))
-                path = e->sourcePath();
-        if (path.empty())
-            CV_Error(Error::StsBadArg, "TextGenerationModel: the Net was not made by readNet from a GGUF or ONNX language model "
-                                       "(no token embedding that names its model file)");
-        impl->load(path, net);
+        impl->load(llm::loadModelBundle(network));
     }
     catch (...)
     {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../ggml/ggml_types.hpp"
-#include "mapped_file.hpp"
+#include "../common/mapped_file.hpp"
 
 namespace cv {
 namespace dnn {
@@ -102,9 +102,6 @@ private:
     std::vector<GGUFTensor> tensors_;
     std::map<std::string, size_t> tensorIndex_;
 };
-
-//! The Net of an already parsed GGUF file (readNetFromGGUF() parses, then calls this).
-Net buildNetFromGGUF(const GGUFModelFile& file, bool allLogits);
 
 }}} // namespace cv::dnn::llm
 

@@ -11,10 +11,9 @@
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
-#include "gguf_model_file.hpp"
-#include "../net_assembly.hpp"
+#include "gguf_net_builder.hpp"
+#include "../net/net_assembly.hpp"
 
-#include <cstdlib>
 
 namespace cv {
 namespace dnn {
@@ -53,12 +52,9 @@ std::string supportedTypes()
 class NetBuilder
 {
 public:
-    NetBuilder(const GGUFModelFile& file, bool allLogits) : f_(file), allLogits_(allLogits)
+    NetBuilder(const GGUFModelFile& file, const LoadOptions& options)
+        : f_(file), allLogits_(options.allLogits), integerDot_(options.integerDot)
     {
-        // OPENCV_DNN_LLM_INTEGER_DOT=0 keeps every matmul on the exact float path (read per
-        // load, so a process can build both kinds of Net).
-        const char* v = std::getenv("OPENCV_DNN_LLM_INTEGER_DOT");
-        integerDot_ = !(v && std::string(v) == "0");
     }
 
     Net build()
@@ -72,7 +68,6 @@ public:
         lp.set("ggml_type", (int)tensor("token_embd.weight").type);
         lp.set("embedding_length", nEmbd_);
         lp.set("vocab_size", vocab_);
-        lp.set("source_path", f_.path());  // lets TextGenerationModel(net) find the tokenizer
         lp.blobs.push_back(embd);
         Pin x = add(lp, {Pin{0, 0}});
 
@@ -94,8 +89,7 @@ public:
         lp.blobs.push_back(tied ? embd : weight(outName, nEmbd_, vocab_));
         add(lp, {x});
 
-        // One paged KV cache for the whole Net.
-        attachSharedKVCache(net_, makePtr<PagedKVCache>(nLayer_, nKV_, headDim_, nCtx_), attentionIds_, logitRows);
+        installLLMState(net_, attentionIds_, logitRows, f_.path());
         return net_;
     }
 
@@ -255,7 +249,8 @@ private:
 
     Pin residual(const std::string& name, Pin a, Pin b)
     {
-        LayerParams lp = params(name, "LLMResidualAdd");
+        LayerParams lp = params(name, "LLMElementwise");
+        lp.set("operation", "add");
         return add(lp, {a, b});
     }
 
@@ -288,16 +283,16 @@ private:
         h = rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x);
         Pin gate = matmul(p + "ffn_gate", p + "ffn_gate", nEmbd_, nFF_, h);
         Pin up = matmul(p + "ffn_up", p + "ffn_up", nEmbd_, nFF_, h);
-        LayerParams sw = params(p + "ffn_swiglu", "LLMSwiGLU");
+        LayerParams sw = params(p + "ffn_swiglu", "LLMElementwise");
+        sw.set("operation", "swiglu");
         Pin m = add(sw, {gate, up});
         Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
         return residual(p + "ffn_residual", x, d);
     }
 
     const GGUFModelFile& f_;
-    bool allLogits_;
+    bool allLogits_, integerDot_;
     std::vector<int> attentionIds_;
-    bool integerDot_ = true;
     Net net_;
     std::string arch_;
     bool neox_ = false;
@@ -307,9 +302,9 @@ private:
 
 } // namespace
 
-Net buildNetFromGGUF(const GGUFModelFile& file, bool allLogits)
+Net buildNetFromGGUF(const GGUFModelFile& file, const LoadOptions& options)
 {
-    return NetBuilder(file, allLogits).build();
+    return NetBuilder(file, options).build();
 }
 
 }}} // namespace cv::dnn::llm
@@ -322,7 +317,7 @@ Net readNetFromGGUF(const String& path, bool allLogits)
 {
     CV_TRACE_FUNCTION();
     llm::GGUFModelFile file(path);
-    return llm::buildNetFromGGUF(file, allLogits);
+    return llm::buildNetFromGGUF(file, llm::LoadOptions::fromEnvironment(allLogits));
 }
 
 CV__DNN_INLINE_NS_END

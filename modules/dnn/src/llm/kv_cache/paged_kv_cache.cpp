@@ -10,43 +10,29 @@
 
 namespace cv {
 namespace dnn {
-CV__DNN_INLINE_NS_BEGIN
-
-KVCache::~KVCache() {}
-
-CV__DNN_INLINE_NS_END
-
 namespace llm {
-
-// A head row: the keys (or values) of one token in one layer for one KV head. float32: headDim
-// floats; float16: headDim halves; 8-bit: headDim int8 then one float scale.
-void PagedKVCache::computeRowBytes()
-{
-    if (storageType_ == CV_32F)
-        headRowBytes_ = (size_t)headDim_ * sizeof(float);
-    else if (storageType_ == CV_16F)
-        headRowBytes_ = (size_t)headDim_ * sizeof(hfloat);
-    else
-        headRowBytes_ = (size_t)headDim_ + sizeof(float);
-    headRowBytes_ = alignSize(headRowBytes_, 4);
-    pageBytes_ = (size_t)layers_ * 2 * kvHeads_ * pageSize_ * headRowBytes_;
-}
 
 PagedKVCache::PagedKVCache(int layers, int kvHeads, int headDim, int maxSequenceLength, int pageSize)
     : layers_(layers), kvHeads_(kvHeads), headDim_(headDim),
-      maxSequenceLength_(maxSequenceLength), pageSize_(pageSize)
+      maxSequenceLength_(maxSequenceLength), pageSize_(pageSize), codec_(CV_32F, std::max(headDim, 1))
 {
     CV_CheckGT(layers, 0, "KVCache: layer count must be positive");
     CV_CheckGT(kvHeads, 0, "KVCache: KV head count must be positive");
     CV_CheckGT(headDim, 0, "KVCache: head size must be positive");
     CV_CheckGT(maxSequenceLength, 0, "KVCache: context length must be positive");
     CV_CheckGT(pageSize, 0, "KVCache: page size must be positive");
-    computeRowBytes();
+    setCodec(CV_32F);
     // Default budget: the model's context or 4096 tokens, whichever is more (llama.cpp's
     // default context); pages are only allocated as sequences grow.
     const int64 tokens = std::max(maxSequenceLength, 4096);
     maxPages_ = (int)std::min<int64>(INT_MAX / 2, (tokens + pageSize - 1) / pageSize);
-    rotary_.resize(layers);
+    keyShift_.resize(layers);
+}
+
+void PagedKVCache::setCodec(int type)
+{
+    codec_ = KVStorageCodec(type, headDim_);
+    pageBytes_ = (size_t)layers_ * 2 * kvHeads_ * pageSize_ * codec_.rowBytes();
 }
 
 PagedKVCache::~PagedKVCache()
@@ -66,10 +52,8 @@ void PagedKVCache::setMemoryBudget(size_t bytes)
 
 void PagedKVCache::setStorageType(int type)
 {
-    if (type != CV_32F && type != CV_16F && type != CV_8S)
-        CV_Error(Error::StsBadArg, format("KVCache: storage type %s is not supported (CV_32F, CV_16F, CV_8S are)",
-                                          typeToString(type).c_str()));
-    if (type == storageType_)
+    KVStorageCodec(type, headDim_);  // checks the type
+    if (type == codec_.type())
         return;
     if (!sequences_.empty())
         CV_Error(Error::StsError, "KVCache: the storage type can only change while the cache is empty");
@@ -79,8 +63,7 @@ void PagedKVCache::setStorageType(int type)
     pages_.clear();
     refCount_.clear();
     freePages_.clear();
-    storageType_ = type;
-    computeRowBytes();
+    setCodec(type);
     maxPages_ = (int)std::min<size_t>(budget / pageBytes_, INT_MAX / 2);
 }
 
@@ -145,7 +128,16 @@ void PagedKVCache::copyPage(int from, int to, int slots)
     for (int l = 0; l < layers_; l++)
         for (int kv = 0; kv < 2; kv++)
             for (int g = 0; g < kvHeads_; g++)
-                std::memcpy(headRow(to, l, kv != 0, g, 0), headRow(from, l, kv != 0, g, 0), (size_t)slots * headRowBytes_);
+                std::memcpy(headRow(to, l, kv != 0, g, 0), headRow(from, l, kv != 0, g, 0), (size_t)slots * codec_.rowBytes());
+}
+
+// Gives a sequence its own copy of a page it shares (the first `slots` slots are copied).
+void PagedKVCache::unsharePage(int& page, int slots)
+{
+    const int copy = takePage();
+    copyPage(page, copy, slots);
+    releasePage(page);
+    page = copy;
 }
 
 void PagedKVCache::removeSequence(int sequenceId)
@@ -189,7 +181,7 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
     if (count == 0)
         return;
     for (int l = 0; l < layers_; l++)
-        if (!rotary_[l].isConfigured())
+        if (!keyShift_[l])
             CV_Error(Error::StsError, "KVCache::discardTokens: the attention layers did not register their rotary embedding");
     // Pages from the one holding `first` on are rewritten: unshare them first.
     const int newLength = s.length - count;
@@ -200,10 +192,7 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
         {
             if (getPagesFree() <= 0)
                 CV_Error(Error::StsNoMem, "KVCache::discardTokens: the budget has no page left to unshare a page");
-            const int copy = takePage();
-            copyPage(p, copy, pageSize_);
-            releasePage(p);
-            p = copy;
+            unsharePage(p, pageSize_);
         }
     }
     std::vector<float> buf(headDim_);
@@ -217,10 +206,10 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
             for (int g = 0; g < kvHeads_; g++)
             {
                 // Keys carry their position's rotation: turn them back by `count` positions.
-                decodeHead(headRow(sp, l, false, g, ss), buf.data());
-                rotary_[l].apply(buf.data(), 1, headDim_, 1, headDim_, &delta);
-                encodeHead(buf.data(), headRow(dp, l, false, g, ds));
-                std::memmove(headRow(dp, l, true, g, ds), headRow(sp, l, true, g, ss), headRowBytes_);
+                codec_.decode(headRow(sp, l, false, g, ss), buf.data());
+                keyShift_[l]->shift(buf.data(), delta);
+                codec_.encode(buf.data(), headRow(dp, l, false, g, ds));
+                std::memmove(headRow(dp, l, true, g, ds), headRow(sp, l, true, g, ss), codec_.rowBytes());
             }
     }
     truncateSequence(sequenceId, newLength);
@@ -242,77 +231,28 @@ int PagedKVCache::getPagesShared() const
     return n;
 }
 
-void PagedKVCache::setLayerRotary(int layer, const RotaryEmbedding& rope)
+void PagedKVCache::setKeyPositionShift(int layer, const Ptr<const KeyPositionShift>& shift)
 {
     CV_Assert(layer >= 0 && layer < layers_);
-    rotary_[layer] = rope;
+    keyShift_[layer] = shift;
 }
 
-void PagedKVCache::setPendingBatch(const std::vector<int>& sequenceIds)
+void PagedKVCache::reserve(const std::vector<int>& sequenceIds, const std::vector<int>& newTokens,
+                           std::vector<const std::vector<int>*>& pageTables)
 {
-    if (sequenceIds.empty())
-        CV_Error(Error::StsBadArg, "setLLMBatch: the batch has no tokens");
-    for (int id : sequenceIds)
-        checkId(id, "setLLMBatch");
-    pending_ = sequenceIds;
-    hasPending_ = true;
-}
-
-int PagedKVCache::plannedOutputRows(int tokens, bool allLogits) const
-{
-    if (allLogits)
-        return tokens;
-    if (!hasPending_)
-        return 1;
-    int distinct = 0;
-    for (size_t i = 0; i < pending_.size(); i++)
-        distinct += std::find(pending_.begin(), pending_.begin() + i, pending_[i]) == pending_.begin() + i;
-    return distinct;
-}
-
-const BatchPlan& PagedKVCache::beginForward(int tokens)
-{
-    BatchPlan& p = plan_;
-    const bool planned = hasPending_;
-    hasPending_ = false;  // a plan serves one forward, even one that fails
-    if (planned && (int)pending_.size() != tokens)
-        CV_Error(Error::StsBadArg, format("setLLMBatch: the batch names %zu tokens but the input has %d",
-                                          pending_.size(), tokens));
-    // Sequences of the batch in order of first appearance, and each token's place.
-    p.tokens = tokens;
-    p.batchSequence.resize(tokens);
-    p.position.resize(tokens);
-    p.sequenceIds.clear();
-    p.lastToken.clear();
-    newTokens_.clear();
-    for (int t = 0; t < tokens; t++)
-    {
-        const int id = planned ? pending_[t] : 0;
-        int b = 0;
-        while (b < (int)p.sequenceIds.size() && p.sequenceIds[b] != id)
-            b++;
-        if (b == (int)p.sequenceIds.size())
-        {
-            p.sequenceIds.push_back(id);
-            p.lastToken.push_back(t);
-            newTokens_.push_back(0);
-        }
-        p.batchSequence[t] = b;
-        p.position[t] = getSequenceLength(id) + newTokens_[b]++;
-        p.lastToken[b] = t;
-    }
-
+    CV_Assert(sequenceIds.size() == newTokens.size());
     // Check the context and the budget before anything changes.
     int needed = 0;
     cowPages_.clear();
-    for (size_t b = 0; b < p.sequenceIds.size(); b++)
+    for (size_t b = 0; b < sequenceIds.size(); b++)
     {
-        const int id = p.sequenceIds[b];
-        const int length = getSequenceLength(id), grown = length + newTokens_[b];
-        if (grown > maxSequenceLength_)
+        const int id = sequenceIds[b];
+        checkId(id, "reserve");
+        const int length = getSequenceLength(id), grown = length + newTokens[b];
+        if (newTokens[b] > maxSequenceLength_ - length)
             CV_Error(Error::StsOutOfRange, format(
                 "KVCache: the context is full for sequence %d: %d cached + %d new tokens exceed the maximum of %d "
-                "(rewind, discard tokens or start a new sequence)", id, length, newTokens_[b], maxSequenceLength_));
+                "(rewind, discard tokens or start a new sequence)", id, length, newTokens[b], maxSequenceLength_));
         needed += (grown + pageSize_ - 1) / pageSize_ - (length + pageSize_ - 1) / pageSize_;
         if (length % pageSize_ != 0)
         {
@@ -335,83 +275,26 @@ const BatchPlan& PagedKVCache::beginForward(int tokens)
             "(budget %zu bytes, %d pages in use; raise it with KVCache::setMemoryBudget or remove sequences)",
             needed, pageSize_, getPagesFree(), getMemoryBudget(), getPagesInUse()));
 
-    // Reserve the slots.
-    p.pageTables.resize(p.sequenceIds.size());
-    for (size_t b = 0; b < p.sequenceIds.size(); b++)
+    pageTables.resize(sequenceIds.size());
+    for (size_t b = 0; b < sequenceIds.size(); b++)
     {
-        Sequence& s = sequences_[p.sequenceIds[b]];
+        Sequence& s = sequences_[sequenceIds[b]];
         if (s.length % pageSize_ != 0 && refCount_[s.pages.back()] > 1)
-        {
-            const int copy = takePage();
-            copyPage(s.pages.back(), copy, s.length % pageSize_);
-            releasePage(s.pages.back());
-            s.pages.back() = copy;
-        }
-        s.length += newTokens_[b];
+            unsharePage(s.pages.back(), s.length % pageSize_);
+        s.length += newTokens[b];
         while ((int)s.pages.size() * pageSize_ < s.length)
             s.pages.push_back(takePage());
-        p.pageTables[b] = &s.pages;
-    }
-    return p;
-}
-
-void PagedKVCache::encodeHead(const float* src, uchar* dst) const
-{
-    if (storageType_ == CV_32F)
-    {
-        std::memcpy(dst, src, (size_t)headDim_ * sizeof(float));
-    }
-    else if (storageType_ == CV_16F)
-    {
-        hfloat* d = reinterpret_cast<hfloat*>(dst);
-        for (int i = 0; i < headDim_; i++)
-            d[i] = hfloat(src[i]);
-    }
-    else
-    {
-        // 8 bits per element and one scale: scale = max|x| / 127.
-        float amax = 0.f;
-        for (int i = 0; i < headDim_; i++)
-            amax = std::max(amax, std::abs(src[i]));
-        const float scale = amax / 127.f, inv = amax > 0.f ? 127.f / amax : 0.f;
-        signed char* q = reinterpret_cast<signed char*>(dst);
-        for (int i = 0; i < headDim_; i++)
-            q[i] = (signed char)cvRound(src[i] * inv);
-        std::memcpy(dst + headDim_, &scale, sizeof(float));
+        pageTables[b] = &s.pages;
     }
 }
 
-void PagedKVCache::decodeHead(const uchar* src, float* dst) const
+void PagedKVCache::store(int layer, const std::vector<int>& pageTable, int position, const float* key, const float* value)
 {
-    if (storageType_ == CV_32F)
-    {
-        std::memcpy(dst, src, (size_t)headDim_ * sizeof(float));
-    }
-    else if (storageType_ == CV_16F)
-    {
-        const hfloat* h = reinterpret_cast<const hfloat*>(src);
-        for (int i = 0; i < headDim_; i++)
-            dst[i] = float(h[i]);
-    }
-    else
-    {
-        const signed char* q = reinterpret_cast<const signed char*>(src);
-        float scale;
-        std::memcpy(&scale, src + headDim_, sizeof(float));
-        for (int i = 0; i < headDim_; i++)
-            dst[i] = q[i] * scale;
-    }
-}
-
-void PagedKVCache::store(int layer, int t, const float* key, const float* value)
-{
-    const BatchPlan& p = plan_;
-    const int pos = p.position[t];
-    const int page = (*p.pageTables[p.batchSequence[t]])[pos / pageSize_], slot = pos % pageSize_;
+    const int page = pageTable[position / pageSize_], slot = position % pageSize_;
     for (int g = 0; g < kvHeads_; g++)
     {
-        encodeHead(key + (size_t)g * headDim_, headRow(page, layer, false, g, slot));
-        encodeHead(value + (size_t)g * headDim_, headRow(page, layer, true, g, slot));
+        codec_.encode(key + (size_t)g * headDim_, headRow(page, layer, false, g, slot));
+        codec_.encode(value + (size_t)g * headDim_, headRow(page, layer, true, g, slot));
     }
 }
 
@@ -420,10 +303,10 @@ const float* PagedKVCache::rows(int layer, bool values, int page, int kvHead, in
 {
     const uchar* first = headRow(page, layer, values, kvHead, 0);
     *stride = headDim_;
-    if (storageType_ == CV_32F)
+    if (codec_.storesFloat32())
         return reinterpret_cast<const float*>(first);
     for (int s = 0; s < count; s++)
-        decodeHead(first + (size_t)s * headRowBytes_, buffer + (size_t)s * headDim_);
+        codec_.decode(first + (size_t)s * codec_.rowBytes(), buffer + (size_t)s * headDim_);
     return buffer;
 }
 

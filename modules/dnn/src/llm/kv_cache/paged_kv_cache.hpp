@@ -2,14 +2,15 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// The Net-level paged KV cache (public interface: opencv2/dnn/kv_cache.hpp) and the per-forward
-// batch plan its attention layers run against (FlashInfer's plan/run split).
+// The Net-level paged KV cache (public interface: opencv2/dnn/kv_cache.hpp): a pool of pages
+// and a table of sequences (llama.cpp's cells). How a forward's tokens are placed is the batch
+// planner's job (batch_planner.hpp); how a row is stored, the codec's (kv_storage_codec.hpp).
 
 #ifndef OPENCV_DNN_SRC_LLM_KV_CACHE_PAGED_KV_CACHE_HPP
 #define OPENCV_DNN_SRC_LLM_KV_CACHE_PAGED_KV_CACHE_HPP
 
 #include <opencv2/dnn/kv_cache.hpp>
-#include "../kernels/rotary_embedding.hpp"
+#include "kv_storage_codec.hpp"
 
 #include <map>
 #include <vector>
@@ -18,19 +19,14 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-/** Which sequence each token of a forward continues and where its keys and values go. Made
-    once per forward (by the first attention layer) and read by every attention layer. The
-    vectors keep their capacity, so a steady decode step plans without allocating. */
-struct BatchPlan
+/** Moves a stored key to another position: the rotary embedding of an attention layer, which
+    discardTokens() needs (keys carry their position's rotation; values do not). */
+class KeyPositionShift
 {
-    int tokens = 0;
-    // Per token.
-    std::vector<int> batchSequence;  // index into the per-sequence arrays below
-    std::vector<int> position;       // position of the token in its sequence
-    // Per distinct sequence of the batch, in order of first appearance.
-    std::vector<int> sequenceIds;
-    std::vector<const std::vector<int>*> pageTables;  // the sequences' page tables (after the plan)
-    std::vector<int> lastToken;      // index of the sequence's last token in the batch
+public:
+    virtual ~KeyPositionShift() {}
+    //! Turns one key row (headDim floats of one KV head) by `delta` positions.
+    virtual void shift(float* keyRow, int delta) const = 0;
 };
 
 class PagedKVCache CV_FINAL : public KVCache
@@ -42,11 +38,11 @@ public:
     // KVCache
     int getPageSize() const CV_OVERRIDE { return pageSize_; }
     int getMaxSequenceLength() const CV_OVERRIDE { return maxSequenceLength_; }
-    size_t getBytesPerToken() const CV_OVERRIDE { return (size_t)layers_ * 2 * kvHeads_ * headRowBytes_; }
+    size_t getBytesPerToken() const CV_OVERRIDE { return (size_t)layers_ * 2 * kvHeads_ * codec_.rowBytes(); }
     void setMemoryBudget(size_t bytes) CV_OVERRIDE;
     size_t getMemoryBudget() const CV_OVERRIDE { return (size_t)maxPages_ * pageBytes_; }
     void setStorageType(int type) CV_OVERRIDE;
-    int getStorageType() const CV_OVERRIDE { return storageType_; }
+    int getStorageType() const CV_OVERRIDE { return codec_.type(); }
     std::vector<int> getSequenceIds() const CV_OVERRIDE;
     bool hasSequence(int sequenceId) const CV_OVERRIDE;
     int getSequenceLength(int sequenceId) const CV_OVERRIDE;
@@ -63,22 +59,18 @@ public:
     int kvHeads() const { return kvHeads_; }
     int headDim() const { return headDim_; }
 
-    //! An attention layer registers its rotary embedding, used to re-rotate keys on discardTokens().
-    void setLayerRotary(int layer, const RotaryEmbedding& rope);
+    //! Each attention layer gives the shift of its keys (its rotary embedding) for discardTokens().
+    void setKeyPositionShift(int layer, const Ptr<const KeyPositionShift>& shift);
 
-    //! The plan for the next forward (setLLMBatch()).
-    void setPendingBatch(const std::vector<int>& sequenceIds);
-    //! Logit rows the next forward of `tokens` tokens returns (one per sequence, or every token).
-    int plannedOutputRows(int tokens, bool allLogits) const;
+    /** Grows sequences sequenceIds[i] by newTokens[i] slots (a sequence that does not exist
+        starts empty; a shared, partly filled last page is copied first) and gives their page
+        tables. The context of every sequence and the memory budget are checked before
+        anything changes. */
+    void reserve(const std::vector<int>& sequenceIds, const std::vector<int>& newTokens,
+                 std::vector<const std::vector<int>*>& pageTables);
 
-    /** Plans a forward of `tokens` tokens: the pending batch or, without one, all tokens to
-        sequence 0. Reserves their slots (sequences grow; shared partly filled pages are copied
-        first). Checks the context and the budget before changing anything. */
-    const BatchPlan& beginForward(int tokens);
-    const BatchPlan& plan() const { return plan_; }
-
-    //! Stores the keys and values (kvHeads * headDim floats each) of token `t` of the plan.
-    void store(int layer, int t, const float* key, const float* value);
+    //! Stores the keys and values (kvHeads * headDim floats each) of one token at `position` of a page table.
+    void store(int layer, const std::vector<int>& pageTable, int position, const float* key, const float* value);
     /** Keys or values of the first `count` slots of a page for one KV head, as float rows of
         headDim with stride `*stride`: points into the page (float32 storage) or decodes into
         `buffer` (pageSize * headDim floats). */
@@ -95,31 +87,26 @@ private:
     // headDim elements: one head's rows are contiguous, as attention reads them.
     uchar* headRow(int page, int layer, bool values, int kvHead, int slot) const
     {
-        return pages_[page] + ((((size_t)layer * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * pageSize_ + slot) * headRowBytes_;
+        return pages_[page] + ((((size_t)layer * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * pageSize_ + slot) * codec_.rowBytes();
     }
-    void encodeHead(const float* src, uchar* dst) const;
-    void decodeHead(const uchar* src, float* dst) const;
     int takePage();
     void releasePage(int page);
     void copyPage(int from, int to, int slots);
+    void unsharePage(int& page, int slots);
     void checkId(int sequenceId, const char* what) const;
     Sequence& sequence(int sequenceId, const char* what);
-    void computeRowBytes();
+    void setCodec(int type);
 
     int layers_, kvHeads_, headDim_, maxSequenceLength_, pageSize_;
-    int storageType_ = CV_32F;
-    size_t headRowBytes_ = 0, pageBytes_ = 0;
+    KVStorageCodec codec_;
+    size_t pageBytes_ = 0;
     int maxPages_ = 0;
     std::vector<uchar*> pages_;      // allocated pages (never moved or freed before the cache)
     std::vector<int> refCount_;      // sequences using each page (0: free)
     std::vector<int> freePages_;
     std::map<int, Sequence> sequences_;
-    std::vector<RotaryEmbedding> rotary_;  // per layer (empty when unknown)
-    std::vector<int> pending_;
-    bool hasPending_ = false;
-    BatchPlan plan_;
-    std::vector<int> newTokens_;     // scratch of beginForward: new tokens per batch sequence
-    std::vector<int> cowPages_;      // scratch of beginForward: shared pages counted for copying
+    std::vector<Ptr<const KeyPositionShift>> keyShift_;  // per layer
+    std::vector<int> cowPages_;      // reserve()'s scratch: shared pages counted for copying
 };
 
 }}} // namespace cv::dnn::llm

@@ -19,7 +19,7 @@
 #include "../ggml/ggml_types.hpp"
 #include "../kernels/ggml_kernels.hpp"
 #include "../kernels/interleaved_weights.hpp"
-#include "../gguf/mapped_file.hpp"
+#include "../common/mapped_file.hpp"
 #include "../../layers/cpu_kernels/fast_gemm.hpp"
 
 namespace cv {

@@ -19,7 +19,6 @@ public:
         type_ = (llm::GGMLType)params.get<int>("ggml_type");
         dim_ = params.get<int>("embedding_length");
         vocab_ = params.get<int>("vocab_size");
-        sourcePath_ = params.get<String>("source_path", String());
         CV_CheckGT(dim_, 0, "LLMTokenEmbedding: embedding_length must be positive");
         CV_CheckGT(vocab_, 0, "LLMTokenEmbedding: vocab_size must be positive");
         CV_Check(type_, llm::ggmlTypeTraits(type_).dequantizable,
@@ -27,11 +26,6 @@ public:
         CV_CheckEQ(blobs.size(), (size_t)1, "LLMTokenEmbedding: expects the table as one blob");
         CV_CheckEQ(blobs[0].rows, vocab_, "LLMTokenEmbedding: table rows != vocab_size");
         CV_CheckEQ((size_t)blobs[0].cols, llm::ggmlRowBytes(type_, dim_), "LLMTokenEmbedding: row size mismatch");
-    }
-
-    String sourcePath() const CV_OVERRIDE
-    {
-        return sourcePath_;
     }
 
     bool supportBackend(int backendId) CV_OVERRIDE
@@ -79,7 +73,6 @@ public:
 private:
     llm::GGMLType type_;
     int dim_, vocab_;
-    String sourcePath_;
 };
 
 Ptr<LLMTokenEmbeddingLayer> LLMTokenEmbeddingLayer::create(const LayerParams& params)

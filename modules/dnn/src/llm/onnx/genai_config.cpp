@@ -5,7 +5,7 @@
 #include "../../precomp.hpp"
 #include "genai_config.hpp"
 
-#include "../tokenizer/hf_json.hpp"
+#include "../common/json_document.hpp"
 
 #include <climits>
 #include <cmath>

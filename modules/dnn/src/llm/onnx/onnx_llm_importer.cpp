@@ -11,10 +11,10 @@
 // other nodes become layers, in topological order:
 //   Gather(table, input_ids)              -> LLMTokenEmbedding (fp32 / fp16 / bf16 rows)
 //   MatMul(x, W), MatMulNBits(x, ...)     -> LLMMatMul (MatMulNBits repacked to Q4_0 / Q4_1 / Q8_0)
-//   (Skip)SimplifiedLayerNormalization, RMSNormalization -> RMSNorm (+ LLMResidualAdd)
+//   (Skip)SimplifiedLayerNormalization, RMSNormalization -> RMSNorm (+ LLMElementwise add)
 //   RotaryEmbedding                       -> folded into the attention that consumes it
 //   GroupQueryAttention, MultiHeadAttention, Attention -> LLMAttention on the shared cache
-//   Mul(Mul(x, Sigmoid(x)), y)            -> LLMSwiGLU; other element-wise ops -> LLMElementwise
+//   Mul(Mul(x, Sigmoid(x)), y)            -> LLMElementwise swiglu; other element-wise ops -> LLMElementwise
 //   Cast, Identity                        -> nothing (the Net computes in float32)
 // Activations are 2-D in the Net (tokens x features): ONNX's [batch, sequence, features] with
 // the batch's sequences laid out as the cache's batch plan says. Anything else on the path to
@@ -33,10 +33,10 @@
 #include "genai_config.hpp"
 #include "matmul_nbits.hpp"
 #include "decoder_graph.hpp"
-#include "../net_assembly.hpp"
+#include "../net/net_assembly.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -92,11 +92,9 @@ bool isOp(const NodeProto& n, const char* type)
 class ONNXNetBuilder
 {
 public:
-    ONNXNetBuilder(const OnnxModelFile& file, bool allLogits)
-        : f_(file), allLogits_(allLogits), config_(readGenAIConfig(file.path()))
+    ONNXNetBuilder(const OnnxModelFile& file, const GenAIConfig& config, const LoadOptions& options)
+        : f_(file), allLogits_(options.allLogits), integerDot_(options.integerDot), config_(config)
     {
-        const char* v = std::getenv("OPENCV_DNN_LLM_INTEGER_DOT");
-        integerDot_ = !(v && std::string(v) == "0");
     }
 
     Net build()
@@ -404,7 +402,6 @@ private:
         lp.set("ggml_type", (int)ggmlFloatType(table.dataType));
         lp.set("embedding_length", dim);
         lp.set("vocab_size", vocab);
-        lp.set("source_path", f_.path());  // lets TextGenerationModel(net) find the tokenizer
         lp.blobs.push_back(table.rawRows(vocab, (int64)dim * onnxElementSize(table.dataType)));
         defineTensor(n, 0, add(lp, {ids.pin}), dim);
     }
@@ -513,7 +510,8 @@ private:
                     const Pin up = tensorInput(n, s ? 0 : 1);
                     if (values_.at(n.input(s ? 0 : 1)).width != p.width)
                         failNode(n, "the operands have different widths");
-                    LayerParams lp = params(n.name(), "LLMSwiGLU");
+                    LayerParams lp = params(n.name(), "LLMElementwise");
+                    lp.set("operation", "swiglu");
                     defineTensor(n, 0, add(lp, {p.pin, up}), p.width);
                     return;
                 }
@@ -543,8 +541,6 @@ private:
         const int w = values_.at(n.input(0)).width;
         if (values_.at(n.input(1)).width != w)
             failNode(n, "the operands have different widths (broadcasting between activations is not supported)");
-        if (op == "Add")
-            lp = params(n.name(), "LLMResidualAdd");
         defineTensor(n, 0, add(lp, {pa, pb}), w);
     }
 
@@ -605,7 +601,8 @@ private:
         const int w = values_.at(n.input(0)).width;
         if (values_.at(n.input(1)).width != w)
             failNode(n, "input and skip have different widths");
-        LayerParams lp = params(n.name() + "/residual", "LLMResidualAdd");
+        LayerParams lp = params(n.name() + "/residual", "LLMElementwise");
+        lp.set("operation", "add");
         Pin sum = add(lp, {x, skip});
         if (hasInput(n, 3))
         {
@@ -771,7 +768,6 @@ private:
             lp.set("rope_neox", rotary->neox);
             lp.blobs.push_back(rotary->cos);
             lp.blobs.push_back(rotary->sin);
-            tableRows_ = std::min(tableRows_, rotary->cos.rows);
         }
         else
         {
@@ -794,12 +790,10 @@ private:
         for (const AttentionInfo& a : attention_)
             if (a.kvHeads != attention_[0].kvHeads || a.headDim != attention_[0].headDim)
                 f_.fail("attention layers with different KV head counts or head sizes are not supported");
-        const int context = std::min(contextLength(), tableRows_);
         std::vector<int> layers;
         for (const AttentionInfo& a : attention_)
             layers.push_back(a.layer);
-        attachSharedKVCache(net_, makePtr<PagedKVCache>((int)attention_.size(), attention_[0].kvHeads,
-                                                        attention_[0].headDim, context), layers, logitRowsLayer_);
+        installLLMState(net_, layers, logitRowsLayer_, f_.path());  // context: the layers' (capped by rotary tables)
     }
 
     // Without genai_config.json's context_length (and without rotary tables to bound it).
@@ -811,9 +805,8 @@ private:
     };
 
     const OnnxModelFile& f_;
-    bool allLogits_;
+    bool allLogits_, integerDot_;
     GenAIConfig config_;
-    bool integerDot_ = true;
     Net net_;
     std::map<std::string, Value> values_;
     DecoderGraph graph_;
@@ -821,7 +814,6 @@ private:
     bool logitRowsAdded_ = false;
     int logitRowsLayer_ = -1;
     std::vector<AttentionInfo> attention_;
-    int tableRows_ = INT_MAX;
 };
 
 } // namespace
@@ -842,17 +834,30 @@ bool isONNXLanguageModel(const OnnxModelFile& file)
     return false;
 }
 
-Net buildNetFromONNXLanguageModel(const OnnxModelFile& file, bool allLogits)
+Net buildNetFromONNXLanguageModel(const OnnxModelFile& file, const GenAIConfig& config, const LoadOptions& options)
 {
-    return ONNXNetBuilder(file, allLogits).build();
+    return ONNXNetBuilder(file, config, options).build();
+}
+
+bool mayBeONNXLanguageModel(const String& path)
+{
+    // Every attention operator this importer knows has "Attention" in its type name, which the
+    // serialized graph holds as plain bytes: without them, the file is not one of ours. Scanning
+    // the mapped bytes costs far less than parsing the protobuf.
+    static const char kMarker[] = "Attention";
+    const MappedFile file(path);
+    const uchar* end = file.data() + file.size();
+    return std::search(file.data(), end, kMarker, kMarker + sizeof(kMarker) - 1) != end;
 }
 
 bool readONNXLanguageModel(const String& path, Net& net)
 {
+    if (!mayBeONNXLanguageModel(path))
+        return false;
     OnnxModelFile file(path);
     if (!isONNXLanguageModel(file))
         return false;
-    net = buildNetFromONNXLanguageModel(file, false);
+    net = buildNetFromONNXLanguageModel(file, readGenAIConfig(path), LoadOptions::fromEnvironment());
     return true;
 }
 

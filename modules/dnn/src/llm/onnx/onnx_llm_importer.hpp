@@ -10,6 +10,8 @@
 #define OPENCV_DNN_SRC_LLM_ONNX_ONNX_LLM_IMPORTER_HPP
 
 #include <opencv2/dnn.hpp>
+#include "genai_config.hpp"
+#include "../net/load_options.hpp"
 
 namespace cv {
 namespace dnn {
@@ -24,7 +26,11 @@ bool isONNXLanguageModel(const OnnxModelFile& file);
 /** The Net of an ONNX language model: input "input_ids" (1 x T token ids, as float), output the
     logits of the last token of each sequence (or of every token with allLogits), the keys and
     values kept in the Net's paged KV cache instead of past / present tensors. */
-Net buildNetFromONNXLanguageModel(const OnnxModelFile& file, bool allLogits);
+Net buildNetFromONNXLanguageModel(const OnnxModelFile& file, const GenAIConfig& config, const LoadOptions& options);
+
+/** A cheap first look (no parsing): false when the file cannot be a language model this
+    importer reads, so that readNetFromONNX parses other models only once. */
+bool mayBeONNXLanguageModel(const String& path);
 
 /** readNetFromONNX's hook (patches/0008): when `path` holds a language model, imports it into
     `net` and returns true; returns false for other ONNX files, which dnn's importer reads. */

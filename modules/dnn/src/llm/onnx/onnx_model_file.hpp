@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../gguf/mapped_file.hpp"
+#include "../common/mapped_file.hpp"
 
 namespace opencv_onnx {
 class ModelProto;

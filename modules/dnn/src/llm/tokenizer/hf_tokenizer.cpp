@@ -8,7 +8,7 @@
 
 #include "../../precomp.hpp"
 #include "hf_tokenizer.hpp"
-#include "hf_json.hpp"
+#include "../common/json_document.hpp"
 #include "hf_tokenizer_model.hpp"
 #include "metadata_only_gguf.hpp"
 

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hf_json.hpp"
+#include "../common/json_document.hpp"
 #include "metadata_only_gguf.hpp"
 
 namespace cv {

@@ -3,7 +3,7 @@
 // of this distribution and at http://opencv.org/license.html.
 
 #include "../../precomp.hpp"
-#include "hf_json.hpp"
+#include "json_document.hpp"
 
 #include <fstream>
 

@@ -2,12 +2,12 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Reading the JSON files of Hugging Face tokenizers (tokenizer.json, tokenizer_config.json)
+// Reading JSON files (tokenizer.json, tokenizer_config.json, genai_config.json, ...)
 // as untrusted input: bounded size and nesting, and typed accessors whose cv::Exception names
 // the file and the field ("model.vocab['<s>']") instead of a crash or an nlohmann exception.
 
-#ifndef OPENCV_DNN_SRC_LLM_TOKENIZER_HF_JSON_HPP
-#define OPENCV_DNN_SRC_LLM_TOKENIZER_HF_JSON_HPP
+#ifndef OPENCV_DNN_SRC_LLM_COMMON_JSON_DOCUMENT_HPP
+#define OPENCV_DNN_SRC_LLM_COMMON_JSON_DOCUMENT_HPP
 
 #include <opencv2/core.hpp>
 

@@ -2,9 +2,11 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Element-wise operations of imported LLM graphs (ONNX Add/Sub/Mul/Div between activations,
-// or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg). Allocation-free, unlike
-// dnn's Eltwise / NaryEltwise, so a decode step stays free of heap allocations.
+// Element-wise operations of language models: the residual connections (add), SwiGLU's gate
+// (silu(gate) * up), and the element-wise nodes of imported graphs (ONNX Add/Sub/Mul/Div
+// between activations or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg).
+// Allocation-free, unlike dnn's Eltwise / NaryEltwise, so a decode step stays free of heap
+// allocations.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -17,7 +19,7 @@ CV__DNN_INLINE_NS_BEGIN
 
 namespace {
 
-enum class ElementwiseOp { Add, Sub, Mul, Div, Sigmoid, Silu, Relu, Tanh, Neg };
+enum class ElementwiseOp { Add, Sub, Mul, Div, SwiGLU, Sigmoid, Silu, Relu, Tanh, Neg };
 
 struct OpName
 {
@@ -28,7 +30,8 @@ struct OpName
 
 const OpName kOps[] = {
     {"add", ElementwiseOp::Add, true}, {"sub", ElementwiseOp::Sub, true}, {"mul", ElementwiseOp::Mul, true},
-    {"div", ElementwiseOp::Div, true}, {"sigmoid", ElementwiseOp::Sigmoid, false},
+    {"div", ElementwiseOp::Div, true}, {"swiglu", ElementwiseOp::SwiGLU, true},
+    {"sigmoid", ElementwiseOp::Sigmoid, false},
     {"silu", ElementwiseOp::Silu, false}, {"relu", ElementwiseOp::Relu, false},
     {"tanh", ElementwiseOp::Tanh, false}, {"neg", ElementwiseOp::Neg, false},
 };
@@ -40,6 +43,7 @@ inline float binaryOp(ElementwiseOp op, float a, float b)
     case ElementwiseOp::Add: return a + b;
     case ElementwiseOp::Sub: return a - b;
     case ElementwiseOp::Mul: return a * b;
+    case ElementwiseOp::SwiGLU: return a / (1.f + std::exp(-a)) * b;  // silu(gate) * up
     default: return a / b;
     }
 }
@@ -111,34 +115,55 @@ public:
         Mat& y = outputs_arr.getMatRef(0);
         CV_CheckTypeEQ(a.type(), CV_32F, "LLMElementwise: float32 only");
         const float* pa = a.ptr<float>();
-        float* py = y.ptr<float>();
-        const size_t n = a.total();
-        if (!binary_)
-        {
-            for (size_t i = 0; i < n; i++)
-                py[i] = unaryOp(op_, pa[i]);
-            return;
-        }
-        if (blobs.empty())
+        const float* pb = nullptr;
+        if (binary_ && blobs.empty())
         {
             const Mat b = inputs_arr.getMat(1);
             CV_CheckTypeEQ(b.type(), CV_32F, "LLMElementwise: float32 only");
-            const float* pb = b.ptr<float>();
-            for (size_t i = 0; i < n; i++)
-                py[i] = binaryOp(op_, pa[i], pb[i]);
+            pb = b.ptr<float>();
+        }
+        float* py = y.ptr<float>();
+        const int n = (int)a.total();
+        // Threads only pay off on large tensors (an MLP's intermediate rows of a prefill).
+        const int kElementsPerStripe = 16384;
+        if (n <= kElementsPerStripe)
+        {
+            run(pa, pb, py, 0, n);
             return;
         }
-        // A constant scalar (period 1) or row (period = features) broadcast over the rows.
-        const float* c = blobs[0].ptr<float>();
-        const size_t period = blobs[0].total();
-        for (size_t i = 0; i < n; i++)
-        {
-            const float k = c[i % period];
-            py[i] = constantFirst_ ? binaryOp(op_, k, pa[i]) : binaryOp(op_, pa[i], k);
-        }
+        // One pointer captured: the std::function parallel_for_ makes holds it without allocating.
+        const struct { const LLMElementwiseLayerImpl* layer; const float *pa, *pb; float* py; } args{this, pa, pb, py};
+        const auto* p = &args;
+        parallel_for_(Range(0, n), [p](const Range& r) { p->layer->run(p->pa, p->pb, p->py, r.start, r.end); },
+                      (double)n / kElementsPerStripe);
     }
 
 private:
+    void run(const float* pa, const float* pb, float* py, int begin, int end) const
+    {
+        if (!binary_)
+        {
+            for (int i = begin; i < end; i++)
+                py[i] = unaryOp(op_, pa[i]);
+        }
+        else if (pb)
+        {
+            for (int i = begin; i < end; i++)
+                py[i] = binaryOp(op_, pa[i], pb[i]);
+        }
+        else
+        {
+            // A constant scalar (period 1) or row (period = features) broadcast over the rows.
+            const float* c = blobs[0].ptr<float>();
+            const size_t period = blobs[0].total();
+            for (int i = begin; i < end; i++)
+            {
+                const float k = c[i % period];
+                py[i] = constantFirst_ ? binaryOp(op_, k, pa[i]) : binaryOp(op_, pa[i], k);
+            }
+        }
+    }
+
     ElementwiseOp op_ = ElementwiseOp::Add;
     bool binary_ = true, constantFirst_ = false;
 };

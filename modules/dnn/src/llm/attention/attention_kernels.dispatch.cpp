@@ -6,7 +6,7 @@
 #include "attention_kernels.hpp"
 
 #include "attention_kernels.simd.hpp"
-#include "llm/kernels/attention_kernels.simd_declarations.hpp"
+#include "llm/attention/attention_kernels.simd_declarations.hpp"
 
 namespace cv {
 namespace dnn {

@@ -3,14 +3,16 @@
 // of this distribution and at http://opencv.org/license.html.
 
 // Causal grouped-query attention with rotary embedding over the Net's paged KV cache.
-// num_heads / num_kv_heads query heads share each K/V head. The first attention layer of a
-// forward plans the batch (which sequence and position each token has, where its keys and
-// values go); every layer then stores its keys and values and runs against that plan.
+// num_heads / num_kv_heads query heads share each K/V head. The Net's state planned the
+// forward before it started (which sequence and position each token has, where its keys and
+// values go: net/llm_net_state.hpp); every attention layer stores its keys and values and runs
+// against that plan.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
-#include "../kernels/rotary_embedding.hpp"
-#include "../kernels/paged_attention.hpp"
+#include "../attention/paged_attention.hpp"
+#include "../attention/rotary_embedding.hpp"
+#include "../net/llm_net_state.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +20,25 @@
 namespace cv {
 namespace dnn {
 CV__DNN_INLINE_NS_BEGIN
+
+namespace {
+
+// discardTokens() turns stored keys with the layer's rotary embedding.
+class RotaryKeyShift CV_FINAL : public llm::KeyPositionShift
+{
+public:
+    RotaryKeyShift(const llm::RotaryEmbedding& rope, int headDim) : rope_(rope), headDim_(headDim) {}
+    void shift(float* keyRow, int delta) const CV_OVERRIDE
+    {
+        rope_.apply(keyRow, 1, headDim_, 1, headDim_, &delta);
+    }
+
+private:
+    llm::RotaryEmbedding rope_;
+    int headDim_;
+};
+
+} // namespace
 
 class LLMAttentionLayerImpl CV_FINAL : public LLMAttentionLayer
 {
@@ -96,22 +117,19 @@ public:
         return false;
     }
 
-    void attachKVCache(const Ptr<llm::PagedKVCache>& cache, int layerIndex) CV_OVERRIDE
+    void attachState(const Ptr<llm::LLMNetState>& state, int layerIndex) CV_OVERRIDE
     {
-        CV_Assert(cache && layerIndex >= 0 && layerIndex < cache->layers());
-        CV_CheckEQ(cache->kvHeads(), kvHeads_, "LLMAttention: the KV cache has another KV head count");
-        CV_CheckEQ(cache->headDim(), headDim_, "LLMAttention: the KV cache has another head size");
-        cache_ = cache;
+        CV_Assert(state && layerIndex >= 0 && layerIndex < state->cache().layers());
+        CV_CheckEQ(state->cache().kvHeads(), kvHeads_, "LLMAttention: the KV cache has another KV head count");
+        CV_CheckEQ(state->cache().headDim(), headDim_, "LLMAttention: the KV cache has another head size");
+        state_ = state;
         layerIndex_ = layerIndex;
-        cache_->setLayerRotary(layerIndex_, rope_);
+        state_->cache().setKeyPositionShift(layerIndex_, makePtr<RotaryKeyShift>(rope_, headDim_));
     }
 
-    Ptr<llm::PagedKVCache> kvCache() CV_OVERRIDE
-    {
-        if (!cache_)  // a layer used on its own keeps a cache of its own
-            attachKVCache(makePtr<llm::PagedKVCache>(1, kvHeads_, headDim_, maxContext_), 0);
-        return cache_;
-    }
+    int kvHeads() const CV_OVERRIDE { return kvHeads_; }
+    int headDim() const CV_OVERRIDE { return headDim_; }
+    int maxContext() const CV_OVERRIDE { return maxContext_; }
 
     void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
     {
@@ -125,9 +143,11 @@ public:
         CV_CheckTypeEQ(k.type(), CV_32F, "LLMAttention: float32 inputs only");
         CV_CheckTypeEQ(v.type(), CV_32F, "LLMAttention: float32 inputs only");
         const int tokens = q.size[0];
-        llm::PagedKVCache& cache = *kvCache();
-        // The first attention layer plans the forward; the others run against its plan.
-        const llm::BatchPlan& plan = layerIndex_ == 0 ? cache.beginForward(tokens) : cache.plan();
+        if (!state_)
+            CV_Error(Error::StsError, "LLMAttention: the layer is not part of a language model's Net "
+                                      "(readNet a GGUF or ONNX language model, or see net/net_assembly.hpp)");
+        llm::PagedKVCache& cache = state_->cache();
+        const llm::BatchPlan& plan = state_->plan();
         CV_CheckEQ(plan.tokens, tokens, "LLMAttention: the batch plan has another token count");
 
         // Rotated queries; rotated keys and the values go to the cache. A packed row is q|k|v.
@@ -146,7 +166,8 @@ public:
         rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, plan.position.data());
         rope_.apply(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, plan.position.data());
         for (int t = 0; t < tokens; t++)
-            cache.store(layerIndex_, t, keys_.data() + (size_t)t * kvWidth, vData + t * vStride);
+            cache.store(layerIndex_, *plan.pageTables[plan.batchSequence[t]], plan.position[t],
+                        keys_.data() + (size_t)t * kvWidth, vData + t * vStride);
 
         attention_.run(cache, layerIndex_, plan, query_.data(), heads_, scale_, out.ptr<float>());
     }
@@ -155,7 +176,7 @@ private:
     int heads_, kvHeads_, headDim_, maxContext_;
     float scale_;
     llm::RotaryEmbedding rope_;
-    Ptr<llm::PagedKVCache> cache_;
+    Ptr<llm::LLMNetState> state_;
     int layerIndex_ = 0;
     llm::PagedAttention attention_;
     std::vector<float> query_, keys_;  // rotated copies, kept to avoid allocating per step

@@ -6,8 +6,8 @@
 // (attention_kernels.simd.hpp: baseline, AVX2, AVX-512). A call covers a whole run of rows,
 // so the dispatch costs nothing per key.
 
-#ifndef OPENCV_DNN_SRC_LLM_KERNELS_ATTENTION_KERNELS_HPP
-#define OPENCV_DNN_SRC_LLM_KERNELS_ATTENTION_KERNELS_HPP
+#ifndef OPENCV_DNN_SRC_LLM_ATTENTION_ATTENTION_KERNELS_HPP
+#define OPENCV_DNN_SRC_LLM_ATTENTION_ATTENTION_KERNELS_HPP
 
 #include <opencv2/core.hpp>
 

@@ -2,9 +2,10 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-#ifndef OPENCV_DNN_SRC_LLM_KERNELS_PAGED_ATTENTION_HPP
-#define OPENCV_DNN_SRC_LLM_KERNELS_PAGED_ATTENTION_HPP
+#ifndef OPENCV_DNN_SRC_LLM_ATTENTION_PAGED_ATTENTION_HPP
+#define OPENCV_DNN_SRC_LLM_ATTENTION_PAGED_ATTENTION_HPP
 
+#include "../kv_cache/batch_plan.hpp"
 #include "../kv_cache/paged_kv_cache.hpp"
 
 namespace cv {

@@ -2,8 +2,8 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-#ifndef OPENCV_DNN_SRC_LLM_GGUF_MAPPED_FILE_HPP
-#define OPENCV_DNN_SRC_LLM_GGUF_MAPPED_FILE_HPP
+#ifndef OPENCV_DNN_SRC_LLM_COMMON_MAPPED_FILE_HPP
+#define OPENCV_DNN_SRC_LLM_COMMON_MAPPED_FILE_HPP
 
 #include <opencv2/core.hpp>
 #include <memory>

@@ -8,6 +8,7 @@
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
+#include "../net/llm_net_state.hpp"
 
 namespace cv {
 namespace dnn {
@@ -27,15 +28,12 @@ public:
         return backendId == DNN_BACKEND_OPENCV;
     }
 
-    void attachKVCache(const Ptr<llm::PagedKVCache>& cache) CV_OVERRIDE
+    void attachState(const Ptr<llm::LLMNetState>& state) CV_OVERRIDE
     {
-        cache_ = cache;
+        state_ = state;
     }
 
-    bool needsReplanning(int tokens) const CV_OVERRIDE
-    {
-        return cache_ && plannedRows_ != cache_->plannedOutputRows(tokens, allLogits_);
-    }
+    bool allLogits() const CV_OVERRIDE { return allLogits_; }
 
     bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
                          std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
@@ -43,8 +41,8 @@ public:
         CV_CheckEQ(inputs.size(), (size_t)1, "LLMLogitRows: expects one input");
         CV_CheckEQ((int)inputs[0].size(), 2, "LLMLogitRows: the input must be 2-D (tokens x features)");
         const int tokens = inputs[0][0];
-        const int rows = cache_ ? cache_->plannedOutputRows(tokens, allLogits_) : (allLogits_ ? tokens : 1);
-        plannedRows_ = rows;
+        // The Net's state planned this forward before its shapes were made (patch 0009).
+        const int rows = state_ ? state_->outputRows(tokens) : (allLogits_ ? tokens : 1);
         outputs.assign(1, MatShape{rows, inputs[0][1]});
         return false;
     }
@@ -62,24 +60,21 @@ public:
             x.copyTo(y);
             return;
         }
-        if (!cache_)
+        if (!state_)
         {
             std::memcpy(y.ptr(), x.ptr(tokens - 1), rowBytes);
             return;
         }
-        const llm::BatchPlan& plan = cache_->plan();
-        if (plan.tokens != tokens || (int)plan.lastToken.size() != y.rows)
-            CV_Error(Error::StsError, format(
-                "LLMLogitRows: the Net's buffers were planned for %d logit rows but this forward has %zu sequences; "
-                "once a Net has run a batch, plan every forward with setLLMBatch()", y.rows, plan.lastToken.size()));
+        const llm::BatchPlan& plan = state_->plan();
+        CV_CheckEQ(plan.tokens, tokens, "LLMLogitRows: the batch plan has another token count");
+        CV_CheckEQ(plan.sequences(), y.rows, "LLMLogitRows: the Net's buffers were made for another plan");
         for (int b = 0; b < y.rows; b++)
             std::memcpy(y.ptr(b), x.ptr(plan.lastToken[b]), rowBytes);
     }
 
 private:
     bool allLogits_;
-    Ptr<llm::PagedKVCache> cache_;
-    mutable int plannedRows_ = -1;
+    Ptr<llm::LLMNetState> state_;
 };
 
 Ptr<LLMLogitRowsLayer> LLMLogitRowsLayer::create(const LayerParams& params)

@@ -1,0 +1,36 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#ifndef OPENCV_DNN_SRC_LLM_KV_CACHE_BATCH_PLAN_HPP
+#define OPENCV_DNN_SRC_LLM_KV_CACHE_BATCH_PLAN_HPP
+
+#include <vector>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+/** What one forward of a language model does (FlashInfer's plan, llama.cpp's ubatch): which
+    sequence each token continues, at which position, where its keys and values go, and which
+    rows give logits. Made by BatchPlanner before the forward; every layer reads it, none
+    changes it. The vectors keep their capacity, so a steady decode step plans without
+    allocating. */
+struct BatchPlan
+{
+    int tokens = 0;
+    // Per token.
+    std::vector<int> batchSequence;  //!< index into the per-sequence arrays below
+    std::vector<int> position;       //!< position of the token in its sequence
+    // Per distinct sequence of the batch, in order of first appearance.
+    std::vector<int> sequenceIds;
+    std::vector<int> newTokens;      //!< tokens the batch appends to the sequence
+    std::vector<int> lastToken;      //!< index of the sequence's last token in the batch: its logit row
+    std::vector<const std::vector<int>*> pageTables;  //!< the sequences' page tables, grown for the batch
+
+    int sequences() const { return (int)sequenceIds.size(); }
+};
+
+}}} // namespace cv::dnn::llm
+
+#endif

@@ -1,0 +1,66 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "batch_planner.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+void BatchPlanner::setNextBatch(const std::vector<int>& sequenceIds)
+{
+    if (sequenceIds.empty())
+        CV_Error(Error::StsBadArg, "setLLMBatch: the batch has no tokens");
+    for (int id : sequenceIds)
+        if (id < 0)
+            CV_Error(Error::StsOutOfRange, format("setLLMBatch: sequence id %d is negative", id));
+    next_ = sequenceIds;
+    hasNext_ = true;
+}
+
+const BatchPlan& BatchPlanner::plan(PagedKVCache& cache, int tokens)
+{
+    const bool named = hasNext_;
+    hasNext_ = false;
+    if (named && (int)next_.size() != tokens)
+        CV_Error(Error::StsBadArg, format("setLLMBatch: the batch names %zu tokens but the input has %d",
+                                          next_.size(), tokens));
+    // Sequences in order of first appearance; each token's place in its sequence.
+    BatchPlan& p = plan_;
+    p.tokens = tokens;
+    p.batchSequence.resize(tokens);
+    p.position.resize(tokens);
+    p.sequenceIds.clear();
+    p.newTokens.clear();
+    p.lastToken.clear();
+    for (int t = 0; t < tokens; t++)
+    {
+        const int id = named ? next_[t] : 0;
+        int b = 0;
+        while (b < p.sequences() && p.sequenceIds[b] != id)
+            b++;
+        if (b == p.sequences())
+        {
+            p.sequenceIds.push_back(id);
+            p.newTokens.push_back(0);
+            p.lastToken.push_back(t);
+        }
+        p.batchSequence[t] = b;
+        p.position[t] = cache.getSequenceLength(id) + p.newTokens[b]++;
+        p.lastToken[b] = t;
+    }
+    try
+    {
+        cache.reserve(p.sequenceIds, p.newTokens, p.pageTables);
+    }
+    catch (...)
+    {
+        p.tokens = 0;  // no half-made plan survives a refusal
+        throw;
+    }
+    return p;
+}
+
+}}} // namespace cv::dnn::llm

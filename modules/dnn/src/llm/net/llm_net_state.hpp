@@ -1,0 +1,59 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// The state a language model's Net carries between forwards: its paged KV cache and the plan
+// of each forward. The Net calls planForward() before it plans its buffers (patch 0009), so a
+// forward's plan exists before any layer runs; the layers only read it.
+
+#ifndef OPENCV_DNN_SRC_LLM_NET_LLM_NET_STATE_HPP
+#define OPENCV_DNN_SRC_LLM_NET_LLM_NET_STATE_HPP
+
+#include "../../net_impl.hpp"
+#include "../kv_cache/batch_planner.hpp"
+#include "../kv_cache/paged_kv_cache.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+class LLMNetState CV_FINAL : public Net::Impl::ForwardPlanner
+{
+public:
+    /** @param cache the Net's KV cache.
+        @param tokenWidth elements of the Net's first input per token (1 for token ids).
+        @param allLogits whether a forward returns every token's logits (else one row per sequence).
+        @param sourcePath the model file the Net was read from ("" for a Net built by hand). */
+    LLMNetState(const Ptr<PagedKVCache>& cache, int tokenWidth, bool allLogits, const std::string& sourcePath);
+
+    //! The state of a Net assembled with one (net_assembly.hpp), or nullptr.
+    static Ptr<LLMNetState> of(Net& net);
+
+    PagedKVCache& cache() { return *cache_; }
+    const Ptr<PagedKVCache>& cachePtr() const { return cache_; }
+    //! The model file the Net was read from: TextGenerationModel(net) finds the tokenizer there.
+    const std::string& sourcePath() const { return sourcePath_; }
+    //! The plan of the forward being run (or of the last one).
+    const BatchPlan& plan() const { return planner_.current(); }
+
+    //! setLLMBatch(): the sequence of each token of the next forward.
+    void setNextBatch(const std::vector<int>& sequenceIds) { planner_.setNextBatch(sequenceIds); }
+
+    //! Rows of logits a forward of `tokens` tokens returns: those of the plan when it is for `tokens` tokens.
+    int outputRows(int tokens) const;
+
+    //! Net::Impl::ForwardPlanner: plans the forward of `inputs`; true when the logit rows change.
+    bool planForward(const std::vector<Mat>& inputs) CV_OVERRIDE;
+
+private:
+    Ptr<PagedKVCache> cache_;
+    BatchPlanner planner_;
+    int tokenWidth_;
+    bool allLogits_;
+    std::string sourcePath_;
+    int plannedRows_ = -1;  // logit rows of the last plan (the Net's shapes were made for them)
+};
+
+}}} // namespace cv::dnn::llm
+
+#endif

@@ -1,0 +1,24 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "load_options.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+LoadOptions LoadOptions::fromEnvironment(bool allLogits)
+{
+    LoadOptions options;
+    options.allLogits = allLogits;
+    const char* v = std::getenv("OPENCV_DNN_LLM_INTEGER_DOT");
+    options.integerDot = !(v && std::strcmp(v, "0") == 0);
+    return options;
+}
+
+}}} // namespace cv::dnn::llm
