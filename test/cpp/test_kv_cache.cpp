@@ -130,6 +130,34 @@ INSTANTIATE_TEST_CASE_P(Models, BatchEqualsAlone, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_llama_Q4_0.gguf"),          // integer dot rows
     llm_test::testModel("synthetic/synthetic_qwen2_Q4_K_M.gguf")));
 
+// The plan is made before the Net plans its buffers, so batched forwards and plain ones mix
+// freely, whatever their token and sequence counts (stories260K's logits: bit-exact against a
+// lone run, as decodeStepsAreBitExact establishes for batches).
+TEST(KVCache, plainAndBatchedForwardsMix)
+{
+    const std::string model = llm_test::sharedTestData("stories260K.gguf");
+    Net alone = readNet(model);
+    const Mat expectedFirst = runAlone(alone, kPrompts[0], 0);
+    const Mat expectedNext = runAlone(alone, {432, 383}, 0);
+
+    Net net = readNet(model);
+    // A batch of two sequences with as many tokens as the plain forward that follows.
+    Mat two = runBatch(net, {1, 290, 331, 1, 365}, {7, 7, 7, 8, 8});
+    ASSERT_EQ(2, two.rows);
+    net.setInput(llm_test::idsToMat(kPrompts[0]));  // plain: all tokens continue sequence 0
+    const Mat first = net.forward().clone();
+    ASSERT_EQ(1, first.rows);
+    EXPECT_EQ(0, maxAbsDiff(expectedFirst, first));
+    two = runBatch(net, {400, 401}, {7, 8});
+    ASSERT_EQ(2, two.rows);
+    net.setInput(llm_test::idsToMat({432, 383}));
+    const Mat next = net.forward().clone();
+    ASSERT_EQ(1, next.rows);
+    EXPECT_EQ(0, maxAbsDiff(expectedNext, next));
+    EXPECT_EQ(7, getLLMKVCache(net)->getSequenceLength(0));
+    EXPECT_EQ(4, getLLMKVCache(net)->getSequenceLength(7));
+}
+
 TEST(KVCache, rewindThenRegenerateEqualsAFreshRun)
 {
     const std::string model = llm_test::sharedTestData("stories260K.gguf");
