@@ -124,6 +124,11 @@ public:
 
     CV_WRAP Ptr<Tokenizer> getTokenizer() const;
     CV_WRAP Net getNetwork() const;
+    /** @brief The sampling settings the model's authors recommend, as the file records them
+    (GGUF `general.sampling.*`, genai_config.json's `search`); a default (greedy)
+    GenerationConfig where it records none. Start from it to sample as the model card says:
+    `config = model.getGenerationDefaults(); config.maxNewTokens = 64;` */
+    CV_WRAP GenerationConfig getGenerationDefaults() const;
 
     struct Impl;
 

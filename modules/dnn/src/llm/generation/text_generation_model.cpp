@@ -51,6 +51,7 @@ struct TextGenerationModel::Impl
     Ptr<Tokenizer> publicTokenizer;
     String chatTemplateText;      // the model's tokenizer.chat_template ("" if none)
     String chatTemplateName;      // chosen by the user; overrides the model's
+    GenerationConfig generationDefaults;  // the model's recommended sampling settings
     Ptr<llm::PagedKVCache> cache;
     std::vector<int> fed;         // tokens of sequence 0 whose keys and values the cache holds
     int contextLength = 0;
@@ -74,6 +75,7 @@ struct TextGenerationModel::Impl
         net = bundle.net;
         tokenizer = bundle.tokenizer;
         chatTemplateText = bundle.chatTemplate;
+        generationDefaults = bundle.generationDefaults;
         publicTokenizer = llm::makePublicTokenizer(tokenizer);
         cache = getLLMKVCache(net).dynamicCast<llm::PagedKVCache>();
         CV_Assert(cache);
@@ -390,6 +392,12 @@ Ptr<Tokenizer> TextGenerationModel::getTokenizer() const
 {
     impl->checkLoaded();
     return impl->publicTokenizer;
+}
+
+GenerationConfig TextGenerationModel::getGenerationDefaults() const
+{
+    impl->checkLoaded();
+    return impl->generationDefaults;
 }
 
 Net TextGenerationModel::getNetwork() const

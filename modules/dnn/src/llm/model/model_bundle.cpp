@@ -5,6 +5,9 @@
 #include "../../precomp.hpp"
 #include "model_bundle.hpp"
 
+#include <climits>
+#include <cmath>
+
 #include "../gguf/gguf_net_builder.hpp"
 #include "../net/llm_net_state.hpp"
 #include "../onnx/genai_config.hpp"
@@ -19,6 +22,98 @@ namespace llm {
 
 namespace {
 
+// A recommended setting must make sense; a file is untrusted input.
+void checkSetting(bool valid, const std::string& file, const std::string& key, double value)
+{
+    if (!valid)
+        CV_Error(Error::StsParseError, format("%s: %s = %g is not a valid sampling setting",
+                                              file.c_str(), key.c_str(), value));
+}
+
+// llama.cpp's general.sampling.* keys (written by its converter from generation_config.json).
+GenerationConfig ggufGenerationDefaults(const GGUFModelFile& file)
+{
+    GenerationConfig c;
+    auto number = [&](const char* key, double& out) {
+        const bool has = file.hasMetadata(key);
+        if (has)
+            out = file.getNumber(key);
+        return has;
+    };
+    double v = 0;
+    if (number("general.sampling.temp", v))
+    {
+        checkSetting(v >= 0 && v <= 100, file.path(), "general.sampling.temp", v);
+        c.temperature = (float)v;
+    }
+    if (number("general.sampling.top_k", v))
+    {
+        checkSetting(v >= -1 && v <= INT_MAX && v == std::floor(v), file.path(), "general.sampling.top_k", v);
+        c.topK = std::max(0, (int)v);  // <= 0: off
+    }
+    if (number("general.sampling.top_p", v))
+    {
+        checkSetting(v > 0 && v <= 1, file.path(), "general.sampling.top_p", v);
+        c.topP = (float)v;
+    }
+    if (number("general.sampling.min_p", v))
+    {
+        checkSetting(v >= 0 && v <= 1, file.path(), "general.sampling.min_p", v);
+        c.minP = (float)v;
+    }
+    if (number("general.sampling.penalty_repeat", v))
+    {
+        checkSetting(v > 0 && v <= 100, file.path(), "general.sampling.penalty_repeat", v);
+        c.repetitionPenalty = (float)v;
+    }
+    if (number("general.sampling.penalty_last_n", v))
+    {
+        // llama.cpp: -1 the whole context, 0 no penalty.
+        checkSetting(v >= -1 && v <= INT_MAX && v == std::floor(v), file.path(), "general.sampling.penalty_last_n", v);
+        if (v == 0)
+            c.repetitionPenalty = 1.f;
+        else
+            c.repetitionWindow = (int)v;
+    }
+    return c;
+}
+
+// ONNX Runtime GenAI's "search" section: greedy unless do_sample.
+GenerationConfig genAIGenerationDefaults(const GenAIConfig& config, const std::string& path)
+{
+    GenerationConfig c;
+    if (!config.hasSearch)
+        return c;
+    const std::string file = path + " (genai_config.json)";
+    if (config.doSample)
+    {
+        c.temperature = 1.f;  // ONNX Runtime GenAI's default temperature
+        if (config.temperature)
+        {
+            checkSetting(*config.temperature >= 0 && *config.temperature <= 100, file, "search.temperature",
+                         *config.temperature);
+            c.temperature = (float)*config.temperature;
+        }
+        if (config.topK)
+        {
+            checkSetting(*config.topK >= 0, file, "search.top_k", *config.topK);
+            c.topK = *config.topK;
+        }
+        if (config.topP)
+        {
+            checkSetting(*config.topP > 0 && *config.topP <= 1, file, "search.top_p", *config.topP);
+            c.topP = (float)*config.topP;
+        }
+    }
+    if (config.repetitionPenalty)
+    {
+        checkSetting(*config.repetitionPenalty > 0 && *config.repetitionPenalty <= 100, file,
+                     "search.repetition_penalty", *config.repetitionPenalty);
+        c.repetitionPenalty = (float)*config.repetitionPenalty;
+    }
+    return c;
+}
+
 bool isONNXPath(const std::string& path)
 {
     return path.size() >= 5 && toLowerCase(path.substr(path.size() - 5)) == ".onnx";
@@ -32,6 +127,7 @@ ModelBundle loadGGUF(const std::string& path, const Net& net)
     b.tokenizer = Tokenizer::fromGGUF(file);
     if (file.hasMetadata("tokenizer.chat_template"))
         b.chatTemplate = file.getString("tokenizer.chat_template");
+    b.generationDefaults = ggufGenerationDefaults(file);
     b.net = net.empty() ? buildNetFromGGUF(file, LoadOptions::fromEnvironment()) : net;
     b.format = "gguf";
     return b;
@@ -53,6 +149,7 @@ ModelBundle loadONNX(const std::string& path, const Net& net)
         if (id >= 0 && id < b.tokenizer->vocabSize())
             eos.push_back(id);
     b.tokenizer->addEndOfGenerationIds(eos);
+    b.generationDefaults = genAIGenerationDefaults(config, path);
     if (net.empty())
     {
         const OnnxModelFile file(path);

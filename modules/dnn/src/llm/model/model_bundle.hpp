@@ -10,6 +10,7 @@
 #define OPENCV_DNN_SRC_LLM_MODEL_MODEL_BUNDLE_HPP
 
 #include <opencv2/dnn.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <memory>
 #include <string>
@@ -25,6 +26,10 @@ struct ModelBundle
     Net net;                               //!< a language model's Net (opencv2/dnn/llm.hpp)
     std::shared_ptr<Tokenizer> tokenizer;  //!< with the model's end-of-generation ids
     std::string chatTemplate;              //!< the model's Jinja chat template ("" when it has none)
+    /** The sampling settings the model's authors recommend: GGUF general.sampling.* keys
+        (llama.cpp's converter), genai_config.json's "search"; GenerationConfig() (greedy) where
+        the file records none. */
+    GenerationConfig generationDefaults;
     std::string sourcePath;                //!< the model file
     std::string format;                    //!< "gguf" or "onnx"
 };

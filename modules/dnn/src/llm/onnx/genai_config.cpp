@@ -39,9 +39,6 @@ GenAIConfig readGenAIConfig(const std::string& modelPath)
     {
         const nlohmann::json& root = document.root();
         config.found = true;
-        if (!root.contains("model"))
-            return config;
-        const nlohmann::json& model = root.at("model");
         // json's get<int>() casts any number: a float outside int's range is undefined behaviour
         // and a large integer wraps (fuzz_onnx_llm). Integral values in int's range only.
         auto asInt = [&](const nlohmann::json& v) {
@@ -63,6 +60,28 @@ GenAIConfig readGenAIConfig(const std::string& modelPath)
             if (obj.contains(key) && !obj.at(key).is_null())
                 out = asInt(obj.at(key));
         };
+        auto readNumber = [&](const nlohmann::json& obj, const char* key, std::optional<double>& out) {
+            field = std::string("search.") + key;
+            if (obj.contains(key) && !obj.at(key).is_null())
+                out = obj.at(key).get<double>();
+        };
+        if (root.contains("search"))
+        {
+            const nlohmann::json& search = root.at("search");
+            config.hasSearch = true;
+            field = "search.do_sample";
+            if (search.contains("do_sample"))
+                config.doSample = search.at("do_sample").get<bool>();
+            readNumber(search, "temperature", config.temperature);
+            readNumber(search, "top_p", config.topP);
+            readNumber(search, "repetition_penalty", config.repetitionPenalty);
+            field = "search.top_k";
+            if (search.contains("top_k") && !search.at("top_k").is_null())
+                config.topK = asInt(search.at("top_k"));
+        }
+        if (!root.contains("model"))
+            return config;
+        const nlohmann::json& model = root.at("model");
         field = "model.type";
         if (model.contains("type"))
             config.modelType = model.at("type").get<std::string>();

@@ -8,6 +8,7 @@
 #ifndef OPENCV_DNN_SRC_LLM_ONNX_GENAI_CONFIG_HPP
 #define OPENCV_DNN_SRC_LLM_ONNX_GENAI_CONFIG_HPP
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct GenAIConfig
     std::vector<int> eosIds;
     std::string inputIdsName = "input_ids";
     std::string logitsName = "logits";
+    // "search": the generation settings the model's exporter recommends (unset when absent).
+    bool hasSearch = false;
+    bool doSample = false;
+    std::optional<double> temperature, topP, repetitionPenalty;
+    std::optional<int> topK;
 };
 
 /** Reads `<folder of modelPath>/genai_config.json` if it exists. A file that exists but is not
