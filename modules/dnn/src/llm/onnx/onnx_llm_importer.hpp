@@ -30,7 +30,7 @@ Net buildNetFromONNXLanguageModel(const OnnxModelFile& file, const GenAIConfig& 
 
 /** A cheap first look (no parsing): false when the file cannot be a language model this
     importer reads, so that readNetFromONNX parses other models only once. */
-bool mayBeONNXLanguageModel(const String& path);
+CV_EXPORTS bool mayBeONNXLanguageModel(const String& path);  // exported for the tests
 
 /** readNetFromONNX's hook (patches/0008): when `path` holds a language model, imports it into
     `net` and returns true; returns false for other ONNX files, which dnn's importer reads. */
