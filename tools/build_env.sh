@@ -70,8 +70,8 @@ llm_build() {
   cmake --build "$LLM_BUILD_DIR"
 }
 
-# The project's demo model is not committed: it is trained here, by the project's own script,
-# the first time (about 4 minutes on one core; Debian's torch and OpenBLAS).
+# The project's demo model is committed (made by the project's own tools/demo_model); a checkout
+# without it trains it again (about 4 minutes on one core; Debian's torch and OpenBLAS).
 LLM_DEMO_MODEL="$LLM_ROOT/models/demo/demo-stories.gguf"
 llm_make_demo_model() {
   [ -f "$LLM_DEMO_MODEL" ] && return 0

@@ -34,7 +34,8 @@ CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-re
 LIBS=(-L $B/opencv/lib -lopencv_dnn -lopencv_imgproc -lopencv_core -Wl,-rpath,"$(cd "$B/opencv/lib" && pwd)" -lpcre2-8)
 
 # The KV cache and the Net state that plans each forward (used by both model builders).
-KV_CACHE_SOURCES=("$SRC"/llm/kv_cache/*.cpp "$SRC"/llm/net/net_assembly.cpp "$SRC"/llm/net/llm_net_state.cpp)
+KV_CACHE_SOURCES=("$SRC"/llm/kv_cache/*.cpp "$SRC"/llm/net/net_assembly.cpp "$SRC"/llm/net/llm_net_state.cpp
+  "$SRC"/llm/net/load_options.cpp)
 
 selected() { [[ " $TARGETS " == *" $1 "* ]]; }
 
