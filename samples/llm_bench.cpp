@@ -1,7 +1,7 @@
 // Prompt-processing and generation speed of a GGUF model on cv::dnn, measured like llama.cpp's
 // llama-bench: pp = one forward of P prompt tokens, tg = G forwards of one token each.
 //
-//   llm_bench --model FILE --threads N [--prompt-tokens P] [--gen-tokens G] [--repetitions R]
+//   llm_bench --model=FILE --threads=N [--prompt-tokens=P] [--gen-tokens=G] [--repetitions=R]
 //
 // Ends with the lines `pp<P>: <tokens/s> tok/s` and `tg<G>: <tokens/s> tok/s`. It also measures
 // the machine's memory read bandwidth and reports the fraction of it that generation reaches
@@ -11,7 +11,7 @@
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/llm.hpp>
 
-#include "sample_args.hpp"
+#include "command_line.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -25,20 +25,13 @@ using namespace cv::dnn;
 
 namespace {
 
-const char* const kUsage = "llm_bench --model FILE --threads N [--prompt-tokens P] [--gen-tokens G] [--repetitions R]";
-
-[[noreturn]] void usageError(const std::string& msg)
-{
-    ::usageError("llm_bench", kUsage, msg);
-}
-
-int parsePositive(const std::string& s, const std::string& flag)
-{
-    const int v = parsePositiveInt(s);
-    if (v < 0)
-        usageError("invalid value '" + s + "' for " + flag);
-    return v;
-}
+const char* const keys =
+    "{help h usage ? |     | print this help }"
+    "{model m        |     | GGUF model file (required) }"
+    "{threads        |     | threads (required) }"
+    "{prompt-tokens  | 512 | prompt tokens of the pp test (one forward) }"
+    "{gen-tokens     | 128 | generated tokens of the tg test (one forward each) }"
+    "{repetitions    | 3   | runs of each test; the speeds are averaged }";
 
 // Read bandwidth of main memory: sums a buffer much larger than the caches with all threads.
 double measureReadBandwidth()
@@ -97,23 +90,14 @@ Mat randomIds(int n, int vocab, RNG& rng)
 
 int main(int argc, char** argv)
 {
-    std::string model;
-    int threads = 0, promptTokens = 512, genTokens = 128, repetitions = 3;
-    for (int i = 1; i < argc; i++)
-    {
-        const std::string arg = argv[i];
-        if (i + 1 >= argc)
-            usageError("missing value for " + arg);
-        const std::string value = argv[++i];
-        if (arg == "--model") model = value;
-        else if (arg == "--threads") threads = parsePositive(value, arg);
-        else if (arg == "--prompt-tokens") promptTokens = parsePositive(value, arg);
-        else if (arg == "--gen-tokens") genTokens = parsePositive(value, arg);
-        else if (arg == "--repetitions") repetitions = parsePositive(value, arg);
-        else usageError("unknown option " + arg);
-    }
-    if (model.empty() || threads == 0)
-        usageError("--model and --threads are required");
+    const SampleCommandLine cl(argc, argv, keys, "Prompt-processing and generation speed of a GGUF model, like llama-bench");
+    const std::string model = cl.getString("model");
+    if (model.empty() || !cl.given("threads"))
+        cl.fail("--model and --threads are required");
+    const int threads = cl.getInt("threads", 1);
+    const int promptTokens = cl.getInt("prompt-tokens", 1);
+    const int genTokens = cl.getInt("gen-tokens", 1);
+    const int repetitions = cl.getInt("repetitions", 1);
     try
     {
         setNumThreads(threads);
@@ -122,7 +106,8 @@ int main(int argc, char** argv)
         const int vocab = f->getTensorShape("token_embd.weight")[1];
         const int context = (int)f->getInt(arch + ".context_length");
         if (promptTokens > context || genTokens + 1 > context)
-            usageError(format("the model's context holds %d tokens", context));
+            cl.fail(format("the model's context holds %d tokens: --prompt-tokens=%d, --gen-tokens=%d do not fit",
+                           context, promptTokens, genTokens));
 
         Net net = readNet(model);
         RNG rng(1);

@@ -2,12 +2,14 @@
 // piece by piece. Earlier turns stay in the model's KV cache, so each turn only processes the
 // new message. End of input ends the conversation; "/reset" starts a new one.
 //
-//   llm_chatbot --model=FILE [--system=TEXT] [--template=NAME] [--temperature=T] ...
+//   llm_chatbot [--model=FILE] [--system=TEXT] [--template=NAME] [--temperature=T] [--top-p=P]
+//               [--seed=S] [--max-new-tokens=N] [--threads=N]
 
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
+#include "command_line.hpp"
 #include "demo_model_path.hpp"
 
 #include <iostream>
@@ -22,34 +24,23 @@ static const char* keys =
     "{system         |       | system message }"
     "{template       |       | chat template name when the model has none: llama2, llama3, chatml, mistral, phi3, gemma, zephyr }"
     "{temperature    | 0     | 0: greedy; otherwise sample at this temperature }"
-    "{top_p          | 1     | nucleus sampling threshold }"
+    "{top-p          | 1     | nucleus sampling threshold, in (0, 1] }"
     "{seed           | 0     | random seed }"
-    "{max_new_tokens | 256   | reply length limit in tokens }"
+    "{max-new-tokens | 256   | reply length limit in tokens }"
     "{threads        | -1    | threads (-1: OpenCV's default) }";
 
 int main(int argc, char** argv)
 {
-    CommandLineParser parser(argc, argv, keys);
-    parser.about("Streaming chatbot with cv::dnn::TextGenerationModel");
-    if (parser.has("help"))
-    {
-        parser.printMessage();
-        return 0;
-    }
-    std::string modelPath = parser.get<std::string>("model");
-    const std::string system = parser.get<std::string>("system");
-    const std::string templateName = parser.get<std::string>("template");
+    SampleCommandLine cl(argc, argv, keys, "Streaming chatbot with cv::dnn::TextGenerationModel");
+    std::string modelPath = cl.getString("model");
+    const std::string system = cl.getString("system");
+    const std::string templateName = cl.getString("template");
     GenerationConfig config;
-    config.temperature = parser.get<float>("temperature");
-    config.topP = parser.get<float>("top_p");
-    config.seed = parser.get<int>("seed");
-    config.maxNewTokens = parser.get<int>("max_new_tokens");
-    const int threads = parser.get<int>("threads");
-    if (!parser.check())
-    {
-        parser.printErrors();
-        return 2;
-    }
+    config.temperature = (float)cl.getReal("temperature", 0);
+    config.topP = (float)cl.getReal("top-p", 0, 1, true);
+    config.seed = cl.getInt("seed");
+    config.maxNewTokens = cl.getInt("max-new-tokens", 0);
+    const int threads = cl.getThreads();
     if (modelPath.empty())
         modelPath = demoModelPath();
     try

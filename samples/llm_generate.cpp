@@ -1,23 +1,22 @@
 // Text generation from the command line with cv::dnn::TextGenerationModel.
 //
-//   llm_generate --model FILE (--prompt TEXT | --prompt-ids 1,403,407) [--max-new-tokens N]
-//                [--threads N] [--print-token-ids] [--tokenize-only]
-//                [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
-//                [--seed S] [--stop TEXT]... [--parallel N]
+//   llm_generate --model=FILE (--prompt=TEXT | --prompt-ids=1,403,407) [--max-new-tokens=N]
+//                [--threads=N] [--print-token-ids] [--tokenize-only]
+//                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
+//                [--seed=S] [--stop=TEXT]... [--parallel=N]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
-// stops (it works on vocabulary-only GGUF files). --parallel N generates N completions of the
+// stops (it works on vocabulary-only GGUF files). --parallel=N generates N completions of the
 // prompt in one batch (continuous batching; completion i samples with seed S+i, so it equals a
-// single run with --seed S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
-// Speed goes to stderr; errors go to stderr with a non-zero exit status.
+// single run with --seed=S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
+// Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
-#include <cerrno>
-#include <climits>
-#include <cstdlib>
+#include "command_line.hpp"
+
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -27,6 +26,24 @@ using namespace cv;
 using namespace cv::dnn;
 
 namespace {
+
+const char* const keys =
+    "{help h usage ?  |      | print this help }"
+    "{model m         |      | GGUF file or ONNX model (required) }"
+    "{prompt p        |      | the prompt text }"
+    "{prompt-ids      |      | the prompt as comma-separated token ids, instead of --prompt }"
+    "{max-new-tokens  | 32   | generated tokens at most }"
+    "{threads         | -1   | threads (-1: OpenCV's default) }"
+    "{print-token-ids | false| print the lines prompt_ids: and generated_ids: before the text }"
+    "{tokenize-only   | false| print prompt_ids: and stop (works on vocabulary-only GGUF files) }"
+    "{temperature     | 0    | 0: greedy; otherwise sample at this temperature }"
+    "{top-k           | 0    | keep the k most likely tokens (0: all) }"
+    "{top-p           | 1    | nucleus sampling threshold, in (0, 1] (1: off) }"
+    "{min-p           | 0    | drop tokens below min-p * p(best), in [0, 1) (0: off) }"
+    "{repeat-penalty  | 1    | > 1 discourages recent tokens (1: off) }"
+    "{seed            | 0    | random seed for sampling }"
+    "{stop            |      | generation ends before this text (repeat the key for several) }"
+    "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }";
 
 struct Options
 {
@@ -41,101 +58,38 @@ struct Options
     GenerationConfig config;
 };
 
-[[noreturn]] void usageError(const std::string& msg)
-{
-    std::cerr << "llm_generate: " << msg << "\n"
-              << "usage: llm_generate --model FILE (--prompt TEXT | --prompt-ids ID,ID,...)\n"
-              << "         [--max-new-tokens N] [--threads N] [--print-token-ids] [--tokenize-only]\n"
-              << "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
-              << "         [--seed S] [--stop TEXT]... [--parallel N]\n";
-    std::exit(2);
-}
-
-int parseInt(const std::string& s, const std::string& flag)
-{
-    char* end = nullptr;
-    errno = 0;
-    const long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX)
-        usageError("invalid number '" + s + "' for " + flag);
-    return (int)v;
-}
-
-float parseFloat(const std::string& s, const std::string& flag)
-{
-    char* end = nullptr;
-    errno = 0;
-    const float v = std::strtof(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || errno != 0)
-        usageError("invalid number '" + s + "' for " + flag);
-    return v;
-}
-
 Options parseOptions(int argc, char** argv)
 {
+    SampleCommandLine cl(argc, argv, keys, "Text generation with cv::dnn::TextGenerationModel", {"stop"});
     Options o;
-    o.config.maxNewTokens = 32;
-    for (int i = 1; i < argc; i++)
+    o.model = cl.getString("model");
+    o.prompt = cl.getString("prompt");
+    o.hasPromptIds = cl.given("prompt-ids");
+    if (o.hasPromptIds)
     {
-        const std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc)
-                usageError("missing value for " + arg);
-            return argv[++i];
-        };
-        if (arg == "--model")
-            o.model = value();
-        else if (arg == "--prompt")
-            o.prompt = value();
-        else if (arg == "--prompt-ids")
-        {
-            std::stringstream ss(value());
-            std::string item;
-            while (std::getline(ss, item, ','))
-                o.promptIds.push_back(parseInt(item, arg));
-            o.hasPromptIds = true;
-        }
-        else if (arg == "--max-new-tokens")
-            o.config.maxNewTokens = parseInt(value(), arg);
-        else if (arg == "--threads")
-            o.threads = parseInt(value(), arg);
-        else if (arg == "--print-token-ids")
-            o.printIds = true;
-        else if (arg == "--tokenize-only")
-            o.tokenizeOnly = true;
-        else if (arg == "--temperature")
-            o.config.temperature = parseFloat(value(), arg);
-        else if (arg == "--top-k")
-            o.config.topK = parseInt(value(), arg);
-        else if (arg == "--top-p")
-            o.config.topP = parseFloat(value(), arg);
-        else if (arg == "--min-p")
-            o.config.minP = parseFloat(value(), arg);
-        else if (arg == "--repeat-penalty")
-            o.config.repetitionPenalty = parseFloat(value(), arg);
-        else if (arg == "--seed")
-            o.config.seed = parseInt(value(), arg);
-        else if (arg == "--stop")
-            o.config.stopStrings.push_back(value());
-        else if (arg == "--parallel")
-        {
-            o.parallel = parseInt(value(), arg);
-            if (o.parallel <= 0)
-                usageError("--parallel must be positive");
-        }
-        else
-            usageError("unknown option " + arg);
+        std::stringstream ss(cl.getString("prompt-ids"));
+        for (std::string item; std::getline(ss, item, ',');)
+            o.promptIds.push_back(cl.parseInt("prompt-ids", item, 0));
     }
+    o.config.maxNewTokens = cl.getInt("max-new-tokens", 0);
+    o.threads = cl.getThreads();
+    o.printIds = cl.getFlag("print-token-ids");
+    o.tokenizeOnly = cl.getFlag("tokenize-only");
+    o.config.temperature = (float)cl.getReal("temperature", 0);
+    o.config.topK = cl.getInt("top-k", 0);
+    o.config.topP = (float)cl.getReal("top-p", 0, 1, true);
+    o.config.minP = (float)cl.getReal("min-p", 0, 1, false, true);
+    o.config.repetitionPenalty = (float)cl.getReal("repeat-penalty", 0, INFINITY, true);
+    o.config.seed = cl.getInt("seed");
+    for (const std::string& s : cl.getAll("stop"))
+        o.config.stopStrings.push_back(s);
+    o.parallel = cl.getInt("parallel", 0);
     if (o.model.empty())
-        usageError("--model is required");
+        cl.fail("--model is required");
     if (o.hasPromptIds == !o.prompt.empty())
-        usageError("give either --prompt or --prompt-ids");
+        cl.fail("give either --prompt or --prompt-ids");
     if (o.hasPromptIds && o.promptIds.empty())
-        usageError("--prompt-ids is empty");
-    if (o.config.maxNewTokens < 0)
-        usageError("--max-new-tokens must not be negative");
-    if (o.threads == 0 || o.threads < -1)
-        usageError("--threads must be positive");
+        cl.fail("--prompt-ids is empty");
     return o;
 }
 

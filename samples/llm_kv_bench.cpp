@@ -7,15 +7,14 @@
 //    buffers) against a steady decode step;
 //  - heap allocations per steady decode step.
 //
-//   llm_kv_bench --model FILE --threads N [--steps S]
+//   llm_kv_bench --model=FILE --threads=N [--steps=S]
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/llm.hpp>
 
 #include "allocation_counter.hpp"
-
-#include "sample_args.hpp"
+#include "command_line.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -28,20 +27,11 @@ using namespace cv::dnn;
 
 namespace {
 
-const char* const kUsage = "llm_kv_bench --model FILE --threads N [--steps S]";
-
-[[noreturn]] void usageError(const std::string& msg)
-{
-    ::usageError("llm_kv_bench", kUsage, msg);
-}
-
-int parsePositive(const std::string& s, const std::string& flag)
-{
-    const int v = parsePositiveInt(s);
-    if (v < 0)
-        usageError("invalid value '" + s + "' for " + flag);
-    return v;
-}
+const char* const keys =
+    "{help h usage ? |    | print this help }"
+    "{model m        |    | GGUF model file (required) }"
+    "{threads        |    | threads (required) }"
+    "{steps          | 32 | decode steps per measurement }";
 
 class Bench
 {
@@ -101,21 +91,12 @@ double median(std::vector<double> v)
 
 int main(int argc, char** argv)
 {
-    std::string model;
-    int threads = 0, steps = 32;
-    for (int i = 1; i < argc; i++)
-    {
-        const std::string arg = argv[i];
-        if (i + 1 >= argc)
-            usageError("missing value for " + arg);
-        const std::string value = argv[++i];
-        if (arg == "--model") model = value;
-        else if (arg == "--threads") threads = parsePositive(value, arg);
-        else if (arg == "--steps") steps = parsePositive(value, arg);
-        else usageError("unknown option " + arg);
-    }
-    if (model.empty() || threads == 0)
-        usageError("--model and --threads are required");
+    const SampleCommandLine cl(argc, argv, keys, "KV cache and batching of a GGUF model: latency, throughput, memory, re-planning");
+    const std::string model = cl.getString("model");
+    if (model.empty() || !cl.given("threads"))
+        cl.fail("--model and --threads are required");
+    const int threads = cl.getInt("threads", 1);
+    const int steps = cl.getInt("steps", 1);
     try
     {
         setNumThreads(threads);

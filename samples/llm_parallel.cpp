@@ -1,16 +1,17 @@
 // Several completions with cv::dnn::TextGenerationModel::generateBatch (continuous batching:
-// up to --parallel sequences decode in one forward, finished ones leave, waiting ones join):
+// up to --parallel=N sequences decode in one forward, finished ones leave, waiting ones join):
 // N prompts, or N samples of one prompt (sample i uses seed S+i; its prompt is prefilled once
 // and its pages shared). Each completion is printed, then the aggregate speed; --sequential
 // also runs them one by one and prints the speed ratio.
 //
 //   llm_parallel --model=FILE --prompt="Once upon a time" --n=4 --temperature=0.8
-//   llm_parallel --model=FILE --prompts_file=prompts.txt --parallel=8 --sequential
+//   llm_parallel --model=FILE --prompts-file=prompts.txt --parallel=8 --sequential
 
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
+#include "command_line.hpp"
 #include "demo_model_path.hpp"
 
 #include <fstream>
@@ -24,41 +25,32 @@ using namespace cv::dnn;
 static const char* keys =
     "{help h usage ? |                 | print this help }"
     "{model m        |                 | GGUF model file (default: the project's demo model, models/demo/demo-stories.gguf) }"
-    "{prompt p       | Once upon a time| the prompt (with --n: sampled n times) }"
-    "{prompts_file   |                 | one prompt per line (instead of --prompt) }"
+    "{prompt p       | Once upon a time| the prompt (sampled --n times) }"
+    "{prompts-file   |                 | one prompt per line (instead of --prompt) }"
     "{n              | 4               | samples of --prompt }"
     "{temperature    | 0.8             | 0: greedy; otherwise sample at this temperature }"
     "{seed           | 1               | seed of the first sample; sample i uses seed + i }"
-    "{max_new_tokens | 48              | completion length limit in tokens }"
+    "{max-new-tokens | 48              | completion length limit in tokens }"
     "{parallel       | 16              | most sequences per forward (continuous batching) }"
-    "{sequential     |                 | also run the completions one by one and compare speed and tokens }"
+    "{sequential     | false           | also run the completions one by one and compare speed and tokens }"
     "{threads        | -1              | threads (-1: OpenCV's default) }";
 
 int main(int argc, char** argv)
 {
-    CommandLineParser parser(argc, argv, keys);
-    parser.about("Parallel completions with cv::dnn::TextGenerationModel");
-    if (parser.has("help"))
-    {
-        parser.printMessage();
-        return 0;
-    }
-    std::string modelPath = parser.get<std::string>("model");
-    const std::string prompt = parser.get<std::string>("prompt");
-    const std::string promptsFile = parser.get<std::string>("prompts_file");
-    const int n = parser.get<int>("n");
-    const int seed = parser.get<int>("seed");
-    const int threads = parser.get<int>("threads");
-    const int parallel = parser.get<int>("parallel");
-    const bool sequential = parser.has("sequential");
+    SampleCommandLine cl(argc, argv, keys, "Parallel completions with cv::dnn::TextGenerationModel");
+    std::string modelPath = cl.getString("model");
+    const std::string prompt = cl.getString("prompt");
+    const std::string promptsFile = cl.getString("prompts-file");
+    const int n = cl.getInt("n", 1, 4096);
+    const int seed = cl.getInt("seed");
+    const int threads = cl.getThreads();
+    const int parallel = cl.getInt("parallel", 1);
+    const bool sequential = cl.getFlag("sequential");
     GenerationConfig config;
-    config.temperature = parser.get<float>("temperature");
-    config.maxNewTokens = parser.get<int>("max_new_tokens");
-    if (!parser.check())
-    {
-        parser.printErrors();
-        return 2;
-    }
+    config.temperature = (float)cl.getReal("temperature", 0);
+    config.maxNewTokens = cl.getInt("max-new-tokens", 0);
+    if (cl.given("prompt") && cl.given("prompts-file"))
+        cl.fail("give either --prompt or --prompts-file");
     if (modelPath.empty())
         modelPath = demoModelPath();
     std::vector<std::string> prompts;
@@ -66,16 +58,15 @@ int main(int argc, char** argv)
     {
         std::ifstream f(promptsFile);
         if (!f)
-        {
-            std::cerr << "llm_parallel: cannot read " << promptsFile << "\n";
-            return 2;
-        }
+            cl.fail("cannot read --prompts-file=" + promptsFile);
         for (std::string line; std::getline(f, line);)
             if (!line.empty())
                 prompts.push_back(line);
+        if (prompts.empty())
+            cl.fail("--prompts-file=" + promptsFile + " holds no prompt");
     }
     else
-        prompts.assign(std::max(n, 1), prompt);
+        prompts.assign(n, prompt);
     try
     {
         if (threads > 0)

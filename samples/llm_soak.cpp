@@ -1,16 +1,18 @@
-// A long generation with context shifting, watching resident memory: generates --tokens tokens
-// (sampling, end-of-generation tokens ignored) with cv::dnn::TextGenerationModel, the context
-// shifting whenever it is full, and prints the resident set size every --report tokens. Exits
-// with status 1 if memory grew by more than --max-growth-mb after the first report (the cache's
-// pages and the Net's buffers have all been allocated by then).
+// A long generation with context shifting, watching resident memory: generates --tokens=N
+// tokens (sampling, end-of-generation tokens ignored) with cv::dnn::TextGenerationModel, the
+// context shifting whenever it is full, and prints the resident set size every --report=N
+// tokens. Exits with status 1 if memory grew by more than --max-growth-mb=M MiB after the first
+// report (the cache's pages and the Net's buffers have all been allocated by then).
 //
-//   llm_soak --model FILE [--tokens 10000] [--report 1000] [--max-growth-mb 4] [--threads N]
+//   llm_soak --model=FILE [--tokens=10000] [--report=1000] [--max-growth-mb=4] [--threads=N]
 
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/text_generation.hpp>
+
+#include "command_line.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -21,10 +23,10 @@ using namespace cv::dnn;
 
 static const char* keys =
     "{help h usage ? |      | print this help }"
-    "{model m        |      | GGUF model file }"
+    "{model m        |      | GGUF model file (required) }"
     "{tokens         | 10000| tokens to generate }"
     "{report         | 1000 | report memory every this many tokens }"
-    "{max_growth_mb  | 4    | fail if resident memory grows more than this after the first report }"
+    "{max-growth-mb  | 4    | fail if resident memory grows more than this many MiB after the first report }"
     "{threads        | -1   | threads (-1: OpenCV's default) }";
 
 // Resident set size in MiB, from /proc/self/statm.
@@ -38,23 +40,13 @@ static double residentMiB()
 
 int main(int argc, char** argv)
 {
-    CommandLineParser parser(argc, argv, keys);
-    parser.about("Long generation with context shifting; resident memory over time");
-    if (parser.has("help"))
-    {
-        parser.printMessage();
-        return 0;
-    }
-    const std::string model = parser.get<std::string>("model");
-    const int tokens = parser.get<int>("tokens"), report = parser.get<int>("report");
-    const double maxGrowth = parser.get<double>("max_growth_mb");
-    const int threads = parser.get<int>("threads");
-    if (!parser.check() || model.empty() || tokens <= 0 || report <= 0)
-    {
-        parser.printErrors();
-        std::cerr << "llm_soak: --model is required; --tokens and --report must be positive\n";
-        return 2;
-    }
+    const SampleCommandLine cl(argc, argv, keys, "Long generation with context shifting; resident memory over time");
+    const std::string model = cl.getString("model");
+    if (model.empty())
+        cl.fail("--model is required");
+    const int tokens = cl.getInt("tokens", 1), report = cl.getInt("report", 1);
+    const double maxGrowth = cl.getReal("max-growth-mb", 0);
+    const int threads = cl.getThreads();
     try
     {
         if (threads > 0)

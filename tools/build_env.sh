@@ -85,11 +85,11 @@ llm_run_demo() {
   local bin="$LLM_BUILD_DIR/bin"
   local model="$LLM_DEMO_MODEL"  # trained by this project: tools/demo_model
   echo "== llm_generate: greedy continuation by the project's demo model ($model)"
-  "$bin/llm_generate" --model "$model" --prompt "Once upon a time" --max-new-tokens 64
+  "$bin/llm_generate" --model="$model" --prompt="Once upon a time" --max-new-tokens=64
   echo "== llm_generate: sampled (temperature 0.8, top-p 0.95, seed 7)"
-  "$bin/llm_generate" --model "$model" --prompt "One day, a little fox" --max-new-tokens 64 \
-    --temperature 0.8 --top-p 0.95 --seed 7
+  "$bin/llm_generate" --model="$model" --prompt="One day, a little fox" --max-new-tokens=64 \
+    --temperature=0.8 --top-p=0.95 --seed=7
   echo "== llm_chatbot, non-interactive (the demo model's chat template, two turns)"
-  printf 'Tell me a story about a cat.\nHello!\n' | "$bin/llm_chatbot" --model="$model" --max_new_tokens=120
+  printf 'Tell me a story about a cat.\nHello!\n' | "$bin/llm_chatbot" --model="$model" --max-new-tokens=120
   echo "== next: build/bin/llm_chatbot --model=<any llama/qwen2 GGUF, e.g. tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf>"
 }

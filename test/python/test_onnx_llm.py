@@ -49,8 +49,8 @@ def test_text_generation_model_on_an_onnx_folder(shared_testdata):
 def test_llm_generate_with_text_and_with_ids(shared_testdata):
     ref = reference(shared_testdata, "tiny-random-LlamaForCausalLM-fp16")
     model = str(shared_testdata / "onnx" / "tiny-random-LlamaForCausalLM-fp16" / "model.onnx")
-    for prompt in (["--prompt", "Once upon a time"], ["--prompt-ids", ",".join(map(str, ref["promptIds"]))]):
-        r = subprocess.run([str(BIN / "llm_generate"), "--model", model, *prompt, "--max-new-tokens", "16",
+    for prompt in ("--prompt=Once upon a time", "--prompt-ids=" + ",".join(map(str, ref["promptIds"]))):
+        r = subprocess.run([str(BIN / "llm_generate"), f"--model={model}", prompt, "--max-new-tokens=16",
                             "--print-token-ids"], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
         assert ids_line(r.stdout, "prompt_ids") == ref["promptIds"]

@@ -2,8 +2,8 @@
 """Runs llama.cpp's llama-bench and our llm_bench on the same GGUF files with the same threads,
 in one run, and prints the speeds side by side with their ratios.
 
-    tools/bench/compare_with_llama_bench.py --llama-bench PATH [--threads 1,2]
-        [--prompt-tokens 512] [--gen-tokens 128] [--repetitions 3] MODEL.gguf...
+    tools/bench/compare_with_llama_bench.py --llama-bench=PATH [--threads=1,2]
+        [--prompt-tokens=512] [--gen-tokens=128] [--repetitions=3] MODEL.gguf...
 
 llama-bench is built outside the repository from the llama.cpp source bundled in the npm package
 node-llama-cpp@3.21.1 (see doc/performance.md for the commands); it is not part of the project.
@@ -28,8 +28,8 @@ def llama_bench(exe, model, threads, p, n, reps):
 
 
 def ours(exe, model, threads, p, n, reps):
-    out = subprocess.run([exe, "--model", model, "--threads", str(threads), "--prompt-tokens", str(p),
-                          "--gen-tokens", str(n), "--repetitions", str(reps)],
+    out = subprocess.run([exe, f"--model={model}", f"--threads={threads}", f"--prompt-tokens={p}",
+                          f"--gen-tokens={n}", f"--repetitions={reps}"],
                          capture_output=True, text=True, check=True).stdout
     pp = float(re.search(rf"^pp{p}: ([0-9.]+) tok/s", out, re.M).group(1))
     tg = float(re.search(rf"^tg{n}: ([0-9.]+) tok/s", out, re.M).group(1))
