@@ -76,6 +76,21 @@ VARIANTS = {
     "onnx23_gqa_rope_partial_interleaved_q4_b32": "--attention onnx23 --rotary-interleaved 1 --rotary-dim 8 --heads 8 "
                                                   "--kv-heads 2 --head-size 16 --hidden 128 --ffn 256 --vocab 384 "
                                                   "--bits 4 --block-size 32 --seed 3",
+    # 2-bit MatMulNBits (four elements per byte), block 16 with zero points (ffn 160 = 10 blocks: the
+    # zero points' last byte is half padding).
+    "gqa_rotary_q2_b16_zp": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 160 "
+                            "--vocab 256 --bits 2 --block-size 16 --zero-points --seed 6",
+    # 2-bit symmetric (zero point 2), block 64 over K = 96 and 160: the last block zero-padded.
+    "gqa_rotary_q2_b64": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 16 --hidden 96 --ffn 160 "
+                         "--vocab 256 --bits 2 --block-size 64 --seed 8",
+    # bfloat16 weights (Cast to float32 where used; fp32 activations): gqa_rotary_fp32's arguments and
+    # seed, so its weights rounded to bfloat16.
+    "gqa_rotary_bf16_weights": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 160 "
+                               "--vocab 256 --bf16-weights --seed 5",
+    # fp32 MultiHeadAttention whose attention_bias subgraph offsets the causal mask by the past length,
+    # so ONNX Runtime runs the append step (mha_fp16's builder mask refuses it).
+    "mha_fp32_offset_mask": "--attention mha --heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 "
+                            "--vocab 256 --mha-mask offset --seed 9",
 }
 
 

@@ -5,8 +5,10 @@ Usage: make_synthetic_models.py OUTPUT_DIR
 
 Each oracle file records the exact tools/gguf/make_synthetic_model.py command and the sha256 of
 the model llama.cpp was run on; the model is made again here and must have the same bytes, so
-the stored llama.cpp outputs apply to it. Also writes a GGUF v2 / alignment 64 variant of the
-llama F32 model (same weights, so llama.cpp's F32 outputs apply to it as well).
+the stored llama.cpp outputs apply to it. The same for test/data/oracle/rope_*.nlc.json (RoPE
+scaling) and the model without scaling that each of those records under "unscaled". Also writes
+a GGUF v2 / alignment 64 variant of the llama F32 model (same weights, so llama.cpp's F32 outputs
+apply to it as well).
 """
 import glob
 import hashlib
@@ -36,16 +38,19 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     failures = []
-    oracles = sorted(glob.glob(os.path.join(ROOT, "test", "data", "oracle", "synthetic_*.nlc.json")))
+    oracle_dir = os.path.join(ROOT, "test", "data", "oracle")
+    oracles = sorted(glob.glob(os.path.join(oracle_dir, "synthetic_*.nlc.json")) +
+                     glob.glob(os.path.join(oracle_dir, "rope_*.nlc.json")))
     for oracle in oracles:
         with open(oracle) as f:
             ref = json.load(f)
-        path = os.path.join(out_dir, ref["model_file"])
-        if not (os.path.exists(path) and sha256(path) == ref["model_sha256"]):
-            run_generator(ref["generator"], path)
-            if sha256(path) != ref["model_sha256"]:
-                failures.append(f"{ref['model_file']}: sha256 differs from the oracle's model "
-                                f"(numpy {ref['numpy']} made it)")
+        for model in [ref] + ([ref["unscaled"]] if "unscaled" in ref else []):
+            path = os.path.join(out_dir, model["model_file"])
+            if not (os.path.exists(path) and sha256(path) == model["model_sha256"]):
+                run_generator(model["generator"], path)
+                if sha256(path) != model["model_sha256"]:
+                    failures.append(f"{model['model_file']}: sha256 differs from the oracle's model "
+                                    f"(numpy {ref['numpy']} made it)")
     variant = os.path.join(out_dir, "synthetic_llama_F32_v2_align64.gguf")
     run_generator("python3 tools/gguf/make_synthetic_model.py --arch llama --type F32 --shape tiny "
                   "--seed 27 --version 2 --alignment 64 --out x", variant)

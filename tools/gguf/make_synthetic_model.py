@@ -2,7 +2,8 @@
 """Write a random-weight Llama-family GGUF model that llama.cpp loads.
 
     make_synthetic_model.py --arch llama|qwen2 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
-                            [--tied] [--dequant-f32] [--version 3]
+                            [--tied] [--dequant-f32] [--version 3] [--context-length N]
+                            [--rope-scaling linear|llama3 --rope-factor F ...]
 
 --type  F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K: "pure" files, every 2-D weight
         (token_embd and output included) in that type, like `llama-quantize --pure`.
@@ -16,6 +17,17 @@
         quantized file decodes to (per quants.py): an "F32 twin" for checking a quantized
         file's decoding against an implementation that is known to be right for F32.
 --tied  no output.weight: the output projection shares token_embd.
+--context-length N  <arch>.context_length (default: the shape's n_ctx).
+--rope-scaling  linear: <arch>.rope.scaling.type = "linear" and <arch>.rope.scaling.factor =
+        --rope-factor (llama.cpp then turns pair i by pos / factor * base^(-2i/n_rot)).
+        llama3: no scaling keys, but a rope_freqs.weight tensor (F32, n_rot/2, first in the file)
+        of per-pair frequency factors computed as llama.cpp's convert_hf_to_gguf.py does for a
+        Llama 3.1 checkpoint's rope_scaling {rope_type llama3, factor, low_freq_factor,
+        high_freq_factor, original_max_position_embeddings} (--rope-factor, --rope-low-freq-factor,
+        --rope-high-freq-factor, --rope-original-context): pair i turns by
+        pos * base^(-2i/n_rot) / rope_freqs[i]. llama only (llama.cpp's qwen2 graph has no
+        rope_freqs tensor). The weights do not depend on these options: a model made without them
+        is the same model with scaling ignored.
 
 Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256),
         tinyllama (2048, 22 layers, 32/4 heads, FFN 5632, vocab 32000, ctx 2048),
@@ -122,6 +134,25 @@ EMBD_SIGMA = 0.05  # small, so the layers (not the current token's own embedding
                    # token win every prediction
 
 
+def llama3_rope_factors(n_rot, base, factor, low_freq_factor, high_freq_factor, original_context):
+    """Per-pair frequency factors, as convert_hf_to_gguf.py's LlamaModel computes rope_freqs for
+    rope_type llama3 (float32 inverse frequencies, python floats for the rest)."""
+    freqs = 1.0 / (np.float32(base) ** (np.arange(0, n_rot, 2, dtype=np.float32) / np.float32(n_rot)))
+    low_freq_wavelen = original_context / low_freq_factor
+    high_freq_wavelen = original_context / high_freq_factor
+    factors = []
+    for freq in freqs.astype(np.float32):
+        wavelen = 2 * math.pi / float(freq)
+        if wavelen < high_freq_wavelen:
+            factors.append(1.0)
+        elif wavelen > low_freq_wavelen:
+            factors.append(factor)
+        else:
+            smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            factors.append(1.0 / ((1.0 - smooth) / factor + smooth))
+    return np.asarray(factors, dtype=np.float32)
+
+
 def make_values(name, npshape, kind, shape, seed, tied=False):
     """Deterministic float32 values of one tensor."""
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
@@ -206,6 +237,8 @@ def build(args):
     if args.type not in ("F32", "F16", "BF16") and not args.dequant_f32:
         w.add_uint32("general.quantization_version", 2)
     w.add_uint32(arch + ".vocab_size", shape["n_vocab"])
+    if args.context_length:
+        shape["n_ctx"] = args.context_length
     w.add_uint32(arch + ".context_length", shape["n_ctx"])
     w.add_uint32(arch + ".embedding_length", shape["n_embd"])
     w.add_uint32(arch + ".block_count", shape["n_layer"])
@@ -215,9 +248,17 @@ def build(args):
     w.add_float32(arch + ".attention.layer_norm_rms_epsilon", ad["rms_eps"])
     w.add_float32(arch + ".rope.freq_base", ad["rope_base"])
     w.add_uint32(arch + ".rope.dimension_count", hd)
+    if args.rope_scaling == "linear":
+        w.add_string(arch + ".rope.scaling.type", "linear")
+        w.add_float32(arch + ".rope.scaling.factor", args.rope_factor)
     tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from)
 
     hist = {}
+    if args.rope_scaling == "llama3":
+        factors = llama3_rope_factors(hd, ad["rope_base"], args.rope_factor, args.rope_low_freq_factor,
+                                      args.rope_high_freq_factor, args.rope_original_context)
+        w.add_tensor("rope_freqs.weight", [hd // 2], GGMLType.F32, factors.astype("<f4").view(np.uint8))
+        hist["F32"] = 1
     for name, npshape, kind, layer in tensor_specs(shape, arch, tied):
         dims = list(reversed(npshape))
         if len(npshape) == 1:
@@ -247,11 +288,21 @@ def main(argv=None):
     ap.add_argument("--dequant-f32", action="store_true")
     ap.add_argument("--version", type=int, choices=(2, 3), default=3)
     ap.add_argument("--alignment", type=int, default=32)
+    ap.add_argument("--context-length", type=int, default=0, help="default: the shape's")
+    ap.add_argument("--rope-scaling", choices=("none", "linear", "llama3"), default="none")
+    ap.add_argument("--rope-factor", type=float, default=8.0)
+    ap.add_argument("--rope-low-freq-factor", type=float, default=1.0)
+    ap.add_argument("--rope-high-freq-factor", type=float, default=4.0)
+    ap.add_argument("--rope-original-context", type=int, default=8192)
     ap.add_argument("--vocab-from", default=DEFAULT_VOCAB,
                     help="GGUF whose tokenizer.* keys are copied when the vocab size is 512")
     ap.add_argument("--out", required=True)
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if args.rope_scaling == "llama3" and args.arch != "llama":
+        ap.error("--rope-scaling llama3 needs --arch llama (llama.cpp reads rope_freqs.weight only there)")
+    if args.rope_scaling != "none" and not args.rope_factor > 0:
+        ap.error("--rope-factor must be positive")
     t0 = time.time()
     w, hist, tok = build(args)
     tmp = args.out + ".tmp"

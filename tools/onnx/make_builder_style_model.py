@@ -20,7 +20,10 @@ Attention kinds:
   gqa         com.microsoft RotaryEmbedding on q and k (position_ids input), then
               GroupQueryAttention with do_rotary=0.
   mha         com.microsoft RotaryEmbedding on q and k, MultiHeadAttention with the builder's 4-D
-              attention_bias (causal + padding) subgraph built from attention_mask.
+              attention_bias (causal + padding) subgraph built from attention_mask. Its causal part
+              is [seq, seq] Expanded to [seq, past + seq], which ONNX Runtime refuses for several
+              new tokens after a cached prefix; --mha-mask offset builds it [seq, past + seq]
+              instead (query i sees keys 0 .. past + i), so that step runs.
   onnx23      the standard ONNX opset-23 operators instead of the com.microsoft ones, as a model
               exported with opset 23 has them (opset_import ai.onnx 23, ir_version 11; com.microsoft
               only for MatMulNBits): RMSNormalization(X, scale; axis=-1, epsilon, stash_type=1)
@@ -34,6 +37,13 @@ Attention kinds:
               the past length (query i attends keys 0..past+i, as the ONNX reference
               implementation and ONNX Runtime do it), so the graph has no attention_mask input
               (inputs: input_ids, position_ids, past_key_values.N.key|value).
+
+Weights: --precision's float type, or MatMulNBits with --bits 2 / 4 / 8 (2 bits: four elements
+per byte, element k of a block in bits 2*(k%4) of byte k/4, as the contrib-op spec packs them), or
+--bf16-weights: every float initializer but cos/sin_cache stored as bfloat16 and Cast to float32
+where it is used (the embedding after its Gather), with float32 activations: ONNX Runtime's CPU
+provider has no bfloat16 MatMul / normalization / attention kernels, so this is the form of a
+bfloat16 checkpoint it runs.
 
 Made with Debian's python3-onnx 1.12: the contrib ops are not known to its checker, so the model
 is assembled with onnx.helper and not checked (1.12 has no opset-23 schemas either).
@@ -68,8 +78,14 @@ def parse_args(argv):
     p.add_argument("--rotary-dim", type=int, default=0, help="rotated dims per head; 0 = head size (partial rotary if less)")
     p.add_argument("--precision", choices=["fp32", "fp16"], default="fp32",
                    help="activations, graph inputs/outputs, KV cache and float weights")
-    p.add_argument("--bits", type=int, choices=[0, 4, 8], default=0,
-                   help="0: float MatMul; 4 or 8: com.microsoft MatMulNBits for every projection and lm_head")
+    p.add_argument("--bits", type=int, choices=[0, 2, 4, 8], default=0,
+                   help="0: float MatMul; 2, 4 or 8: com.microsoft MatMulNBits for every projection and lm_head")
+    p.add_argument("--bf16-weights", action="store_true",
+                   help="float initializers (not cos/sin_cache) as bfloat16, each Cast to float32 where used; "
+                        "needs --precision fp32 and --bits 0")
+    p.add_argument("--mha-mask", choices=["builder", "offset"], default="builder",
+                   help="--attention mha: the builder's causal bias ([seq, seq] Expanded; no multi-token step "
+                        "after a cached prefix) or one offset by the past length")
     p.add_argument("--block-size", type=int, choices=[16, 32, 64, 128], default=32)
     p.add_argument("--zero-points", action="store_true", help="asymmetric quantization with packed uint8 zero_points")
     p.add_argument("--accuracy-level", type=int, choices=[0, 1, 2, 3, 4], default=0,
@@ -101,6 +117,10 @@ def parse_args(argv):
         p.error("--attention mha needs --kv-heads == --heads (MultiHeadAttention has no grouped KV heads)")
     if a.heads % a.kv_heads:
         p.error("--heads must be a multiple of --kv-heads")
+    if a.bf16_weights and (a.precision != "fp32" or a.bits):
+        p.error("--bf16-weights needs --precision fp32 and --bits 0")
+    if a.mha_mask != "builder" and a.attention != "mha":
+        p.error("--mha-mask needs --attention mha")
     if rotary_dim % 2 or rotary_dim > a.head_size:
         p.error("--rotary-dim must be even and <= --head-size")
     return a
@@ -138,6 +158,14 @@ class GraphBuilder:
                                                value=numpy_helper.from_array(value, key)))
         return key
 
+    def float_weight(self, name, array):
+        """A float initializer in the weight type; with --bf16-weights a bfloat16 one (float32 rounded
+        to nearest even) and a Cast to float32, whose output is returned."""
+        if not self.a.bf16_weights:
+            return self.initializer(name, array.astype(self.np_float))
+        self.initializers.append(bf16_tensor(name, array))
+        return self.node("Cast", f"{name}/Cast", [name], to=TensorProto.FLOAT)
+
     def normal(self, shape, std):
         return (self.rng.standard_normal(shape) * std).astype(np.float32)
 
@@ -151,10 +179,9 @@ class GraphBuilder:
         if self.a.bits:
             y = self.matmul_nbits(f"{prefix}/MatMul", x, init_name, weight, outputs)
         else:
-            self.initializer(init_name, weight.astype(self.np_float))
-            y = self.node("MatMul", f"{prefix}/MatMul", [x, init_name], outputs)
+            y = self.node("MatMul", f"{prefix}/MatMul", [x, self.float_weight(init_name, weight)], outputs)
         if bias is not None:
-            bias_name = self.initializer(f"{name}.Add.bias", bias.astype(self.np_float))
+            bias_name = self.float_weight(f"{name}.Add.bias", bias)
             y = self.node("Add", f"{prefix}/Add", [y, bias_name], [output] if output else None)
         return y
 
@@ -189,6 +216,12 @@ class GraphBuilder:
             zp_padded = np.zeros((n, k_blocks + (k_blocks & 1)), np.uint8)
             zp_padded[:, :k_blocks] = zero_point
             packed_zp = zp_padded[:, 0::2] | (zp_padded[:, 1::2] << 4)
+        elif bits == 2:
+            packed_b = q[:, :, 0::4] | (q[:, :, 1::4] << 2) | (q[:, :, 2::4] << 4) | (q[:, :, 3::4] << 6)
+            zp_padded = np.zeros((n, -(-k_blocks // 4) * 4), np.uint8)
+            zp_padded[:, :k_blocks] = zero_point
+            packed_zp = (zp_padded[:, 0::4] | (zp_padded[:, 1::4] << 2) | (zp_padded[:, 2::4] << 4)
+                         | (zp_padded[:, 3::4] << 6))
         else:
             packed_b, packed_zp = q, zero_point
         inputs = [x, self.initializer(f"{init_name}_Q{bits}", packed_b)]
@@ -225,7 +258,8 @@ class GraphBuilder:
         additive bias = causal part (0 on/below the diagonal of the new tokens, float min above;
         built [1, 1, seq, seq] and Expanded to [batch, 1, seq, total], so it only broadcasts when
         past is empty or seq is 1, as in the builder) + padding part (float min where
-        attention_mask is 0)."""
+        attention_mask is 0). --mha-mask offset: the causal part is built [seq, total] directly,
+        row i allowing columns 0 .. past + i."""
         i64 = lambda v: self.constant(np.array(v, np.int64))
         f_min = np.finfo(self.np_float).min
         base = "/model/attn_mask_reformat"
@@ -243,7 +277,8 @@ class GraphBuilder:
         seq_1d_a = self.node("Unsqueeze", f"{ids}/Unsqueeze_4", [seq, i64([0])])
         seq_1d_b = self.node("Unsqueeze", f"{ids}/Unsqueeze_5", [seq, i64([0])])
         seq_1d_c = self.node("Unsqueeze", f"{ids}/Unsqueeze_6", [seq, i64([0])])
-        seq_seq = self.node("Concat", f"{ids}/Concat_2", [seq_1d_a, seq_1d_b], axis=0)
+        offset = self.a.mha_mask == "offset"
+        seq_seq = self.node("Concat", f"{ids}/Concat_2", [seq_1d_a, total_1d if offset else seq_1d_b], axis=0)
         min_fill = self.node("ConstantOfShape", f"{ids}/ConstantOfShape_2", [seq_seq],
                              value=numpy_helper.from_array(np.array([f_min], self.np_float)))
         # row index + 1 as a column [seq, 1], column index as a row: Less gives the causal lower triangle
@@ -256,7 +291,13 @@ class GraphBuilder:
         n = self.node("Slice", f"{ids}/Slice_2", [shape_5, i64([-1]), i64([np.iinfo(np.int64).max]), i64([0])])
         n = self.node("Squeeze", f"{ids}/Squeeze_2", [n, i64([0])])
         cols = self.node("Range", f"{ids}/Range", [i64(0), n, i64(1)])
-        rows_plus_1 = self.node("Add", f"{ids}/Add_2", [cols, i64(1)])
+        if offset:  # past + i + 1 for the new tokens' rows i, as a column [seq, 1]
+            first = self.node("Add", f"{ids}/Add_3", [past_len, i64(1)])
+            stop = self.node("Add", f"{ids}/Add_4", [total, i64(1)])
+            rows_plus_1 = self.node("Range", f"{ids}/Range_1", [first, stop, i64(1)])
+            column_shape = self.node("Concat", f"{ids}/Concat_4", [seq_1d_b, i64([1])], axis=0)
+        else:
+            rows_plus_1 = self.node("Add", f"{ids}/Add_2", [cols, i64(1)])
         rows_plus_1 = self.node("Reshape", f"{ids}/Reshape", [rows_plus_1, column_shape])
         lower = self.node("Less", f"{ids}/Less", [cols, rows_plus_1])
         causal = self.node("Where", f"{ids}/Where_2", [lower, self.constant(np.array(0, self.np_float)), min_fill])
@@ -360,7 +401,7 @@ class GraphBuilder:
         return self.linear(f"model.layers.{i}.mlp.down_proj", prod, self.normal((a.ffn, a.hidden), 0.1))
 
     def norm_weight(self, name):
-        return self.initializer(name, (1.0 + self.normal(self.a.hidden, 0.1)).astype(self.np_float))
+        return self.float_weight(name, 1.0 + self.normal(self.a.hidden, 0.1))
 
     def rms_norm(self, name, x, weight, output=None):
         """RMS norm without a residual Add: SimplifiedLayerNormalization (ai.onnx domain, onnxruntime's)
@@ -394,8 +435,14 @@ class GraphBuilder:
         else:
             mask_inputs = self.gqa_mask_inputs()
         self.rotary_caches()
-        embed = self.initializer("model.embed_tokens.weight", self.normal((a.vocab, a.hidden), 0.5).astype(self.np_float))
-        residual = self.node("Gather", "/model/embed_tokens/Gather", [embed, "input_ids"])
+        table = self.normal((a.vocab, a.hidden), 0.5)
+        if a.bf16_weights:     # rows gathered in bfloat16, then Cast
+            self.initializers.append(bf16_tensor("model.embed_tokens.weight", table))
+            residual = self.node("Gather", "/model/embed_tokens/Gather", ["model.embed_tokens.weight", "input_ids"])
+            residual = self.node("Cast", "/model/embed_tokens/Cast", [residual], to=TensorProto.FLOAT)
+        else:
+            embed = self.initializer("model.embed_tokens.weight", table.astype(self.np_float))
+            residual = self.node("Gather", "/model/embed_tokens/Gather", [embed, "input_ids"])
         normed = self.rms_norm("/model/layers.0/input_layernorm", residual,
                                self.norm_weight("model.layers.0.input_layernorm.weight"))
         for i in range(a.layers):
@@ -436,6 +483,19 @@ class GraphBuilder:
                                   opset_imports=opsets)
         model.ir_version = IR_VERSION_ONNX23 if onnx23 else IR_VERSION
         return model
+
+
+def bf16_tensor(name, array):
+    """A BFLOAT16 TensorProto (raw little-endian bits) of float32 values rounded to nearest even
+    (python3-onnx 1.12's numpy_helper has no bfloat16)."""
+    bits = np.ascontiguousarray(array, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+    t = TensorProto()
+    t.name = name
+    t.data_type = TensorProto.BFLOAT16
+    t.dims.extend(array.shape)
+    t.raw_data = rounded.tobytes()
+    return t
 
 
 def genai_config(a):

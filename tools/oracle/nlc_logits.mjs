@@ -6,7 +6,7 @@
 //   node nlc_logits.mjs MODEL.gguf [--ids "1 403 407 261 378"] [--top 20] [--n 8] [--kv F32|F16]
 //                       [--ctx 256] [--generator "command line"] [--seed N] [--label key=value]...
 //                       [--also-kv F16] [--twin TWIN.gguf --twin-generator "command line"]
-//                       [--out result.json]
+//                       [--unscaled PLAIN.gguf --unscaled-generator "command line"] [--out result.json]
 //
 //   --kv          KV-cache type of the main run (default F32: llama.cpp then matches exact F32 math
 //                 to ~1e-5 on F32 weights; llama.cpp's own default is F16).
@@ -14,6 +14,9 @@
 //                 weights the difference shows llama.cpp's own noise: its quantized matmuls round the
 //                 activations to 8 bits, so any upstream change re-rolls that rounding.
 //   --twin FILE   also evaluate FILE (e.g. the --dequant-f32 twin of MODEL), stored under "twin".
+//   --unscaled FILE  also evaluate FILE, the same model without its RoPE scaling (made by the same
+//                 generator command minus the scaling options), stored under "unscaled": how far
+//                 the outputs move when the scaling is ignored.
 //   --label k=v   extra top-level fields (strings; numbers and true/false are converted).
 //
 // node-llama-cpp is looked up next to this script first, then in $NLC_DIR (default /work/oracle,
@@ -26,7 +29,8 @@ import {pathToFileURL} from "node:url";
 
 function parseArgs(argv) {
     const o = {ids: "1 403 407 261 378", top: 20, n: 8, kv: "F32", ctx: 256, generator: null, seed: null,
-        out: null, model: null, alsoKv: null, twin: null, twinGenerator: null, labels: {}};
+        out: null, model: null, alsoKv: null, twin: null, twinGenerator: null, unscaled: null,
+        unscaledGenerator: null, labels: {}};
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         const val = () => {
@@ -44,6 +48,8 @@ function parseArgs(argv) {
         else if (a === "--also-kv") o.alsoKv = val().toUpperCase();
         else if (a === "--twin") o.twin = val();
         else if (a === "--twin-generator") o.twinGenerator = val();
+        else if (a === "--unscaled") o.unscaled = val();
+        else if (a === "--unscaled-generator") o.unscaledGenerator = val();
         else if (a === "--label") {
             const kv = val();
             const eq = kv.indexOf("=");
@@ -127,10 +133,11 @@ async function evaluate(llama, modelPath, kv, topK, nGen) {
     return {kv_cache_type: kv, n_vocab: nVocab, top1_p: top[0].p, top_k: top, greedy_ids: greedy, greedy_steps: steps};
 }
 
-// JSON with short arrays / small objects kept on one line.
+// JSON with short arrays / small objects and arrays of numbers kept on one line.
 function pretty(v, ind = "") {
     const flat = JSON.stringify(v);
     if (flat.length <= 100 || v === null || typeof v !== "object") return flat;
+    if (Array.isArray(v) && v.every(x => typeof x === "number")) return flat;
     const ind2 = ind + " ";
     if (Array.isArray(v)) return "[\n" + v.map(x => ind2 + pretty(x, ind2)).join(",\n") + "\n" + ind + "]";
     return "{\n" + Object.entries(v).map(([k, x]) => ind2 + JSON.stringify(k) + ": " + pretty(x, ind2)).join(",\n")
@@ -162,6 +169,11 @@ if (opt.twin) {
     const ti = fileInfo(opt.twin);
     const tw = await evaluate(llama, opt.twin, opt.kv, opt.top, opt.n);
     result.twin = {generator: opt.twinGenerator, model_file: ti.file, model_bytes: ti.bytes, model_sha256: ti.sha256, ...tw};
+}
+if (opt.unscaled) {
+    const ui = fileInfo(opt.unscaled);
+    const un = await evaluate(llama, opt.unscaled, opt.kv, opt.top, opt.n);
+    result.unscaled = {generator: opt.unscaledGenerator, model_file: ui.file, model_bytes: ui.bytes, model_sha256: ui.sha256, ...un};
 }
 result.settings = {
     add_bos: false, tokenizer: "none (raw ids)",
