@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
+#include <iostream>
 #include <thread>
 
 #include "test_common.hpp"
@@ -185,6 +187,53 @@ TEST(TextGeneration, chatTurnsReuseTheConversation)
     while (!fresh.isDone())
         expected += fresh.next();
     EXPECT_EQ(second, expected);
+}
+
+// Chat reuses the KV cache: the second turn runs through the Net only the tokens the cache does
+// not hold yet. The expected count comes from the template and the tokenizer: the second
+// turn's prompt minus its longest prefix that the cache holds (the first turn's prompt and
+// reply). The pages the first turn wrote are also watched through a fork that shares them: a
+// second turn that rewrote them (ran the whole conversation again) would leave none shared.
+TEST(TextGeneration, chatTurnRunsOnlyItsNewTokensThroughTheNet)
+{
+    TextGenerationModel model(stories());
+    model.setChatTemplate("zephyr");
+    model.resetConversation("You tell stories.");
+    Ptr<Tokenizer> tokenizer = model.getTokenizer();
+    Net net = model.getNetwork();
+    Ptr<KVCache> cache = getLLMKVCache(net);
+
+    const String first = model.chat("Tell me about Lily.", greedy(24));
+    const std::vector<int> turn1 = tokenizer->encode(
+        model.applyChatTemplate({"system", "user"}, {"You tell stories.", "Tell me about Lily."}), true, true);
+    EXPECT_EQ(model.getPromptTokenIds(), turn1);
+    EXPECT_EQ(model.getLastPrefillTokenCount(), (int)turn1.size());  // nothing was cached before
+
+    // What the cache holds now: a prefix of the first turn's prompt and reply.
+    std::vector<int> cached = turn1;
+    const std::vector<int> reply = model.getGeneratedTokenIds();
+    cached.insert(cached.end(), reply.begin(), reply.end());
+    const int held = cache->getSequenceLength(0);
+    ASSERT_GE(held, (int)turn1.size());
+    ASSERT_LE(held, (int)cached.size());
+    cached.resize(held);
+    cache->forkSequence(0, 1);  // shares the first turn's pages
+
+    const String second = model.chat("And then?", greedy(12));
+    const std::vector<int> turn2 = tokenizer->encode(
+        model.applyChatTemplate({"system", "user", "assistant", "user"},
+                                {"You tell stories.", "Tell me about Lily.", first, "And then?"}), true, true);
+    EXPECT_EQ(model.getPromptTokenIds(), turn2);
+    size_t reused = 0;
+    while (reused < cached.size() && reused + 1 < turn2.size() && cached[reused] == turn2[reused])
+        reused++;
+    ASSERT_GT(reused, turn1.size()) << "the scenario should reuse the first turn and part of its reply";
+    std::cout << "second turn: " << turn2.size() << " prompt tokens, " << reused << " of them cached; "
+              << model.getLastPrefillTokenCount() << " run through the Net" << std::endl;
+    EXPECT_EQ(model.getLastPrefillTokenCount(), (int)(turn2.size() - reused));
+    const int page = cache->getPageSize();
+    ASSERT_GE((int)reused, 2 * page) << "too short to watch whole pages";
+    EXPECT_GE(cache->getPagesShared(), (int)reused / page);
 }
 
 TEST(TextGeneration, wrongInputIsAnError)

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -252,26 +253,65 @@ TEST(Tokenizer, any_bytes_can_be_encoded)
     EXPECT_EQ("a\xEF\xBF\xBD" "b", gpt2->decode(gpt2->encode("a\xFF" "b", false, false), false));
 }
 
-TEST(Tokenizer, encoding_kilobytes_takes_milliseconds)
+// CPU time of the calling thread (the tokenizers run on it alone): other processes of a busy
+// machine take turns on the cores without adding to it, as they would to wall-clock time.
+double threadCpuMs()
 {
+#ifdef CLOCK_THREAD_CPUTIME_ID
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+#else
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+#endif
+}
+
+// Encoding time grows linearly with the text, so that a long prompt cannot stall a tokenizer.
+// No wall-clock limit, which a loaded machine could trip: the CPU time for 8 times the text
+// is compared with the CPU time for the text, each the best of 3 runs taken in turn. Linear
+// time gives a ratio near 8 (measured: 5 to 14, also with four busy processes on two cores),
+// quadratic time near 64; the bound 24 lies between. Texts that take under kFloorMs count as
+// kFloorMs, so that timer noise on very fast runs cannot make a ratio.
+TEST(Tokenizer, encodingTimeGrowsLinearlyWithTheText)
+{
+    const double kGrowth = 8, kMaxRatio = 24, kFloorMs = 0.2;
     std::string prose;
     for (const std::string& text : llm_test::readVocabInputs("gpt-2"))
         prose += text + "\n";
     while (prose.size() < 8192)
         prose += prose;
     const std::string letters(20000, 'a'), digits(20000, '7'), spaces(20000, ' ');
+    auto repeated = [&](const std::string& text) {
+        std::string out;
+        for (int i = 0; i < (int)kGrowth; i++)
+            out += text;
+        return out;
+    };
     for (const char* name : kVocabularies)
     {
         std::shared_ptr<Tokenizer> tokenizer = loadTokenizer(name);
         for (const std::string& text : {prose, letters, digits, spaces})
         {
-            const auto start = std::chrono::steady_clock::now();
-            const std::vector<int> ids = tokenizer->encode(text, false, true);
-            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-            EXPECT_TRUE(!ids.empty() || text == spaces) << name;
-            std::cout << name << ": " << text.size() << " bytes in " << ms << " ms" << std::endl;
-            // Generous for a loaded machine: the point is that nothing is quadratic.
-            EXPECT_LT(ms, 250.0) << name << ": " << text.size() << " bytes took " << ms << " ms";
+            const std::string longer = repeated(text);
+            auto encodeMs = [&](const std::string& t) {
+                const double start = threadCpuMs();
+                const std::vector<int> ids = tokenizer->encode(t, false, true);
+                const double ms = threadCpuMs() - start;
+                EXPECT_TRUE(!ids.empty() || text == spaces) << name;
+                return ms;
+            };
+            double shortMs = 1e30, longMs = 1e30;
+            for (int run = 0; run < 3; run++)
+            {
+                shortMs = std::min(shortMs, encodeMs(text));
+                longMs = std::min(longMs, encodeMs(longer));
+            }
+            const double ratio = longMs / std::max(shortMs, kFloorMs);
+            std::cout << name << ": " << text.size() << " bytes in " << shortMs << " ms, " << longer.size()
+                      << " bytes in " << longMs << " ms (x" << ratio << ")" << std::endl;
+            EXPECT_LT(ratio, kMaxRatio) << name << ": " << kGrowth << " times the text (" << text.size()
+                                        << " bytes, first byte '" << text[0] << "') took " << ratio
+                                        << " times as long: worse than linear";
         }
     }
 }

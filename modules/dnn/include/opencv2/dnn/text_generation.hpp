@@ -121,6 +121,10 @@ public:
     CV_WRAP std::vector<int> getPromptTokenIds() const;
     //! Token ids generated since the last start (stop tokens excluded).
     CV_WRAP std::vector<int> getGeneratedTokenIds() const;
+    /** @brief How many tokens of the last prompt were run through the Net; the rest of the
+    prompt (a prefix the KV cache already held, e.g. the earlier turns of a chat) was not
+    processed again. */
+    CV_WRAP int getLastPrefillTokenCount() const;
 
     CV_WRAP Ptr<Tokenizer> getTokenizer() const;
     CV_WRAP Net getNetwork() const;

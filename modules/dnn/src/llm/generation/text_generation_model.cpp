@@ -54,6 +54,7 @@ struct TextGenerationModel::Impl
     GenerationConfig generationDefaults;  // the model's recommended sampling settings
     Ptr<llm::PagedKVCache> cache;
     std::vector<int> fed;         // tokens of sequence 0 whose keys and values the cache holds
+    int lastPrefillCount = 0;     // tokens of the last prompt that prefill() ran through the Net
     int contextLength = 0;
 
     // Conversation for chat().
@@ -111,6 +112,7 @@ struct TextGenerationModel::Impl
         common = std::min(common, prompt.size() - 1);  // the last token must be fed for its logits
         truncateLLMState(net, (int)common);
         fed.resize(common);
+        lastPrefillCount = (int)(prompt.size() - common);
         return forward(std::vector<int>(prompt.begin() + common, prompt.end()));
     }
 
@@ -334,6 +336,11 @@ std::vector<int> TextGenerationModel::getPromptTokenIds() const
 std::vector<int> TextGenerationModel::getGeneratedTokenIds() const
 {
     return impl->completion ? impl->completion->generated() : std::vector<int>();
+}
+
+int TextGenerationModel::getLastPrefillTokenCount() const
+{
+    return impl->lastPrefillCount;
 }
 
 String TextGenerationModel::next()
