@@ -23,10 +23,27 @@ PROMPT = "The cat and the dog played. The"
 DRAWS = 2000  # first tokens per case, in one --parallel run (completion i uses seed S + i)
 
 
+FLAGS_WITHOUT_VALUE = {"--tokenize-only", "--print-token-ids"}
+
+
+def command_line(args):
+    """("--top-k", "4", "--print-token-ids") -> ["--top-k=4", "--print-token-ids"]: the samples'
+    --key=value form."""
+    out, i = [], 0
+    while i < len(args):
+        if args[i] in FLAGS_WITHOUT_VALUE:
+            out.append(args[i])
+            i += 1
+        else:
+            out.append(f"{args[i]}={args[i + 1]}")
+            i += 2
+    return out
+
+
 def run(*args):
     # errors="replace": a completion may end inside a UTF-8 character
-    r = subprocess.run([str(BIN / "llm_generate"), *args], capture_output=True, text=True, errors="replace",
-                       timeout=120)
+    r = subprocess.run([str(BIN / "llm_generate"), *command_line(args)], capture_output=True, text=True,
+                       errors="replace", timeout=120)
     assert r.returncode == 0, r.stderr
     return r.stdout
 

@@ -48,7 +48,7 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   fi
   if selected fuzz_tokenizer; then
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
-      "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/mapped_file.cpp \
+      "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/*.cpp \
       "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
   fi
   if selected fuzz_kv_cache; then

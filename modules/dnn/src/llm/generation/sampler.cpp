@@ -12,7 +12,23 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-Sampler::Sampler(const SamplingParams& params, uint64 seed) : params_(params), rng_(seed ? seed : 0x9E3779B97F4A7C15ull)
+namespace {
+
+// cv::RNG is a multiply-with-carry generator whose first outputs for nearby states are nearly
+// equal (seeds s and s + 33 drew the same first token 98% of the time); generateBatch gives
+// completion i seed + i. splitmix64's finalizer spreads consecutive seeds over the whole state.
+uint64 mixSeed(uint64 seed)
+{
+    uint64 z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z ? z : 0x9E3779B97F4A7C15ull;  // cv::RNG treats state 0 as "use the default"
+}
+
+} // namespace
+
+Sampler::Sampler(const SamplingParams& params, uint64 seed) : params_(params), rng_(mixSeed(seed))
 {
     CV_CheckGE(params.topK, 0, "Sampler: top-k must not be negative");
     CV_Check(params.topP, params.topP > 0.f && params.topP <= 1.f, "Sampler: top-p must be in (0, 1]");
