@@ -153,6 +153,42 @@ TEST(RMSNormNet, sameResultWithOneThread)
     EXPECT_EQ(cv::norm(multi, single, NORM_INF), 0.0);
 }
 
+// group_size: each group of that many elements of a row normalized on its own with one group's
+// scale (per-head Q/K norm): the same as normalizing the rows of the input viewed as groups.
+TEST(RMSNormNet, groupsNormalizedOnTheirOwn)
+{
+    const int heads = 5, headDim = 24;
+    const Mat scale = makeScale(headDim);
+    const Mat x = randomInput({3, heads * headDim}, 11);
+    LayerParams lp;
+    lp.name = "norm";
+    lp.type = "RMSNorm";
+    lp.set("epsilon", 1e-6f);
+    lp.set("group_size", headDim);
+    lp.blobs.push_back(scale);
+    Net grouped;
+    grouped.addLayerToPrev(lp.name, lp.type, lp);
+    grouped.setInput(x);
+    const Mat y = grouped.forward();
+    ASSERT_EQ(y.size[0], 3);
+    ASSERT_EQ(y.size[1], heads * headDim);
+    expectClose(y, referenceRMSNorm(x.reshape(1, 3 * heads), scale, 1, 1e-6));
+
+    lp.set("group_size", 7);  // does not divide 120
+    Net bad;
+    bad.addLayerToPrev(lp.name, lp.type, lp);
+    bad.setInput(x);
+    try
+    {
+        bad.forward();
+        FAIL() << "no exception";
+    }
+    catch (const cv::Exception& e)
+    {
+        EXPECT_NE(e.msg.find("group_size 7 does not divide the normalized size 120"), std::string::npos) << e.msg;
+    }
+}
+
 TEST(RMSNormNet, rejectsScaleOfWrongLength)
 {
     Net net = makeRMSNormNet(makeScale(16), -1, 1e-5f);

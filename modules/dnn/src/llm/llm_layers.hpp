@@ -19,8 +19,11 @@ CV__DNN_INLINE_NS_BEGIN
 
     The mean runs over the axes from `axis` (default -1) to the last one. `scale` (a constant
     blob or a second input) has the normalized shape, or a suffix of it, and is broadcast.
-    Parameters: `epsilon` (default 1e-5), `axis`. A second output, when requested, holds
-    1/sqrt(mean(x^2) + epsilon) per row (ONNX Runtime's inv_std_var).
+    Parameters: `epsilon` (default 1e-5), `axis`, `group_size` (default 0: off; otherwise each
+    consecutive group of that many elements of the normalized axes is normalized on its own
+    with a scale of group_size elements, e.g. per-head Q/K norm over heads * head_dim).
+    A second output, when requested (not with group_size), holds 1/sqrt(mean(x^2) + epsilon)
+    per row (ONNX Runtime's inv_std_var).
 */
 class RMSNormLayer : public Layer
 {

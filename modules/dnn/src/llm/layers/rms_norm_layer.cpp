@@ -2,7 +2,9 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// RMSNorm: ONNX RMSNormalization (opset 23) and ONNX Runtime's SimplifiedLayerNormalization.
+// RMSNorm: ONNX RMSNormalization (opset 23) and ONNX Runtime's SimplifiedLayerNormalization;
+// with `group_size`, each group of that many elements normalized on its own (Qwen3's per-head
+// Q/K norm on a tokens x (heads * head_dim) projection).
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -71,7 +73,9 @@ public:
         setParamsFrom(params);
         epsilon = params.get<float>("epsilon", 1e-5f);
         axis = params.get<int>("axis", -1);
+        groupSize = params.get<int>("group_size", 0);
         CV_CheckGE(epsilon, 0.f, "RMSNorm: epsilon must not be negative");
+        CV_CheckGE(groupSize, 0, "RMSNorm: group_size must not be negative");
     }
 
     bool supportBackend(int backendId) CV_OVERRIDE
@@ -90,11 +94,15 @@ public:
         const size_t normSize = total(x, a);
         const size_t scaleSize = blobs.empty() ? total(inputs[1]) : blobs[0].total();
         CV_CheckGT(normSize, (size_t)0, "RMSNorm: the normalized axes are empty");
-        checkScaleSize(x.data(), (int)x.size(), a, scaleSize);
+        if (groupSize > 0)
+            checkGroups(normSize, scaleSize);
+        else
+            checkScaleSize(x.data(), (int)x.size(), a, scaleSize);
 
         outputs.assign(1, x);
         if (requiredOutputs > 1)
         {
+            CV_CheckEQ(groupSize, 0, "RMSNorm: the inv_std_var output is not available with group_size");
             MatShape invStd = x;
             for (size_t i = a; i < invStd.size(); i++)
                 invStd[i] = 1;
@@ -122,7 +130,15 @@ public:
         for (int i = a; i < x.dims; i++)
             normSize *= x.size[i];
         const int scaleSize = (int)scaleMat.total();
-        checkScaleSize(x.size.p, x.dims, a, scaleSize);
+        if (groupSize > 0)
+        {
+            checkGroups(normSize, scaleSize);
+            normSize = groupSize;  // each group is a row of its own
+        }
+        else
+        {
+            checkScaleSize(x.size.p, x.dims, a, scaleSize);
+        }
 
         struct Rows
         {
@@ -178,8 +194,20 @@ private:
             scaleSize, toString(normalized).c_str(), a, (size_t)total(normalized)));
     }
 
+    // Groups must tile the normalized axes; the scale covers one group (or is a single value).
+    void checkGroups(size_t normSize, size_t scaleSize) const
+    {
+        if (normSize % groupSize != 0)
+            CV_Error(Error::StsBadSize, cv::format("RMSNorm: group_size %d does not divide the normalized size %zu",
+                                                   groupSize, normSize));
+        if (scaleSize != 1 && scaleSize != (size_t)groupSize)
+            CV_Error(Error::StsBadSize, cv::format("RMSNorm: scale has %zu elements but group_size is %d",
+                                                   scaleSize, groupSize));
+    }
+
     float epsilon;
     int axis;
+    int groupSize;  // 0: the whole normalized shape is one group
 };
 
 Ptr<RMSNormLayer> RMSNormLayer::create(const LayerParams& params)
