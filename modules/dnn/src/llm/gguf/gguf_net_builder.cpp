@@ -2,10 +2,11 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Builds a cv::dnn::Net for a Llama-family GGUF (architectures `llama` and `qwen2`) out of
-// ordinary dnn layers: token embedding, then per block
+// Builds a cv::dnn::Net for a Llama-family GGUF (architectures `llama`, `qwen2`, `qwen3`) out
+// of ordinary dnn layers: token embedding, then per block
 //   x += o_proj(attention(rope(q_proj(norm(x))), rope(k_proj(..)), v_proj(..)))
 //   x += down(silu(gate(norm(x))) * up(norm(x)))
+// (qwen3: rope(head_norm(q_proj(..))), rope(head_norm(k_proj(..))), each head RMS-normalized)
 // then the final norm and the output projection (tied to the embedding when output.weight
 // is absent). Weights are wrapped from the mapping, not copied, except small norm vectors.
 
@@ -14,6 +15,8 @@
 #include "gguf_net_builder.hpp"
 #include "../net/net_assembly.hpp"
 
+#include <set>
+
 
 namespace cv {
 namespace dnn {
@@ -21,15 +24,21 @@ namespace llm {
 
 namespace {
 
+// What sets an architecture's graph apart, as llama.cpp's src/models/<arch>.cpp builds it.
+// Q/K/V biases are used where the file has them (qwen2 always does).
 struct ArchInfo
 {
     const char* name;
-    bool neoxRope;
+    bool neoxRope;  // rotary pairs (i, i + rope_dim/2) instead of (2i, 2i+1)
+    bool qkNorm;    // RMSNorm of every Q and K head before rotary (blk.N.attn_q_norm / attn_k_norm,
+                    // head_dim elements each)
 };
 
 const ArchInfo kArchitectures[] = {
-    {"llama", false},  // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
-    {"qwen2", true},
+    // name     neox   qkNorm
+    {"llama",   false, false},  // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
+    {"qwen2",   true,  false},
+    {"qwen3",   true,  true},   // head size from attention.key_length (Qwen3-0.6B: 16 x 128 > n_embd 1024)
 };
 
 std::string supportedArchitectures()
@@ -89,6 +98,13 @@ public:
         lp.blobs.push_back(tied ? embd : weight(outName, nEmbd_, vocab_));
         add(lp, {x});
 
+        // Like llama.cpp, refuse tensors the graph does not use: they belong to a variant of the
+        // architecture (Q/K norms in a llama file, a fused attn_qkv, ...) that would
+        // otherwise be computed without them.
+        for (const GGUFTensor& t : f_.tensors())
+            if (!used_.count(t.name))
+                fail("tensor '" + t.name + "' is not used by architecture '" + arch_ + "' as implemented here");
+
         installLLMState(net_, attentionIds_, logitRows, f_.path());
         return net_;
     }
@@ -133,6 +149,7 @@ private:
         if (!info)
             fail("architecture '" + arch_ + "' is not supported (supported: " + supportedArchitectures() + ")");
         neox_ = info->neoxRope;
+        qkNorm_ = info->qkNorm;
         if (f_.hasMetadata(arch_ + ".expert_count") && f_.getInt(arch_ + ".expert_count") > 0)
             fail("mixture-of-experts models are not supported");
 
@@ -174,6 +191,14 @@ private:
         }
         else if (scaling != "none" && scaling != "llama3")
             fail("rope scaling type '" + scaling + "' is not supported (none, linear, llama3 are)");
+
+        // Keys llama.cpp reads for every architecture that would change the result and that
+        // are not implemented here.
+        if (hparamFloat("rope.scaling.attn_factor", 1.f) != 1.f)
+            fail("metadata key '" + arch_ + ".rope.scaling.attn_factor' (rotary magnitude scaling) is not supported");
+        const std::string causalKey = arch_ + ".attention.causal";
+        if (f_.hasMetadata(causalKey) && !f_.getBool(causalKey))
+            fail("metadata key '" + causalKey + "' = false (bidirectional attention) is not supported");
     }
 
     const GGUFTensor& tensor(const std::string& name) const
@@ -181,6 +206,7 @@ private:
         const GGUFTensor* t = f_.findTensor(name);
         if (!t)
             fail("tensor '" + name + "' is missing");
+        used_.insert(name);
         return *t;
     }
 
@@ -233,6 +259,16 @@ private:
         return add(lp, {x});
     }
 
+    // RMSNorm of each `headDim_` group of a tokens x (heads * headDim_) projection.
+    Pin headNorm(const std::string& name, Pin x)
+    {
+        LayerParams lp = params(name, "RMSNorm");
+        lp.set("epsilon", eps_);
+        lp.set("group_size", headDim_);
+        lp.blobs.push_back(vectorF32(name + ".weight", headDim_));
+        return add(lp, {x});
+    }
+
     Pin matmul(const std::string& name, const std::string& prefix, int in, int out, Pin x)
     {
         LayerParams lp = params(name, "LLMMatMul");
@@ -263,6 +299,11 @@ private:
         Pin q = matmul(p + "attn_q", p + "attn_q", nEmbd_, qWidth, h);
         Pin k = matmul(p + "attn_k", p + "attn_k", nEmbd_, kvWidth, h);
         Pin v = matmul(p + "attn_v", p + "attn_v", nEmbd_, kvWidth, h);
+        if (qkNorm_)
+        {
+            q = headNorm(p + "attn_q_norm", q);
+            k = headNorm(p + "attn_k_norm", k);
+        }
 
         LayerParams lp = params(p + "attn", "LLMAttention");
         lp.set("num_heads", nHead_);
@@ -293,9 +334,10 @@ private:
     const GGUFModelFile& f_;
     bool allLogits_, integerDot_;
     std::vector<int> attentionIds_;
+    mutable std::set<std::string> used_;  // tensors the graph reads
     Net net_;
     std::string arch_;
-    bool neox_ = false;
+    bool neox_ = false, qkNorm_ = false;
     int nEmbd_ = 0, nLayer_ = 0, nFF_ = 0, nHead_ = 0, nKV_ = 0, nCtx_ = 0, headDim_ = 0, ropeDim_ = 0, vocab_ = 0;
     float eps_ = 1e-5f, ropeBase_ = 10000.f, ropeFreqScale_ = 1.f;
 };
