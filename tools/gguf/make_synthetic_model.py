@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write a random-weight Llama-family GGUF model that llama.cpp loads.
 
-    make_synthetic_model.py --arch llama|qwen2 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
-                            [--tied] [--dequant-f32] [--version 3] [--context-length N]
+    make_synthetic_model.py --arch llama|qwen2|qwen3 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
+                            [--tied] [--dequant-f32] [--version 3] [--context-length N] [--head-dim N]
                             [--rope-scaling linear|llama3 --rope-factor F ...]
 
 --type  F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K: "pure" files, every 2-D weight
@@ -18,6 +18,9 @@
         file's decoding against an implementation that is known to be right for F32.
 --tied  no output.weight: the output projection shares token_embd.
 --context-length N  <arch>.context_length (default: the shape's n_ctx).
+--head-dim N  size of an attention head (default: the shape's, else n_embd / n_head); written as
+        <arch>.attention.key_length and value_length when it is not n_embd / n_head, and always
+        for qwen3 (as llama.cpp's converter does); q/k/v/o widths follow it.
 --rope-scaling  linear: <arch>.rope.scaling.type = "linear" and <arch>.rope.scaling.factor =
         --rope-factor (llama.cpp then turns pair i by pos / factor * base^(-2i/n_rot)).
         llama3: no scaling keys, but a rope_freqs.weight tensor (F32, n_rot/2, first in the file)
@@ -31,9 +34,12 @@
 
 Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256),
         tinyllama (2048, 22 layers, 32/4 heads, FFN 5632, vocab 32000, ctx 2048),
-        qwen2.5-0.5b (896, 24 layers, 14/2 heads, FFN 4864, vocab 151936, ctx 32768, rope 1e6).
-qwen2 adds attn_q/k/v biases.  Vocab 512 copies the tokenizer from stories260K.gguf
-(--vocab-from); other sizes get a synthetic SentencePiece-style vocab.
+        qwen2.5-0.5b (896, 24 layers, 14/2 heads, FFN 4864, vocab 151936, ctx 32768, rope 1e6),
+        qwen3-0.6b (1024, 28 layers, 16/8 heads of 128, FFN 3072, vocab 151936, ctx 40960, rope 1e6).
+qwen2 adds attn_q/k/v biases. qwen3 adds per-head Q/K RMSNorm weights (blk.N.attn_q_norm /
+attn_k_norm, head_dim elements, like the other norms uniform in [0.6, 1.4]), no biases.
+Vocab 512 copies the tokenizer from stories260K.gguf (--vocab-from); other sizes get a synthetic
+SentencePiece-style vocab.
 
 Weights are N(0, sigma^2) from a per-tensor generator seeded by (seed, crc32(name)), scaled so
 that the next-token distribution is peaked (logit std about 1.4*sqrt(2 ln n_vocab)).
@@ -60,10 +66,13 @@ SHAPES = {
     "tinyllama": dict(n_embd=2048, n_layer=22, n_head=32, n_head_kv=4, n_ff=5632, n_vocab=32000, n_ctx=2048),
     "qwen2.5-0.5b": dict(n_embd=896, n_layer=24, n_head=14, n_head_kv=2, n_ff=4864, n_vocab=151936,
                          n_ctx=32768),
+    "qwen3-0.6b": dict(n_embd=1024, n_layer=28, n_head=16, n_head_kv=8, n_ff=3072, n_vocab=151936,
+                       n_ctx=40960, head_dim=128),
 }
 ARCH_DEFAULTS = {
-    "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False),
-    "qwen2": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=True),
+    "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
+    "qwen2": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=True, qk_norm=False),
+    "qwen3": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True),
 }
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
@@ -102,7 +111,7 @@ def choose_type(name, ne0, ftype, n_layer, tied, layer):
 def tensor_specs(shape, arch, tied):
     """[(name, numpy shape (rows, cols) = reversed ggml dims, kind, layer)] in file order."""
     s = shape
-    hd = s["n_embd"] // s["n_head"]
+    hd = s["head_dim"]
     E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
     q_out, kv_out = s["n_head"] * hd, s["n_head_kv"] * hd
     specs = [("token_embd.weight", (V, E), "embd", -1)]
@@ -112,9 +121,13 @@ def tensor_specs(shape, arch, tied):
         specs.append((p + "attn_q.weight", (q_out, E), "wq", i))
         if ARCH_DEFAULTS[arch]["qkv_bias"]:
             specs.append((p + "attn_q.bias", (q_out,), "bq", i))
+        if ARCH_DEFAULTS[arch]["qk_norm"]:
+            specs.append((p + "attn_q_norm.weight", (hd,), "norm", i))
         specs.append((p + "attn_k.weight", (kv_out, E), "wk", i))
         if ARCH_DEFAULTS[arch]["qkv_bias"]:
             specs.append((p + "attn_k.bias", (kv_out,), "bk", i))
+        if ARCH_DEFAULTS[arch]["qk_norm"]:
+            specs.append((p + "attn_k_norm.weight", (hd,), "norm", i))
         specs.append((p + "attn_v.weight", (kv_out, E), "wv", i))
         if ARCH_DEFAULTS[arch]["qkv_bias"]:
             specs.append((p + "attn_v.bias", (kv_out,), "bv", i))
@@ -227,7 +240,8 @@ def build(args):
     arch = args.arch
     ad = ARCH_DEFAULTS[arch]
     tied = args.tied
-    hd = shape["n_embd"] // shape["n_head"]
+    hd = args.head_dim or shape.get("head_dim", shape["n_embd"] // shape["n_head"])
+    shape["head_dim"] = hd
     w = GGUFWriter(version=args.version, alignment=args.alignment,
                    write_alignment_key=args.alignment != 32)
     w.add_string("general.architecture", arch)
@@ -245,6 +259,9 @@ def build(args):
     w.add_uint32(arch + ".feed_forward_length", shape["n_ff"])
     w.add_uint32(arch + ".attention.head_count", shape["n_head"])
     w.add_uint32(arch + ".attention.head_count_kv", shape["n_head_kv"])
+    if arch == "qwen3" or hd != shape["n_embd"] // shape["n_head"]:
+        w.add_uint32(arch + ".attention.key_length", hd)
+        w.add_uint32(arch + ".attention.value_length", hd)
     w.add_float32(arch + ".attention.layer_norm_rms_epsilon", ad["rms_eps"])
     w.add_float32(arch + ".rope.freq_base", ad["rope_base"])
     w.add_uint32(arch + ".rope.dimension_count", hd)
@@ -289,6 +306,7 @@ def main(argv=None):
     ap.add_argument("--version", type=int, choices=(2, 3), default=3)
     ap.add_argument("--alignment", type=int, default=32)
     ap.add_argument("--context-length", type=int, default=0, help="default: the shape's")
+    ap.add_argument("--head-dim", type=int, default=0, help="default: the shape's, else n_embd / n_head")
     ap.add_argument("--rope-scaling", choices=("none", "linear", "llama3"), default="none")
     ap.add_argument("--rope-factor", type=float, default=8.0)
     ap.add_argument("--rope-low-freq-factor", type=float, default=1.0)
