@@ -152,7 +152,21 @@ TEST(TextStream, multiByteCharacterSplitAcrossTokensIsDeliveredWhole)
     EXPECT_EQ(s.push("\x81" "b"), "\xE2\x96\x81" "b");
     EXPECT_EQ(s.push("\xF0\x9F"), "");          // half an emoji
     EXPECT_EQ(s.push("\x98\x80"), "\xF0\x9F\x98\x80");
-    EXPECT_EQ(s.push("\xFF" "c"), "\xFF" "c");  // an invalid byte is not held forever
+    EXPECT_EQ(s.push("\xFF" "c"), "\xEF\xBF\xBD" "c");  // an invalid byte is not held forever: U+FFFD
+}
+
+// Byte tokens that form no character (a random-weight model emitted <0xC9><0xC9>) come out as
+// U+FFFD per byte, so every released piece is valid UTF-8 (Python's str needs it).
+TEST(TextStream, bytesThatFormNoCharacterBecomeReplacementCharacters)
+{
+    const std::string fffd = "\xEF\xBF\xBD";
+    TextStream s;
+    EXPECT_EQ(s.push("x\xC9"), "x");             // a lead byte: maybe the start of a character
+    EXPECT_EQ(s.push("\xC9"), fffd);             // another lead: the first formed nothing
+    EXPECT_EQ(s.push("\xA9!"), "\xC9\xA9!");     // the second did: U+0269
+    EXPECT_EQ(s.push("\x80\xE2\x82"), fffd);     // a lone continuation byte; E2 82 may go on
+    EXPECT_EQ(s.flush(), fffd + fffd);            // the end: an incomplete character
+    EXPECT_EQ(s.text(), "x" + fffd + "\xC9\xA9!" + fffd + fffd + fffd);
 }
 
 TEST(TextStream, stopStringAcrossTokensIsNotEmitted)

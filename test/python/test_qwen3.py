@@ -34,10 +34,11 @@ def load_oracle(type_name):
     return json.loads((ORACLE_DIR / f"synthetic_qwen3_{type_name}.nlc.json").read_text())
 
 
-# F32: exact math on both sides, the first 3 greedy ids (the 4th is a lone UTF-8 lead byte).
+# F32: exact math on both sides, the first 8 greedy ids (the 4th and 5th are byte tokens that
+# form no UTF-8 character: the text has U+FFFD there, as a Python str must).
 # Q8_0: llama.cpp rounds activations to 8 bits and so do we, differently in detail: the ids
 # while llama.cpp's top-1/top-2 gap is >= 0.5 nat (the first 2).
-@pytest.mark.parametrize("type_name,n", [("F32", 3), ("Q8_0", 2)])
+@pytest.mark.parametrize("type_name,n", [("F32", 8), ("Q8_0", 2)])
 def test_text_generation_model_matches_llama_cpp(tmp_path, type_name, n):
     oracle = load_oracle(type_name)
     path = make_model(oracle, tmp_path)
@@ -51,6 +52,8 @@ def test_text_generation_model_matches_llama_cpp(tmp_path, type_name, n):
     ids = list(model.getGeneratedTokenIds())
     assert ids == oracle["greedy_ids"][:n]
     assert text == tokenizer.decode(ids)
+    if type_name == "F32":
+        assert "\ufffd" in text
 
 
 def rewrite(src, dst, set_kvs=(), drop_tensors=(), rename_arch=None):

@@ -46,7 +46,8 @@ public:
     CV_WRAP virtual std::vector<int> encode(const String& text, bool addSpecial = true,
                                             bool parseSpecial = false) const = 0;
 
-    /** @brief The text of token ids (control tokens only with renderSpecial). */
+    /** @brief The text of token ids (control tokens only with renderSpecial); bytes that form no
+    UTF-8 character come out as U+FFFD, so the text is valid UTF-8. */
     CV_WRAP virtual String decode(const std::vector<int>& ids, bool renderSpecial = false) const = 0;
 
     /** @brief The bytes one token stands for; may be part of a UTF-8 character. */

@@ -4,6 +4,7 @@
 
 #include "../../precomp.hpp"
 #include "text_stream.hpp"
+#include "../tokenizer/utf8.hpp"
 
 namespace cv {
 namespace dnn {
@@ -56,7 +57,9 @@ std::string TextStream::push(const std::string& bytes)
                 break;
             }
     const size_t ready = completeUtf8Prefix(pending_.substr(0, pending_.size() - hold));
-    std::string out = pending_.substr(0, ready);
+    // A model may emit byte tokens that form no character: those bytes become U+FFFD, so the
+    // text is always valid UTF-8 (what Python's str and most displays require).
+    const std::string out = sanitizeUtf8(pending_.substr(0, ready));
     pending_.erase(0, ready);
     released_ += out;
     return out;
@@ -64,8 +67,8 @@ std::string TextStream::push(const std::string& bytes)
 
 std::string TextStream::flush()
 {
-    std::string out;
-    out.swap(pending_);
+    const std::string out = sanitizeUtf8(pending_);
+    pending_.clear();
     released_ += out;
     return out;
 }

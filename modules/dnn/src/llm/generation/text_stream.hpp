@@ -14,8 +14,9 @@ namespace dnn {
 namespace llm {
 
 /** Turns the bytes of generated tokens into text that is safe to show: it releases only whole
-    UTF-8 characters, and holds back any tail that could be the start of a stop string, so
-    that a stop string never reaches the reader. */
+    UTF-8 characters (bytes that form none, such as two lead bytes in a row, come out as
+    U+FFFD), and holds back any tail that could be the start of a stop string, so that a stop
+    string never reaches the reader. */
 class CV_EXPORTS TextStream  // exported (though internal) for the C++ tests
 {
 public:
@@ -25,7 +26,7 @@ public:
     std::string push(const std::string& bytes);
     //! True once a stop string has appeared (the text before it has been released).
     bool stopped() const { return stopped_; }
-    //! Releases what is held back (at the end of generation; an incomplete character too).
+    //! Releases what is held back (at the end of generation; an incomplete character as U+FFFD).
     std::string flush();
     //! Everything released so far.
     const std::string& text() const { return released_; }

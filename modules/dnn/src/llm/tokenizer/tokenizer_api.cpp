@@ -9,6 +9,7 @@
 
 #include "hf_tokenizer.hpp"
 #include "tokenizer.hpp"
+#include "utf8.hpp"
 
 namespace cv {
 namespace dnn {
@@ -27,7 +28,7 @@ public:
     }
     String decode(const std::vector<int>& ids, bool renderSpecial) const CV_OVERRIDE
     {
-        return impl_->decode(ids, renderSpecial);
+        return llm::sanitizeUtf8(impl_->decode(ids, renderSpecial));
     }
     String tokenToPiece(int id, bool renderSpecial) const CV_OVERRIDE
     {
