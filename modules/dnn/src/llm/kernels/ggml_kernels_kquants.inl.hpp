@@ -175,7 +175,7 @@ static inline __m256 kQuantAccumulate(__m256 acc, __m256i dot, __m256 scale, __m
 struct Q4KInterleaved8
 {
     template <int R>
-    static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
+    LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
                     int blocks, float* out, size_t outStride)
     {
         const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
@@ -225,7 +225,7 @@ struct Q4KInterleaved8
 struct Q5KInterleaved8
 {
     template <int R>
-    static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
+    LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
                     int blocks, float* out, size_t outStride)
     {
         const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
@@ -237,6 +237,7 @@ struct Q5KInterleaved8
         {
             const __m256 d8 = halfs8(g->d), dmin8 = halfs8(g->dmin);
             for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
                 for (int h = 0; h < 2; h++)
                 {
                     const int sub = 2 * j + h, block = 8 * sb + sub;
@@ -274,13 +275,13 @@ struct Q5KInterleaved8
     }
 };
 
-// Q6_K on the interleaved layout: 6-bit q (0..63) rebuilt from the nibble chunks ql0 / ql1 and
+// Q6_K on the interleaved layout: 6-bit q (0..63) rebuilt from the nibble chunks ql[0] / ql[1] and
 // the 2-bit chunk qh; sum (q - 32) x per 16-input group, with the -32 as a second maddubs of the
 // activations (each term within int16, 4 chunks sum to <= 32512).
 struct Q6KInterleaved8
 {
     template <int R>
-    static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int*,
+    LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int*,
                     int blocks, float* out, size_t outStride)
     {
         const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
@@ -293,6 +294,7 @@ struct Q6KInterleaved8
         {
             const __m256 d8 = halfs8(g->d);
             for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
                 for (int quarter = 0; quarter < 4; quarter++)
                 {
                     const int block = 8 * sb + 4 * h + quarter;  // activation block
@@ -304,7 +306,7 @@ struct Q6KInterleaved8
                         for (int c = 4 * half; c < 4 * half + 4; c++)
                         {
                             const block_q6_Kx8::Chunk& chunk = g->chunks[h][c];
-                            const __m256i nib = _mm256_loadu_si256((const __m256i*)((quarter & 1) ? chunk.ql1 : chunk.ql0));
+                            const __m256i nib = _mm256_loadu_si256((const __m256i*)chunk.ql[quarter & 1]);
                             const __m256i hi2 = _mm256_loadu_si256((const __m256i*)chunk.qh);
                             const __m256i lowBits = quarter < 2 ? _mm256_and_si256(nib, low4)
                                                                 : _mm256_and_si256(_mm256_srli_epi16(nib, 4), low4);

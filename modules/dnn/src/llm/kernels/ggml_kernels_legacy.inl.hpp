@@ -189,7 +189,7 @@ template <int Type>
 struct LegacyInterleaved8
 {
     template <int R>
-    static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
+    LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
                     int blocks, float* out, size_t outStride)
     {
         const __m256i ones = _mm256_set1_epi16(1);
@@ -277,7 +277,7 @@ template <typename Group>
 struct Q5Interleaved8
 {
     template <int R>
-    static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
+    LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
                     int blocks, float* out, size_t outStride)
     {
         const bool q51 = std::is_same<Group, block_q5_1x8>::value;

@@ -176,8 +176,8 @@ void packQ6_K(const uchar* rows, size_t rowBytes, int units, uchar* dst)
                 for (int c = 0; c < 8; c++)
                 {
                     block_q6_Kx8::Chunk& chunk = out->chunks[h][c];
-                    std::memcpy(&chunk.ql0[4 * i], in.ql + 64 * h + 4 * c, 4);
-                    std::memcpy(&chunk.ql1[4 * i], in.ql + 64 * h + 32 + 4 * c, 4);
+                    std::memcpy(&chunk.ql[0][4 * i], in.ql + 64 * h + 4 * c, 4);
+                    std::memcpy(&chunk.ql[1][4 * i], in.ql + 64 * h + 32 + 4 * c, 4);
                     std::memcpy(&chunk.qh[4 * i], in.qh + 32 * h + 4 * c, 4);
                 }
         }

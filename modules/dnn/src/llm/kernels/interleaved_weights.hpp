@@ -97,7 +97,7 @@ struct block_q6_Kx8
     int8_t scales[16][8];
     struct Chunk
     {
-        uint8_t ql0[32], ql1[32], qh[32];
+        uint8_t ql[2][32], qh[32];  //!< ql[0]: ql0, ql[1]: ql1
     } chunks[2][8];
 };
 static_assert(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K), "block_q6_Kx8: wrong size");
