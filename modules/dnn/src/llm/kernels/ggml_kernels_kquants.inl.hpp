@@ -237,7 +237,7 @@ struct Q5KInterleaved8
         {
             const __m256 d8 = halfs8(g->d), dmin8 = halfs8(g->dmin);
             for (int j = 0; j < 4; j++)
-#pragma GCC unroll 2
+#pragma GCC unroll 2  // h picks the nibble half and the bit word: constants when unrolled (~10% at R = 4)
                 for (int h = 0; h < 2; h++)
                 {
                     const int sub = 2 * j + h, block = 8 * sb + sub;
@@ -294,7 +294,7 @@ struct Q6KInterleaved8
         {
             const __m256 d8 = halfs8(g->d);
             for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
+#pragma GCC unroll 4  // quarter picks a plane, a nibble half and a shift: constants when unrolled (~15% at R = 4)
                 for (int quarter = 0; quarter < 4; quarter++)
                 {
                     const int block = 8 * sb + 4 * h + quarter;  // activation block
