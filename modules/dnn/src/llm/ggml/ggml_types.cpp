@@ -45,24 +45,29 @@ void rowBF16(const uchar* src, float* dst, int64 n)
 
 // Block decoders (block layouts in ggml_blocks.hpp).
 
+// The nibble decoders read a local copy of the quants: y cannot alias it, so the loops
+// vectorize (in place, the char reads may alias the float stores and GCC gives up).
 void dequantQ4_0(const block_q4_0& b, float* y)
 {
     const float d = halfBitsToFloat(b.d);
+    uint8_t qs[QK4_0 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
     for (int j = 0; j < QK4_0 / 2; j++)
     {
-        y[j] = ((b.qs[j] & 0x0F) - 8) * d;
-        y[j + QK4_0 / 2] = ((b.qs[j] >> 4) - 8) * d;
+        y[j] = ((qs[j] & 0x0F) - 8) * d;
+        y[j + QK4_0 / 2] = ((qs[j] >> 4) - 8) * d;
     }
 }
 
 void dequantQ4_1(const block_q4_1& b, float* y)
 {
     const float d = halfBitsToFloat(b.d), m = halfBitsToFloat(b.m);
+    uint8_t qs[QK4_1 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
     for (int j = 0; j < QK4_1 / 2; j++)
-    {
-        y[j] = (b.qs[j] & 0x0F) * d + m;
-        y[j + QK4_1 / 2] = (b.qs[j] >> 4) * d + m;
-    }
+        y[j] = (qs[j] & 0x0F) * d + m;
+    for (int j = 0; j < QK4_1 / 2; j++)
+        y[j + QK4_1 / 2] = (qs[j] >> 4) * d + m;
 }
 
 void dequantQ5_0(const block_q5_0& b, float* y)
@@ -70,12 +75,14 @@ void dequantQ5_0(const block_q5_0& b, float* y)
     const float d = halfBitsToFloat(b.d);
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
+    uint8_t qs[QK5_0 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
     for (int j = 0; j < QK5_0 / 2; j++)
     {
         const int h0 = ((qh >> j) & 1) << 4;
         const int h1 = ((qh >> (j + 16)) & 1) << 4;
-        y[j] = (((b.qs[j] & 0x0F) | h0) - 16) * d;
-        y[j + QK5_0 / 2] = (((b.qs[j] >> 4) | h1) - 16) * d;
+        y[j] = (((qs[j] & 0x0F) | h0) - 16) * d;
+        y[j + QK5_0 / 2] = (((qs[j] >> 4) | h1) - 16) * d;
     }
 }
 
@@ -84,12 +91,14 @@ void dequantQ5_1(const block_q5_1& b, float* y)
     const float d = halfBitsToFloat(b.d), m = halfBitsToFloat(b.m);
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
+    uint8_t qs[QK5_1 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
     for (int j = 0; j < QK5_1 / 2; j++)
     {
         const int h0 = ((qh >> j) & 1) << 4;
         const int h1 = ((qh >> (j + 16)) & 1) << 4;
-        y[j] = ((b.qs[j] & 0x0F) | h0) * d + m;
-        y[j + QK5_1 / 2] = ((b.qs[j] >> 4) | h1) * d + m;
+        y[j] = ((qs[j] & 0x0F) | h0) * d + m;
+        y[j + QK5_1 / 2] = ((qs[j] >> 4) | h1) * d + m;
     }
 }
 
