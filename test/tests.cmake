@@ -40,9 +40,9 @@ gtest_discover_tests(llm_tests
     ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
     FIXTURES_REQUIRED generated_test_data)
 
-# The weight kernels' baseline build (CPUs without AVX2): the quantized-matmul, dequantization
-# and whole-model tests again with AVX2 and AVX-512 turned off in OpenCV's dispatch, so that
-# the portable integer dot products run on this machine too.
+# The kernels' baseline builds (CPUs without AVX2): the quantized-matmul, dequantization and
+# whole-model tests again with AVX2 and AVX-512 turned off in OpenCV's dispatch, so that the
+# baseline's decoders, float path and attention run on this machine too.
 add_test(NAME llm_tests_without_avx2
          COMMAND llm_tests "--gtest_filter=QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:BatchEqualsAlone*")
 set_tests_properties(llm_tests_without_avx2 PROPERTIES

@@ -1,9 +1,9 @@
-// LLMMatMul's integer path (8-bit activations; with AVX2 every type with an integer kernel is
-// repacked into groups of 8 interleaved rows, the last rows by the row kernels; without, the
-// portable row kernels) against exact math on the weights' decoded values: the blocks of
-// tools/gguf/make_quant_vectors.py (edge cases included: zero, tiny and huge scales) with the
-// spec decoder's float values as truth. ctest runs these tests a second time with AVX2 turned
-// off (llm_tests_without_avx2 in test/tests.cmake).
+// LLMMatMul's integer path (8-bit activations; every type with an integer kernel is repacked
+// into groups of 8 interleaved rows, the last rows by the row kernels) against exact math on
+// the weights' decoded values: the blocks of tools/gguf/make_quant_vectors.py (edge cases
+// included: zero, tiny and huge scales) with the spec decoder's float values as truth. ctest
+// runs these tests a second time with AVX2 turned off (llm_tests_without_avx2 in
+// test/tests.cmake), where the baseline has no integer kernels and the float path runs.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>

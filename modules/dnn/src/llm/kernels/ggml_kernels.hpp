@@ -44,7 +44,7 @@ struct WeightKernels
 {
     GGMLType type;
     RowDecoder decodeRow;                   //!< vector decoder, same bits as the scalar one
-    DotQ8Fn dotQ8;                          //!< the integer path (a portable one in the baseline)
+    DotQ8Fn dotQ8;                          //!< the integer path
     DotQ8TileFn dotQ8Tile;                  //!< multi-row tile
     DotQ8Interleaved8Fn dotQ8Interleaved8;  //!< kernel on the 8-row interleaved layout ...
     const InterleavedLayout* interleaved;   //!< ... and that layout (its packer)

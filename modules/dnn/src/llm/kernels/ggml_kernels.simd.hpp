@@ -4,11 +4,10 @@
 
 // The weight kernels, compiled once per dispatched ISA (OpenCV's CV_CPU_OPTIMIZATION_NAMESPACE;
 // patch 0003): with AVX2, the vector kernels of ggml_kernels_legacy.inl.hpp (32-element blocks)
-// and ggml_kernels_kquants.inl.hpp (K-quants); in the baseline, the portable integer dot
-// products of ggml_kernels_portable.inl.hpp. Each build lists what it has in one table,
-// kWeightKernels below; ggml_kernels.dispatch.cpp takes the table of the CPU's ISA once and
-// joins it with the storage table (ggml_types.cpp) into the weight-type table of
-// ggml_kernels.hpp. The vector decoders compute exactly what the scalar ones do (same
+// and ggml_kernels_kquants.inl.hpp (K-quants); the baseline has none, so there every type
+// takes the float path. Each build lists what it has in one table, kWeightKernels below;
+// ggml_kernels.dispatch.cpp takes the table of the CPU's ISA once and joins it with the
+// storage table (ggml_types.cpp) into the weight-type table of ggml_kernels.hpp. The vector decoders compute exactly what the scalar ones do (same
 // operations in the same order, no fused multiply-add), so decoded weights do not depend on
 // the CPU; neither do quantized activations.
 
@@ -17,6 +16,8 @@
 #include "vector_ops.hpp"
 
 #include <cstring>
+#include <algorithm>
+#include <cmath>
 #include <type_traits>
 #if CV_AVX2
 #include <immintrin.h>
@@ -108,32 +109,42 @@ void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int 
     }
 }
 
+static const int kWeightKernelCount = (int)(sizeof(kWeightKernels) / sizeof(kWeightKernels[0]));
+
 #else  // the baseline
 
-#include "ggml_kernels_portable.inl.hpp"
+// No vector or integer kernels: every type takes the float path (the storage table's scalar
+// decoders and dotF32), which on CPUs without AVX2 beats portable integer dot products (scalar
+// ones ran generation 20% and 16-token prompts 4x slower than it).
+static const WeightKernels* const kWeightKernels = nullptr;
+static const int kWeightKernelCount = 0;
 
-// Rows as above: only the portable integer dots (decoders: the scalar ones of the storage table).
-static const WeightKernels kWeightKernels[] = {
-    {GGML_Q4_0, nullptr, dotQ8Q4_0, nullptr, nullptr, nullptr},
-    {GGML_Q4_1, nullptr, dotQ8Q4_1, nullptr, nullptr, nullptr},
-    {GGML_Q5_0, nullptr, dotQ8Q5_0, nullptr, nullptr, nullptr},
-    {GGML_Q5_1, nullptr, dotQ8Q5_1, nullptr, nullptr, nullptr},
-    {GGML_Q8_0, nullptr, dotQ8Q8_0, nullptr, nullptr, nullptr},
-    {GGML_Q4_K, nullptr, dotQ8Q4KQ5K<block_q4_K>, nullptr, nullptr, nullptr},
-    {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, nullptr, nullptr},
-    {GGML_Q6_K, nullptr, dotQ8Q6_K, nullptr, nullptr, nullptr},
-};
-
+// As the AVX2 code: the same scale, reciprocal and round-to-nearest-even, so the same bits.
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)
 {
-    quantizeRowQ8Portable(x, q, d, sums, n);
+    for (int b = 0; b < n / 32; b++, x += 32, q += 32)
+    {
+        float maxAbs = 0.f;
+        for (int k = 0; k < 32; k++)
+            maxAbs = std::max(maxAbs, std::fabs(x[k]));
+        const float scale = maxAbs / 127.f;
+        const float inv = scale != 0.f ? 1.f / scale : 0.f;
+        int sum = 0;
+        for (int k = 0; k < 32; k++)
+        {
+            q[k] = (signed char)cvRound(x[k] * inv);
+            sum += q[k];
+        }
+        d[b] = scale;
+        sums[b] = sum;
+    }
 }
 
 #endif
 
 const WeightKernels* weightKernelTableSimd(int& count)
 {
-    count = (int)(sizeof(kWeightKernels) / sizeof(kWeightKernels[0]));
+    count = kWeightKernelCount;
     return kWeightKernels;
 }
 
