@@ -5,10 +5,11 @@
 // The weight-type table: one row per ggml type with everything the CPU code knows about it (as
 // ggml-cpu's type_traits_cpu), read by the matmul and embedding layers instead of lists of
 // types. A row joins the type's storage facts (ggml/ggml_types.cpp) with the kernels of the ISA
-// picked at startup: the kernel files (ggml_kernels*.simd.hpp / *.inl.hpp) are compiled for the
-// baseline and for AVX2 (patch 0003), each build lists its kernels in one table
-// (weightKernelTableSimd), and the dispatcher takes the table of the best ISA the CPU has
-// (OPENCV_CPU_DISABLE=AVX2 forces the baseline) once. doc/adding_a_weight_type.md: how to add a type.
+// picked at startup: ggml_kernels.simd.hpp (with its *.inl.hpp family files) is compiled for
+// the baseline and for AVX2 (patch 0003), each build lists its kernels in one table
+// (weightKernelTableSimd; the baseline's is empty: the float path), and the dispatcher takes
+// the table of the best ISA the CPU has once (OPENCV_CPU_DISABLE=AVX2 forces the baseline).
+// doc/adding_a_weight_type.md: how to add a type.
 
 #ifndef OPENCV_DNN_SRC_LLM_KERNELS_GGML_KERNELS_HPP
 #define OPENCV_DNN_SRC_LLM_KERNELS_GGML_KERNELS_HPP

@@ -7,9 +7,10 @@
 // and ggml_kernels_kquants.inl.hpp (K-quants); the baseline has none, so there every type
 // takes the float path. Each build lists what it has in one table, kWeightKernels below;
 // ggml_kernels.dispatch.cpp takes the table of the CPU's ISA once and joins it with the
-// storage table (ggml_types.cpp) into the weight-type table of ggml_kernels.hpp. The vector decoders compute exactly what the scalar ones do (same
-// operations in the same order, no fused multiply-add), so decoded weights do not depend on
-// the CPU; neither do quantized activations.
+// storage table (ggml_types.cpp) into the weight-type table of ggml_kernels.hpp. The vector
+// decoders compute exactly what the scalar ones do (same operations in the same order, no
+// fused multiply-add), so decoded weights do not depend on the CPU; neither do quantized
+// activations.
 
 #include <opencv2/core/hal/intrin.hpp>
 #include "ggml_kernels.hpp"
