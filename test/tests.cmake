@@ -40,6 +40,15 @@ gtest_discover_tests(llm_tests
     ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
     FIXTURES_REQUIRED generated_test_data)
 
+# The kernels' baseline builds (CPUs without AVX2): the quantized-matmul, dequantization and
+# whole-model tests again with AVX2 and AVX-512 turned off in OpenCV's dispatch, so that the
+# baseline's decoders, float path and attention run on this machine too.
+add_test(NAME llm_tests_without_avx2
+         COMMAND llm_tests "--gtest_filter=QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:BatchEqualsAlone*")
+set_tests_properties(llm_tests_without_avx2 PROPERTIES
+  ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-SKX,AVX2"
+  FIXTURES_REQUIRED generated_test_data)
+
 # Heap allocations per decode step: a process of its own, since it replaces malloc. Not built
 # with LLM_SANITIZE: AddressSanitizer replaces malloc too (cmake/sanitizers.cmake).
 if(NOT LLM_SANITIZE)

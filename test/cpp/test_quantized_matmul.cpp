@@ -1,12 +1,16 @@
-// LLMMatMul's integer path (8-bit activations; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights repacked into
-// groups of 8 interleaved rows, the last rows by the row kernels) against exact math on the
-// weights' decoded values: the blocks of tools/gguf/make_quant_vectors.py (edge cases
-// included: zero, tiny and huge scales) with the spec decoder's float values as truth.
+// LLMMatMul's integer path (8-bit activations; every type with an integer kernel is repacked
+// into groups of 8 interleaved rows, the last rows by the row kernels) against exact math on
+// the weights' decoded values: the blocks of tools/gguf/make_quant_vectors.py (edge cases
+// included: zero, tiny and huge scales) with the spec decoder's float values as truth. ctest
+// runs these tests a second time with AVX2 turned off (llm_tests_without_avx2 in
+// test/tests.cmake), where the baseline has no integer kernels and the float path runs.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "test_common.hpp"
 
@@ -88,6 +92,16 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
         checked++;
     }
     EXPECT_EQ(checked, 8);
+}
+
+// The run of llm_tests_without_avx2 must really be one without AVX2: OpenCV's dispatch
+// (CV_CPU_DISPATCH) asks checkHardwareSupport, which honours OPENCV_CPU_DISABLE.
+TEST(QuantizedMatMul, avx2IsOffWhenDisabled)
+{
+    const char* disabled = std::getenv("OPENCV_CPU_DISABLE");
+    if (!disabled || !std::strstr(disabled, "AVX2"))
+        GTEST_SKIP() << "for runs with OPENCV_CPU_DISABLE=AVX2 (ctest llm_tests_without_avx2)";
+    EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX2));
 }
 
 } // namespace

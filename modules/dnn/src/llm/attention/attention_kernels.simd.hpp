@@ -6,6 +6,7 @@
 // Results differ between ISAs only by float rounding (reduction order, exp approximation).
 
 #include <opencv2/core/hal/intrin.hpp>
+#include "vector_ops.hpp"
 
 namespace cv {
 namespace dnn {
@@ -20,33 +21,12 @@ void attentionAccumulateSimd(const float* p, int group, int n, int ld, const flo
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
-static inline float dotRow(const float* a, const float* b, int n)
-{
-    int i = 0;
-    float sum = 0.f;
-#if (CV_SIMD || CV_SIMD_SCALABLE)
-    const int lanes = VTraits<v_float32>::vlanes();
-    v_float32 s0 = vx_setzero_f32(), s1 = vx_setzero_f32();
-    for (; i + 2 * lanes <= n; i += 2 * lanes)
-    {
-        s0 = v_fma(vx_load(a + i), vx_load(b + i), s0);
-        s1 = v_fma(vx_load(a + i + lanes), vx_load(b + i + lanes), s1);
-    }
-    for (; i + lanes <= n; i += lanes)
-        s0 = v_fma(vx_load(a + i), vx_load(b + i), s0);
-    sum = v_reduce_sum(v_add(s0, s1));
-#endif
-    for (; i < n; i++)
-        sum += a[i] * b[i];
-    return sum;
-}
-
 void attentionScoresSimd(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
                          float scale, float* scores, int ld)
 {
     for (int j = 0; j < n; j++, k += kStride)
         for (int h = 0; h < group; h++)
-            scores[h * ld + j] = dotRow(q + (size_t)h * headDim, k, headDim) * scale;
+            scores[h * ld + j] = dotF32(q + (size_t)h * headDim, k, headDim) * scale;
 }
 
 #if (CV_SIMD || CV_SIMD_SCALABLE)

@@ -2,10 +2,12 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Block layouts follow ggml's (ggml-common.h); the decoders are written from those layouts.
+// The table of ggml types and the scalar reference decoders, written from the block layouts
+// of ggml_blocks.hpp.
 
 #include "../../precomp.hpp"
 #include "ggml_types.hpp"
+#include "ggml_blocks.hpp"
 
 #include <cstring>
 
@@ -15,124 +17,108 @@ namespace llm {
 
 namespace {
 
-const int QK = 32;     // elements per block of the 32-element formats
-const int QK_K = 256;  // elements per super-block of the K formats
-
-const GGMLTypeTraits kUnknown = {nullptr, 0, 0, false};
-
-const GGMLTypeTraits kTraits[] = {
-    /*  0 */ {"F32", 1, 4, true},       {"F16", 1, 2, true},
-    /*  2 */ {"Q4_0", QK, 18, true},    {"Q4_1", QK, 20, true},
-    /*  4 */ {nullptr, 0, 0, false},    {nullptr, 0, 0, false},
-    /*  6 */ {"Q5_0", QK, 22, true},    {"Q5_1", QK, 24, true},
-    /*  8 */ {"Q8_0", QK, 34, true},    {"Q8_1", QK, 36, false},
-    /* 10 */ {"Q2_K", QK_K, 84, false}, {"Q3_K", QK_K, 110, false},
-    /* 12 */ {"Q4_K", QK_K, 144, true}, {"Q5_K", QK_K, 176, true},
-    /* 14 */ {"Q6_K", QK_K, 210, true}, {"Q8_K", QK_K, 292, false},
-    /* 16 */ {"IQ2_XXS", QK_K, 66, false}, {"IQ2_XS", QK_K, 74, false},
-    /* 18 */ {"IQ3_XXS", QK_K, 98, false}, {"IQ1_S", QK_K, 50, false},
-    /* 20 */ {"IQ4_NL", QK, 18, false},  {"IQ3_S", QK_K, 110, false},
-    /* 22 */ {"IQ2_S", QK_K, 82, false},  {"IQ4_XS", QK_K, 136, false},
-    /* 24 */ {"I8", 1, 1, false},  {"I16", 1, 2, false}, {"I32", 1, 4, false}, {"I64", 1, 8, false},
-    /* 28 */ {"F64", 1, 8, false}, {"IQ1_M", QK_K, 56, false}, {"BF16", 1, 2, true},
-    /* 31 */ {nullptr, 0, 0, false}, {nullptr, 0, 0, false}, {nullptr, 0, 0, false},
-    /* 34 */ {"TQ1_0", QK_K, 54, false}, {"TQ2_0", QK_K, 66, false},
-    /* 36 */ {nullptr, 0, 0, false}, {nullptr, 0, 0, false}, {nullptr, 0, 0, false},
-    /* 39 */ {"MXFP4", QK, 17, false},
-};
-
-inline float halfToFloat(const uchar* p)
+// F32 / F16 / BF16 rows.
+void rowF32(const uchar* src, float* dst, int64 n)
 {
-    uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    return halfBitsToFloat(bits);
+    std::memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
-inline float bf16ToFloat(const uchar* p)
+void rowF16(const uchar* src, float* dst, int64 n)
 {
-    uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    return bf16BitsToFloat(bits);
+    for (int64 i = 0; i < n; i++)
+    {
+        uint16_t bits;
+        std::memcpy(&bits, src + 2 * i, 2);
+        dst[i] = halfBitsToFloat(bits);
+    }
 }
 
-// Q4_0: d (f16), 16 bytes; element j in the low nibble of byte j, j+16 in its high nibble.
-void dequantQ4_0(const uchar* b, float* y)
+void rowBF16(const uchar* src, float* dst, int64 n)
 {
-    const float d = halfToFloat(b);
-    const uchar* qs = b + 2;
-    for (int j = 0; j < QK / 2; j++)
+    for (int64 i = 0; i < n; i++)
+    {
+        uint16_t bits;
+        std::memcpy(&bits, src + 2 * i, 2);
+        dst[i] = bf16BitsToFloat(bits);
+    }
+}
+
+// Block decoders (block layouts in ggml_blocks.hpp).
+
+// The nibble decoders read a local copy of the quants: y cannot alias it, so the loops
+// vectorize (in place, the char reads may alias the float stores and GCC gives up).
+void dequantQ4_0(const block_q4_0& b, float* y)
+{
+    const float d = halfBitsToFloat(b.d);
+    uint8_t qs[QK4_0 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
+    for (int j = 0; j < QK4_0 / 2; j++)
     {
         y[j] = ((qs[j] & 0x0F) - 8) * d;
-        y[j + QK / 2] = ((qs[j] >> 4) - 8) * d;
+        y[j + QK4_0 / 2] = ((qs[j] >> 4) - 8) * d;
     }
 }
 
-// Q4_1: d, m (f16), 16 bytes of nibbles as Q4_0; y = q * d + m.
-void dequantQ4_1(const uchar* b, float* y)
+void dequantQ4_1(const block_q4_1& b, float* y)
 {
-    const float d = halfToFloat(b), m = halfToFloat(b + 2);
-    const uchar* qs = b + 4;
-    for (int j = 0; j < QK / 2; j++)
-    {
+    const float d = halfBitsToFloat(b.d), m = halfBitsToFloat(b.m);
+    uint8_t qs[QK4_1 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
+    for (int j = 0; j < QK4_1 / 2; j++)
         y[j] = (qs[j] & 0x0F) * d + m;
-        y[j + QK / 2] = (qs[j] >> 4) * d + m;
-    }
+    for (int j = 0; j < QK4_1 / 2; j++)
+        y[j + QK4_1 / 2] = (qs[j] >> 4) * d + m;
 }
 
-// Q5_0: d (f16), 32 high bits (qh, little endian), 16 bytes of low nibbles; q - 16.
-void dequantQ5_0(const uchar* b, float* y)
+void dequantQ5_0(const block_q5_0& b, float* y)
 {
-    const float d = halfToFloat(b);
+    const float d = halfBitsToFloat(b.d);
     uint32_t qh;
-    std::memcpy(&qh, b + 2, 4);
-    const uchar* qs = b + 6;
-    for (int j = 0; j < QK / 2; j++)
+    std::memcpy(&qh, b.qh, 4);
+    uint8_t qs[QK5_0 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
+    for (int j = 0; j < QK5_0 / 2; j++)
     {
         const int h0 = ((qh >> j) & 1) << 4;
         const int h1 = ((qh >> (j + 16)) & 1) << 4;
         y[j] = (((qs[j] & 0x0F) | h0) - 16) * d;
-        y[j + QK / 2] = (((qs[j] >> 4) | h1) - 16) * d;
+        y[j + QK5_0 / 2] = (((qs[j] >> 4) | h1) - 16) * d;
     }
 }
 
-// Q5_1: d, m (f16), qh, low nibbles; y = q * d + m.
-void dequantQ5_1(const uchar* b, float* y)
+void dequantQ5_1(const block_q5_1& b, float* y)
 {
-    const float d = halfToFloat(b), m = halfToFloat(b + 2);
+    const float d = halfBitsToFloat(b.d), m = halfBitsToFloat(b.m);
     uint32_t qh;
-    std::memcpy(&qh, b + 4, 4);
-    const uchar* qs = b + 8;
-    for (int j = 0; j < QK / 2; j++)
+    std::memcpy(&qh, b.qh, 4);
+    uint8_t qs[QK5_1 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
+    for (int j = 0; j < QK5_1 / 2; j++)
     {
         const int h0 = ((qh >> j) & 1) << 4;
         const int h1 = ((qh >> (j + 16)) & 1) << 4;
         y[j] = ((qs[j] & 0x0F) | h0) * d + m;
-        y[j + QK / 2] = ((qs[j] >> 4) | h1) * d + m;
+        y[j + QK5_1 / 2] = ((qs[j] >> 4) | h1) * d + m;
     }
 }
 
-// Q8_0: d (f16), 32 int8.
-void dequantQ8_0(const uchar* b, float* y)
+void dequantQ8_0(const block_q8_0& b, float* y)
 {
-    const float d = halfToFloat(b);
-    const signed char* qs = reinterpret_cast<const signed char*>(b + 2);
-    for (int j = 0; j < QK; j++)
-        y[j] = qs[j] * d;
+    const float d = halfBitsToFloat(b.d);
+    for (int j = 0; j < QK8_0; j++)
+        y[j] = b.qs[j] * d;
 }
 
-// Q4_K: d, dmin (f16), 12 bytes of scales/mins, 128 bytes of nibbles. Each 64 elements use
-// 32 bytes: the low nibbles for the first 32 (sub-block 2i), the high ones for the next 32.
-void dequantQ4_K(const uchar* b, float* y)
+void dequantQ4_K(const block_q4_K& b, float* y)
 {
-    const float d = halfToFloat(b), dmin = halfToFloat(b + 2);
-    const uchar* scales = b + 4;
-    const uchar* q = b + 16;
+    const float d = halfBitsToFloat(b.d), dmin = halfBitsToFloat(b.dmin);
+    const uchar* q = b.qs;
     for (int j = 0; j < QK_K / 64; j++)
     {
         int sc, m;
-        scaleMinK4(2 * j, scales, sc, m);
+        scaleMinK4(2 * j, b.scales, sc, m);
         const float d1 = d * sc, m1 = dmin * m;
-        scaleMinK4(2 * j + 1, scales, sc, m);
+        scaleMinK4(2 * j + 1, b.scales, sc, m);
         const float d2 = d * sc, m2 = dmin * m;
         for (int l = 0; l < 32; l++)
             y[l] = d1 * (q[l] & 0x0F) - m1;
@@ -143,37 +129,33 @@ void dequantQ4_K(const uchar* b, float* y)
     }
 }
 
-// Q5_K: as Q4_K plus 32 bytes of high bits: bit 2i of qh[l] for sub-block 2i, bit 2i+1 for 2i+1.
-void dequantQ5_K(const uchar* b, float* y)
+void dequantQ5_K(const block_q5_K& b, float* y)
 {
-    const float d = halfToFloat(b), dmin = halfToFloat(b + 2);
-    const uchar* scales = b + 4;
-    const uchar* qh = b + 16;
-    const uchar* ql = b + 48;
+    const float d = halfBitsToFloat(b.d), dmin = halfBitsToFloat(b.dmin);
+    const uchar* ql = b.qs;
     for (int j = 0; j < QK_K / 64; j++)
     {
         int sc, m;
-        scaleMinK4(2 * j, scales, sc, m);
+        scaleMinK4(2 * j, b.scales, sc, m);
         const float d1 = d * sc, m1 = dmin * m;
-        scaleMinK4(2 * j + 1, scales, sc, m);
+        scaleMinK4(2 * j + 1, b.scales, sc, m);
         const float d2 = d * sc, m2 = dmin * m;
         const int u1 = 1 << (2 * j), u2 = 2 << (2 * j);
         for (int l = 0; l < 32; l++)
-            y[l] = d1 * ((ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0)) - m1;
+            y[l] = d1 * ((ql[l] & 0x0F) + ((b.qh[l] & u1) ? 16 : 0)) - m1;
         for (int l = 0; l < 32; l++)
-            y[32 + l] = d2 * ((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+            y[32 + l] = d2 * ((ql[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - m2;
         ql += 32;
         y += 64;
     }
 }
 
-// Q6_K: 128 bytes low nibbles, 64 bytes of 2-bit highs, 16 int8 scales, d (f16); q - 32.
-void dequantQ6_K(const uchar* b, float* y)
+void dequantQ6_K(const block_q6_K& b, float* y)
 {
-    const uchar* ql = b;
-    const uchar* qh = b + 128;
-    const signed char* sc = reinterpret_cast<const signed char*>(b + 192);
-    const float d = halfToFloat(b + 208);
+    const uchar* ql = b.ql;
+    const uchar* qh = b.qh;
+    const int8_t* sc = b.scales;
+    const float d = halfBitsToFloat(b.d);
     for (int n = 0; n < QK_K; n += 128)
     {
         for (int l = 0; l < 32; l++)
@@ -195,31 +177,65 @@ void dequantQ6_K(const uchar* b, float* y)
     }
 }
 
-typedef void (*BlockDecoder)(const uchar* block, float* y);
-
-BlockDecoder blockDecoder(GGMLType type)
+// A row decoder from a block decoder.
+template <typename Block, int N, void (*decodeBlock)(const Block&, float*)>
+void blocksToFloat(const uchar* src, float* dst, int64 n)
 {
-    switch (type)
-    {
-    case GGML_Q4_0: return dequantQ4_0;
-    case GGML_Q4_1: return dequantQ4_1;
-    case GGML_Q5_0: return dequantQ5_0;
-    case GGML_Q5_1: return dequantQ5_1;
-    case GGML_Q8_0: return dequantQ8_0;
-    case GGML_Q4_K: return dequantQ4_K;
-    case GGML_Q5_K: return dequantQ5_K;
-    case GGML_Q6_K: return dequantQ6_K;
-    default: return nullptr;
-    }
+    const Block* blocks = reinterpret_cast<const Block*>(src);
+    for (int64 i = 0; i < n / N; i++)
+        decodeBlock(blocks[i], dst + i * N);
 }
+
+// Table rows: types we compute with (they have a decoder), and types we only recognise.
+constexpr GGMLTypeTraits computable(const char* name, int blockSize, int typeSize, RowDecoder toFloat)
+{
+    return {name, blockSize, typeSize, true, toFloat};
+}
+
+constexpr GGMLTypeTraits storedOnly(const char* name, int blockSize, int typeSize)
+{
+    return {name, blockSize, typeSize, false, nullptr};
+}
+
+constexpr GGMLTypeTraits kNotAType = {nullptr, 0, 0, false, nullptr};
+
+// Every ggml type id (ggml.h), so that files with other types parse and fail clearly only when
+// a tensor of such a type is used. A type becomes computable with its decoder here; its
+// kernels go to kernels/ggml_kernels.simd.hpp (doc/adding_a_weight_type.md).
+const GGMLTypeTraits kTraits[GGML_TYPE_COUNT] = {
+    /*  0 */ computable("F32", 1, 4, rowF32),
+    /*  1 */ computable("F16", 1, 2, rowF16),
+    /*  2 */ computable("Q4_0", QK4_0, sizeof(block_q4_0), blocksToFloat<block_q4_0, QK4_0, dequantQ4_0>),
+    /*  3 */ computable("Q4_1", QK4_1, sizeof(block_q4_1), blocksToFloat<block_q4_1, QK4_1, dequantQ4_1>),
+    /*  4 */ kNotAType, kNotAType,
+    /*  6 */ computable("Q5_0", QK5_0, sizeof(block_q5_0), blocksToFloat<block_q5_0, QK5_0, dequantQ5_0>),
+    /*  7 */ computable("Q5_1", QK5_1, sizeof(block_q5_1), blocksToFloat<block_q5_1, QK5_1, dequantQ5_1>),
+    /*  8 */ computable("Q8_0", QK8_0, sizeof(block_q8_0), blocksToFloat<block_q8_0, QK8_0, dequantQ8_0>),
+    /*  9 */ storedOnly("Q8_1", 32, 36),
+    /* 10 */ storedOnly("Q2_K", QK_K, 84),
+    /* 11 */ storedOnly("Q3_K", QK_K, 110),
+    /* 12 */ computable("Q4_K", QK_K, sizeof(block_q4_K), blocksToFloat<block_q4_K, QK_K, dequantQ4_K>),
+    /* 13 */ computable("Q5_K", QK_K, sizeof(block_q5_K), blocksToFloat<block_q5_K, QK_K, dequantQ5_K>),
+    /* 14 */ computable("Q6_K", QK_K, sizeof(block_q6_K), blocksToFloat<block_q6_K, QK_K, dequantQ6_K>),
+    /* 15 */ storedOnly("Q8_K", QK_K, 292),
+    /* 16 */ storedOnly("IQ2_XXS", QK_K, 66), storedOnly("IQ2_XS", QK_K, 74),
+    /* 18 */ storedOnly("IQ3_XXS", QK_K, 98), storedOnly("IQ1_S", QK_K, 50),
+    /* 20 */ storedOnly("IQ4_NL", 32, 18), storedOnly("IQ3_S", QK_K, 110),
+    /* 22 */ storedOnly("IQ2_S", QK_K, 82), storedOnly("IQ4_XS", QK_K, 136),
+    /* 24 */ storedOnly("I8", 1, 1), storedOnly("I16", 1, 2), storedOnly("I32", 1, 4), storedOnly("I64", 1, 8),
+    /* 28 */ storedOnly("F64", 1, 8), storedOnly("IQ1_M", QK_K, 56),
+    /* 30 */ computable("BF16", 1, 2, rowBF16),
+    /* 31 */ kNotAType, kNotAType, kNotAType,
+    /* 34 */ storedOnly("TQ1_0", QK_K, 54), storedOnly("TQ2_0", QK_K, 66),
+    /* 36 */ kNotAType, kNotAType, kNotAType,
+    /* 39 */ storedOnly("MXFP4", 32, 17),
+};
 
 } // namespace
 
 const GGMLTypeTraits& ggmlTypeTraits(uint32_t type)
 {
-    if (type < sizeof(kTraits) / sizeof(kTraits[0]))
-        return kTraits[type];
-    return kUnknown;
+    return type < (uint32_t)GGML_TYPE_COUNT ? kTraits[type] : kNotAType;
 }
 
 std::string ggmlTypeName(uint32_t type)
@@ -241,27 +257,7 @@ void dequantizeRow(GGMLType type, const void* src, float* dst, int64 n)
     if (!t.dequantizable)
         CV_Error(Error::StsNotImplemented, "GGUF: tensor type " + ggmlTypeName(type) + " is not supported");
     CV_Assert(n % t.blockSize == 0);
-    const uchar* s = static_cast<const uchar*>(src);
-    switch (type)
-    {
-    case GGML_F32:
-        std::memcpy(dst, s, (size_t)n * sizeof(float));
-        return;
-    case GGML_F16:
-        for (int64 i = 0; i < n; i++)
-            dst[i] = halfToFloat(s + 2 * i);
-        return;
-    case GGML_BF16:
-        for (int64 i = 0; i < n; i++)
-            dst[i] = bf16ToFloat(s + 2 * i);
-        return;
-    default:
-        break;
-    }
-    const BlockDecoder decode = blockDecoder(type);
-    CV_Assert(decode);
-    for (int64 i = 0; i < n / t.blockSize; i++)
-        decode(s + i * t.typeSize, dst + i * t.blockSize);
+    t.toFloat(static_cast<const uchar*>(src), dst, n);
 }
 
 }}} // namespace cv::dnn::llm

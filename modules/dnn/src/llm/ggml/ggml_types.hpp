@@ -2,7 +2,8 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// ggml tensor types as stored in GGUF files: ids, block geometry, and row dequantization.
+// ggml tensor types as stored in GGUF files: ids, block geometry, and row dequantization (the
+// storage half of a weight type; kernels/ggml_kernels.hpp adds this CPU's kernels to it).
 
 #ifndef OPENCV_DNN_SRC_LLM_GGML_TYPES_HPP
 #define OPENCV_DNN_SRC_LLM_GGML_TYPES_HPP
@@ -23,15 +24,21 @@ enum GGMLType
     GGML_IQ3_XXS = 18, GGML_IQ1_S = 19, GGML_IQ4_NL = 20, GGML_IQ3_S = 21, GGML_IQ2_S = 22,
     GGML_IQ4_XS = 23, GGML_I8 = 24, GGML_I16 = 25, GGML_I32 = 26, GGML_I64 = 27,
     GGML_F64 = 28, GGML_IQ1_M = 29, GGML_BF16 = 30, GGML_TQ1_0 = 34, GGML_TQ2_0 = 35,
-    GGML_MXFP4 = 39
+    GGML_MXFP4 = 39,
+    GGML_TYPE_COUNT = 40  //!< ids are below this
 };
 
+//! Decodes a row of n elements (a multiple of the block size) to float.
+typedef void (*RowDecoder)(const uchar* src, float* dst, int64 n);
+
+//! One row of the table of every ggml type id (ggml_types.cpp).
 struct GGMLTypeTraits
 {
     const char* name;     //!< nullptr for ids that are not ggml types
     int blockSize;        //!< elements per block
     int typeSize;         //!< bytes per block
-    bool dequantizable;   //!< this project can dequantize it (and so compute with it)
+    bool dequantizable;   //!< this project can dequantize it (and so compute with it): toFloat is set
+    RowDecoder toFloat;   //!< the scalar reference decoder; the vector ones give the same bits
 };
 
 //! IEEE half to float, exact (subnormals, infinities and NaNs included).

@@ -12,32 +12,52 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-static bool dequantizeRowDispatch(int type, const uchar* src, float* dst, int64 n)
+static const WeightKernels* kernelTableOfThisCpu(int& count)
 {
-    CV_CPU_DISPATCH(dequantizeRowSimd, (type, src, dst, n), CV_CPU_DISPATCH_MODES_ALL);
+    CV_CPU_DISPATCH(weightKernelTableSimd, (count), CV_CPU_DISPATCH_MODES_ALL);
 }
 
-void dequantizeRowFast(GGMLType type, const void* src, float* dst, int64 n)
-{
-    if (!dequantizeRowDispatch((int)type, static_cast<const uchar*>(src), dst, n))
-        dequantizeRow(type, src, dst, n);
-}
+namespace {
 
-float dotF32Fast(const float* a, const float* b, int n)
+struct WeightTypeTable
 {
-    CV_CPU_DISPATCH(dotF32Simd, (a, b, n), CV_CPU_DISPATCH_MODES_ALL);
-}
+    WeightTypeTraits rows[GGML_TYPE_COUNT + 1];  // the last: any id beyond ggml's
 
-static bool hasIntegerDotDispatch()
-{
-    CV_CPU_DISPATCH(hasIntegerDotSimd, (), CV_CPU_DISPATCH_MODES_ALL);
-}
+    WeightTypeTable()
+    {
+        for (int id = 0; id <= GGML_TYPE_COUNT; id++)
+        {
+            const GGMLTypeTraits& s = ggmlTypeTraits((uint32_t)id);
+            rows[id] = {(GGMLType)id, s.name, s.blockSize, s.typeSize, s.dequantizable, s.toFloat,
+                        nullptr, nullptr, nullptr, nullptr};
+        }
+        int count = 0;
+        const WeightKernels* kernels = kernelTableOfThisCpu(count);
+        for (int i = 0; i < count; i++)
+        {
+            const WeightKernels& k = kernels[i];
+            CV_Assert(0 <= k.type && k.type < GGML_TYPE_COUNT);
+            WeightTypeTraits& row = rows[k.type];
+            // Kernels come with a scalar decoder (the reference, and the float path's fallback),
+            // the tile with the single-row dot, a layout with its kernel.
+            CV_Assert(row.computable && (k.dotQ8 || !k.dotQ8Tile) && (k.dotQ8 || !k.dotQ8Interleaved8) &&
+                      !k.dotQ8Interleaved8 == !k.interleaved);
+            if (k.decodeRow)
+                row.decodeRow = k.decodeRow;
+            row.dotQ8 = k.dotQ8;
+            row.dotQ8Tile = k.dotQ8Tile;
+            row.dotQ8Interleaved8 = k.dotQ8Interleaved8;
+            row.interleaved = k.interleaved;
+        }
+    }
+};
 
-bool hasIntegerDot(GGMLType type)
+} // namespace
+
+const WeightTypeTraits& weightTypeTraits(GGMLType type)
 {
-    static const bool available = hasIntegerDotDispatch();
-    return available && (type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1 ||
-                         type == GGML_Q8_0 || type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K);
+    static const WeightTypeTable table;
+    return table.rows[(unsigned)type < (unsigned)GGML_TYPE_COUNT ? (int)type : (int)GGML_TYPE_COUNT];
 }
 
 void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n)
@@ -46,35 +66,9 @@ void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n)
     CV_CPU_DISPATCH(quantizeRowQ8Simd, (x, q, d, sums, n), CV_CPU_DISPATCH_MODES_ALL);
 }
 
-float dotQ8(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n)
+float dotF32Fast(const float* a, const float* b, int n)
 {
-    CV_CPU_DISPATCH(dotQ8Simd, ((int)type, static_cast<const uchar*>(w), q, d, sums, n / 32), CV_CPU_DISPATCH_MODES_ALL);
-}
-
-bool hasMultiRowIntegerDot(GGMLType type)
-{
-    return hasIntegerDot(type) && (type == GGML_Q4_0 || type == GGML_Q8_0);
-}
-
-void dotQ8Rows(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n,
-               int rows, float* out)
-{
-    CV_CPU_DISPATCH(dotQ8RowsSimd, ((int)type, static_cast<const uchar*>(w), q, d, sums, n / 32, rows, out),
-                    CV_CPU_DISPATCH_MODES_ALL);
-}
-
-void dotQ8Rows2(GGMLType type, const void* w, size_t wStride, const signed char* q, const float* d, const int* sums,
-                int n, int rows, float* out, size_t outStride)
-{
-    CV_CPU_DISPATCH(dotQ8Rows2Simd, ((int)type, static_cast<const uchar*>(w), wStride, q, d, sums, n / 32, rows,
-                                     out, outStride), CV_CPU_DISPATCH_MODES_ALL);
-}
-
-void dotQ8Interleaved8(GGMLType type, const uchar* group, const signed char* q, const float* d, const int* sums,
-                       int n, int rows, float* out, size_t outStride)
-{
-    CV_CPU_DISPATCH(dotQ8Interleaved8Simd, ((int)type, group, q, d, sums, n / 32, rows, out, outStride),
-                    CV_CPU_DISPATCH_MODES_ALL);
+    CV_CPU_DISPATCH(dotF32Simd, (a, b, n), CV_CPU_DISPATCH_MODES_ALL);
 }
 
 }}} // namespace cv::dnn::llm

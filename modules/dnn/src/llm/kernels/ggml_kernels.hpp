@@ -2,51 +2,81 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Row kernels of the quantized matmul and the embedding, dispatched by CPU features
-// (ggml_kernels.simd.hpp, compiled for the baseline and for AVX2; patch 0003 registers it).
+// The weight-type table: one row per ggml type with everything the CPU code knows about it (as
+// ggml-cpu's type_traits_cpu), read by the matmul and embedding layers instead of lists of
+// types. A row joins the type's storage facts (ggml/ggml_types.cpp) with the kernels of the ISA
+// picked at startup: ggml_kernels.simd.hpp (with its *.inl.hpp family files) is compiled for
+// the baseline and for AVX2 (patch 0003), each build lists its kernels in one table
+// (weightKernelTableSimd; the baseline's is empty: the float path), and the dispatcher takes
+// the table of the best ISA the CPU has once (OPENCV_CPU_DISABLE=AVX2 forces the baseline).
+// doc/adding_a_weight_type.md: how to add a type.
 
 #ifndef OPENCV_DNN_SRC_LLM_KERNELS_GGML_KERNELS_HPP
 #define OPENCV_DNN_SRC_LLM_KERNELS_GGML_KERNELS_HPP
 
 #include "../ggml/ggml_types.hpp"
+#include "interleaved_weights.hpp"
 
 namespace cv {
 namespace dnn {
 namespace llm {
 
-//! dequantizeRow() with the fastest code the CPU runs; results are those of dequantizeRow().
-void dequantizeRowFast(GGMLType type, const void* src, float* dst, int64 n);
+/* The 8-bit path llama.cpp uses for GEMV: activations quantized to blocks of 32 int8 (one scale
+   per block, as Q8_0: quantizeRowQ8) and integer dot products with the weight blocks. It rounds
+   the activations (relative error ~1/254 per element), so results differ slightly from the
+   float path. An activation row of n inputs is q (n int8), d (n / 32 scales) and sums (n / 32
+   block sums of q); `rows` rows lie at strides n, n / 32, n / 32. */
 
-//! sum a[i] * b[i] with the widest vectors the CPU has.
-float dotF32Fast(const float* a, const float* b, int n);
+//! Dot product of one weight row (`blocks` blocks of 32 inputs) with one activation row.
+typedef float (*DotQ8Fn)(const uchar* w, const signed char* q, const float* d, const int* sums, int blocks);
+/** Multi-row tile: wRows (1 or 2) weight rows (wStride bytes apart) with `rows` activation rows,
+    weight blocks unpacked once for all rows: out[i * outStride + r] for weight row i and
+    activation row r, each bit-identical to DotQ8Fn's. */
+typedef void (*DotQ8TileFn)(const uchar* w, size_t wStride, int wRows, const signed char* q, const float* d,
+                            const int* sums, int blocks, int rows, float* out, size_t outStride);
+/** One group of 8 interleaved weight rows (interleaved_weights.hpp) with `rows` activation rows:
+    out[r * outStride + j] for row j of the group. Each result depends only on its weight row and
+    activation row, never on `rows`. */
+typedef void (*DotQ8Interleaved8Fn)(const uchar* group, const signed char* q, const float* d, const int* sums,
+                                    int blocks, int rows, float* out, size_t outStride);
 
-/** The 8-bit path llama.cpp uses for GEMV: activations quantized to blocks of 32 int8 (one
-    scale per block, as Q8_0) and integer dot products with the weight blocks. It rounds the
-    activations (relative error ~1/254 per element), so results differ slightly from the float
-    path. Available for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights on CPUs with AVX2. */
-bool hasIntegerDot(GGMLType type);
-//! x (n floats, n a multiple of 32) -> q (n int8), d (n/32 scales), sums (n/32 block sums).
+//! What one ISA's kernel build has for a type (nullptr: nothing of that kind).
+struct WeightKernels
+{
+    GGMLType type;
+    RowDecoder decodeRow;                   //!< vector decoder, same bits as the scalar one
+    DotQ8Fn dotQ8;                          //!< the integer path
+    DotQ8TileFn dotQ8Tile;                  //!< multi-row tile
+    DotQ8Interleaved8Fn dotQ8Interleaved8;  //!< kernel on the 8-row interleaved layout ...
+    const InterleavedLayout* interleaved;   //!< ... and that layout (its packer)
+};
+
+//! A weight type as the layers see it on this CPU.
+struct WeightTypeTraits
+{
+    GGMLType type;
+    const char* name;       //!< nullptr: not a ggml type id
+    int blockSize;          //!< elements per block
+    int blockBytes;         //!< bytes per block
+    bool computable;        //!< the layers accept it: it has a decoder
+    RowDecoder decodeRow;   //!< the fastest decoder here (same results as dequantizeRow)
+    DotQ8Fn dotQ8;          //!< nullptr: the float path only
+    DotQ8TileFn dotQ8Tile;  //!< nullptr: no multi-row tile (callers loop dotQ8)
+    DotQ8Interleaved8Fn dotQ8Interleaved8;  //!< set with `interleaved`, or both nullptr
+    const InterleavedLayout* interleaved;
+
+    bool integerDot() const { return dotQ8 != nullptr; }
+};
+
+//! This CPU's row for a type (any id: unknown ones are not computable).
+const WeightTypeTraits& weightTypeTraits(GGMLType type);
+
+//! x (n floats, n a multiple of 32) -> q (n int8), d (n/32 scales), sums (n/32 block sums):
+//! q = round(x / d), d = max|x| / 127 per block of 32, the same bits on every ISA.
 void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n);
-//! Dot product of a weight row of n elements (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) with a quantized activation row.
-float dotQ8(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n);
-/** dotQ8() of one weight row with `rows` consecutive quantized activation rows (q stride n, d
-    and sums stride n/32): each result is bit-identical to dotQ8()'s, but Q4_0 and Q8_0 blocks
-    are unpacked once for every 4 rows. */
-void dotQ8Rows(GGMLType type, const void* w, const signed char* q, const float* d, const int* sums, int n,
-               int rows, float* out);
-//! True when dotQ8Rows() shares the weight unpacking between rows for this type (Q4_0, Q8_0).
-bool hasMultiRowIntegerDot(GGMLType type);
-/** dotQ8Rows() of two weight rows (w and w + wStride bytes) at once, sharing each activation
-    block load: out[0 .. rows) and out[outStride ..]. Only where hasMultiRowIntegerDot(). */
-void dotQ8Rows2(GGMLType type, const void* w, size_t wStride, const signed char* q, const float* d, const int* sums,
-                int n, int rows, float* out, size_t outStride);
 
-/** Dot products of one group of 8 weight rows interleaved by interleaveRows8()
-    (interleaved_weights.hpp; Q4_0, Q8_0) with `rows` quantized activation rows (as for
-    dotQ8Rows): out[r * outStride + j] for row j of the group. Each result depends only on its
-    weight row and activation row, never on `rows`. */
-void dotQ8Interleaved8(GGMLType type, const uchar* group, const signed char* q, const float* d, const int* sums,
-                       int n, int rows, float* out, size_t outStride);
+//! sum a[i] * b[i] with the widest vectors the CPU has (dotF32 of vector_ops.hpp).
+float dotF32Fast(const float* a, const float* b, int n);
 
 }}} // namespace cv::dnn::llm
 

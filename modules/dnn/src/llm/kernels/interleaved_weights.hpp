@@ -2,36 +2,121 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Weights repacked once at load for the integer matmul kernel: groups of 8 output rows, block
-// by block (32 inputs), the 8 rows' data side by side. Per group and block:
-//   8 float16 scales (row j at bytes 2j), then the quants in 4-byte chunks: chunk c holds
-//   bytes 4c..4c+3 of every row's block, row j at offset 4j (Q4_0: 4 chunks of packed nibbles,
-//   element k in the low and k + 16 in the high nibble, as in Q4_0; Q8_0: 8 chunks of int8;
-//   Q4_1: the 8 float16 mins follow the scales, then the Q4_0-style chunks; Q5_0 / Q5_1:
-//   also 32-bit words of the fifth bits per chunk).
-// A 256-bit load then feeds 8 rows with the same 4 activations, and lane j of every vector
-// is row j: no horizontal sums. The group has exactly the bytes of its 8 blocks.
-// Q4_K (super-blocks of 256): the float16 d and dmin of the 8 rows, their 6-bit sub-block
-// scales and mins unpacked to bytes, and the nibbles in the same 4-byte chunks (2.8% larger;
-// Q5_K adds 32-bit words of fifth bits per chunk, the size of its qh).
-// Q6_K: the float16 d of the 8 rows, their int8 scales, and the low-nibble and 2-bit planes in
-// 4-byte chunks (the same size as the 8 blocks). interleaved_weights.cpp has the exact layouts.
+// Weights repacked once at load for the integer matmul kernels: groups of 8 output rows, unit by
+// unit (a block of 32 inputs, or a K super-block of 256), the 8 rows' data side by side. The
+// quants go in 4-byte chunks: chunk c holds bytes 4c..4c+3 of every row's quants, row j at
+// offset 4j, so a 256-bit load feeds the 8 rows with the same 4 activations and lane j of every
+// vector is row j: no horizontal sums. The structs below are the units (as ggml's
+// block_q4_0x8 and friends); the static_asserts give their sizes: every layout keeps the bytes
+// of its 8 blocks except Q4_K / Q5_K, whose 6-bit sub-block scales and mins are unpacked to
+// bytes (2.8% larger). Which types have a layout, and the kernels that read it, is said by the
+// weight-type table (ggml_kernels.hpp).
 
 #ifndef OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
 #define OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
 
 #include "../ggml/ggml_types.hpp"
+#include "../ggml/ggml_blocks.hpp"
 
 namespace cv {
 namespace dnn {
 namespace llm {
 
-//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K (with an integer kernel on this CPU).
-bool hasInterleavedLayout(GGMLType type);
+//! Q4_0: the 8 float16 scales, then 4 chunks of nibbles (element k low, k + 16 high, as Q4_0).
+struct block_q4_0x8
+{
+    uint16_t d[8];
+    uint8_t qs[4][32];
+};
+static_assert(sizeof(block_q4_0x8) == 8 * sizeof(block_q4_0), "block_q4_0x8: wrong size");
 
-/** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `blocks` blocks of 32 each)
-    as a groups x (blocks * 8 * block bytes) CV_8U Mat in the layout above. */
-Mat interleaveRows8(GGMLType type, const uchar* rows, size_t rowBytes, int groups, int blocks);
+//! Q4_1: the 8 scales, the 8 mins, then Q4_0's chunks.
+struct block_q4_1x8
+{
+    uint16_t d[8], m[8];
+    uint8_t qs[4][32];
+};
+static_assert(sizeof(block_q4_1x8) == 8 * sizeof(block_q4_1), "block_q4_1x8: wrong size");
+
+/** Q5_0: the 8 scales; per chunk c two 32-bit words of fifth bits, bit 4j + t = bit 4c + t
+    (qh[c][0]: low nibbles) or 16 + 4c + t (qh[c][1]: high nibbles) of row j's qh; then Q4_0's
+    chunks of nibbles. */
+struct block_q5_0x8
+{
+    uint16_t d[8];
+    uint32_t qh[4][2];
+    uint8_t qs[4][32];
+};
+static_assert(sizeof(block_q5_0x8) == 8 * sizeof(block_q5_0), "block_q5_0x8: wrong size");
+
+//! Q5_1: Q5_0's layout with the 8 mins after the scales.
+struct block_q5_1x8
+{
+    uint16_t d[8], m[8];
+    uint32_t qh[4][2];
+    uint8_t qs[4][32];
+};
+static_assert(sizeof(block_q5_1x8) == 8 * sizeof(block_q5_1), "block_q5_1x8: wrong size");
+
+//! Q8_0: the 8 scales, then 8 chunks of int8.
+struct block_q8_0x8
+{
+    uint16_t d[8];
+    int8_t qs[8][32];
+};
+static_assert(sizeof(block_q8_0x8) == 8 * sizeof(block_q8_0), "block_q8_0x8: wrong size");
+
+/** Q4_K, one super-block of the 8 rows: d and dmin, the 6-bit scales and mins unpacked to bytes
+    (scales[sub][row]), then per 64 inputs j the 32 bytes of nibbles of each row in 8 chunks
+    (low nibbles: sub-block 2j, high: 2j + 1). */
+struct block_q4_Kx8
+{
+    uint16_t d[8], dmin[8];
+    uint8_t scales[8][8], mins[8][8];
+    uint8_t qs[4][8][32];
+};
+static_assert(sizeof(block_q4_Kx8) == 8 * sizeof(block_q4_K) + 8 * (16 - K_SCALE_SIZE), "block_q4_Kx8: wrong size");
+
+/** Q5_K: Q4_K's layout plus, per 64 inputs j and chunk c, two 32-bit words of fifth bits
+    (qh[j][c][h], bit 4i + t: bit 2j + h of qh[4c + t] of row i), before the nibbles. */
+struct block_q5_Kx8
+{
+    uint16_t d[8], dmin[8];
+    uint8_t scales[8][8], mins[8][8];
+    uint32_t qh[4][8][2];
+    uint8_t qs[4][8][32];
+};
+static_assert(sizeof(block_q5_Kx8) == 8 * sizeof(block_q5_K) + 8 * (16 - K_SCALE_SIZE), "block_q5_Kx8: wrong size");
+
+/** Q6_K: the 8 d, the int8 scales (scales[group][row]), then per half h (128 inputs) and chunk c:
+    ql0 = ql[64h + 4c ..] (low nibbles: quarter 0, high: quarter 2), ql1 = ql[64h + 32 + 4c ..]
+    (quarters 1, 3), qh = qh[32h + 4c ..] (2 bits per quarter). */
+struct block_q6_Kx8
+{
+    uint16_t d[8];
+    int8_t scales[16][8];
+    struct Chunk
+    {
+        uint8_t ql[2][32], qh[32];  //!< ql[0]: ql0, ql[1]: ql1
+    } chunks[2][8];
+};
+static_assert(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K), "block_q6_Kx8: wrong size");
+
+//! One type's interleaved layout: its unit and its packer.
+struct InterleavedLayout
+{
+    int unitInputs;  //!< inputs per unit: one block (32) or one super-block (256)
+    int unitBytes;   //!< bytes of a unit of 8 rows (the struct above)
+    //! Packs 8 rows (rowBytes apart, `units` units each) into one group of units * unitBytes bytes.
+    void (*pack)(const uchar* rows, size_t rowBytes, int units, uchar* dst);
+};
+
+extern const InterleavedLayout kInterleavedQ4_0, kInterleavedQ4_1, kInterleavedQ5_0, kInterleavedQ5_1,
+                               kInterleavedQ8_0, kInterleavedQ4_K, kInterleavedQ5_K, kInterleavedQ6_K;
+
+/** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `in` inputs each) as a
+    groups x (in / unitInputs * unitBytes) CV_8U Mat in the layout. */
+Mat interleaveRows8(const InterleavedLayout& layout, const uchar* rows, size_t rowBytes, int groups, int in);
 
 }}} // namespace cv::dnn::llm
 

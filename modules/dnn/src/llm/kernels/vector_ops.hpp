@@ -13,8 +13,11 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-//! sum a[i] * b[i]; four accumulators hide the FMA latency.
-inline float dotF32(const float* a, const float* b, int n)
+/** sum a[i] * b[i]: the one float dot product of the LLM code (float matmul rows through
+    dotF32Fast, attention scores), at the vector width of the file that includes it. Four
+    accumulators hide the FMA latency. `static`: the ISA-dispatched files include it, and each
+    must keep its own copy (one compiled with AVX2 flags must not serve baseline callers). */
+static inline float dotF32(const float* a, const float* b, int n)
 {
     int i = 0;
     float sum = 0.f;
@@ -38,7 +41,7 @@ inline float dotF32(const float* a, const float* b, int n)
 }
 
 //! y[i] += alpha * x[i]
-inline void axpyF32(float alpha, const float* x, float* y, int n)
+static inline void axpyF32(float alpha, const float* x, float* y, int n)
 {
     int i = 0;
 #if (CV_SIMD || CV_SIMD_SCALABLE)
@@ -52,7 +55,7 @@ inline void axpyF32(float alpha, const float* x, float* y, int n)
 }
 
 //! y[i] *= alpha
-inline void scaleF32(float alpha, float* y, int n)
+static inline void scaleF32(float alpha, float* y, int n)
 {
     int i = 0;
 #if (CV_SIMD || CV_SIMD_SCALABLE)

@@ -4,15 +4,17 @@
 
 // y = x W^T (+ b) on weights kept in their ggml block format.
 //
-// Up to `gemv_max_rows` tokens (decoding, also of a batch of sequences), each thread takes a
-// range of output rows and dots each weight row with every token. With an integer kernel for
-// the weight type, the activations are quantized to 8 bits once and each weight block is dotted
-// with them in integers, as llama.cpp does; Q4_0, Q8_0 and Q4_K weights are first repacked (at
-// load) into groups of 8 interleaved rows (kernels/interleaved_weights.hpp), which that kernel
-// takes for any token count. Otherwise the weight row is decoded to floats once for all tokens. Either way each token's result is computed on its own, the same whatever the
-// other rows are: a sequence gets the same logits alone or in a batch.
-// Beyond (prefill), tiles of weight rows are decoded to float once and multiplied with all
-// tokens by dnn's fastGemm.
+// What a weight type offers on this CPU comes from its row of the weight-type table
+// (kernels/ggml_kernels.hpp). Up to `gemv_max_rows` tokens (decoding, also of a batch of
+// sequences), each thread takes a range of output rows and dots each weight row with every
+// token. With an integer dot for the type, the activations are quantized to 8 bits once and
+// each weight block is dotted with them in integers, as llama.cpp does; types with an
+// interleaved kernel are first repacked (at load) into groups of 8 interleaved rows
+// (kernels/interleaved_weights.hpp), which that kernel takes for any token count, and so do
+// types with a multi-row tile. Otherwise the weight row is decoded to floats once for all
+// tokens. Either way each token's result is computed on its own, the same whatever the other
+// rows are: a sequence gets the same logits alone or in a batch. Beyond (prefill), tiles of
+// weight rows are decoded to float once and multiplied with all tokens by dnn's fastGemm.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -36,10 +38,11 @@ public:
         in_ = params.get<int>("in_features");
         out_ = params.get<int>("out_features");
         gemvMaxRows_ = params.get<int>("gemv_max_rows", 32);
-        integerDot_ = params.get<bool>("integer_dot", true) && llm::hasIntegerDot(type_);
+        traits_ = &llm::weightTypeTraits(type_);
+        integerDot_ = params.get<bool>("integer_dot", true) && traits_->integerDot();
         CV_CheckGT(in_, 0, "LLMMatMul: in_features must be positive");
         CV_CheckGT(out_, 0, "LLMMatMul: out_features must be positive");
-        CV_Check(type_, llm::ggmlTypeTraits(type_).dequantizable, "LLMMatMul: unsupported ggml type");
+        CV_Check(type_, traits_->computable, "LLMMatMul: unsupported ggml type");
         CV_Check(blobs.size(), blobs.size() == 1 || blobs.size() == 2, "LLMMatMul: expects weights and an optional bias");
         CV_CheckEQ(blobs[0].rows, out_, "LLMMatMul: weight rows != out_features");
         CV_CheckEQ((size_t)blobs[0].cols, llm::ggmlRowBytes(type_, in_), "LLMMatMul: weight row size mismatch");
@@ -51,12 +54,13 @@ public:
         }
         // The integer kernel runs fastest on groups of 8 rows interleaved (repacked once, here);
         // the last out_features % 8 rows keep the row kernels.
-        if (integerDot_ && llm::hasInterleavedLayout(type_))
+        if (integerDot_ && traits_->interleaved)
         {
             groups_ = out_ / 8;
             if (groups_ > 0)
             {
-                interleaved_ = llm::interleaveRows8(type_, blobs[0].ptr(), blobs[0].step[0], groups_, in_ / 32);
+                interleaved_ = llm::interleaveRows8(*traits_->interleaved, blobs[0].ptr(), blobs[0].step[0],
+                                                    groups_, in_);
                 // Only the last rows are read from the file's pages from now on.
                 llm::releaseMappedPages(blobs[0], blobs[0].ptr(), (size_t)8 * groups_ * blobs[0].step[0]);
             }
@@ -102,7 +106,7 @@ public:
         const int threads = std::max(1, getNumThreads());
         // Types whose integer kernel shares the weight unpacking between rows take it for any
         // row count: faster than decoding tiles to float for a GEMM, and batch-independent.
-        if (integerDot_ && (run.rows <= gemvMaxRows_ || groups_ > 0 || llm::hasMultiRowIntegerDot(type_)))
+        if (integerDot_ && (run.rows <= gemvMaxRows_ || groups_ > 0 || traits_->dotQ8Tile))
         {
             const int blocks = in_ / 32;
             xq_.resize((size_t)run.rows * in_);
@@ -163,14 +167,15 @@ private:
 
         void integerGemv(const Range& r) const
         {
-            const int in = self->in_, out = self->out_, groups = self->groups_;
+            const int blocks = self->in_ / 32, out = self->out_, groups = self->groups_;
             for (int s = r.start; s < r.end; s++)
             {
                 const int begin = stripeBegin(s, integerUnits()), end = stripeBegin(s + 1, integerUnits());
                 for (int g = begin; g < std::min(end, groups); g++)
                 {
-                    llm::dotQ8Interleaved8(self->type_, self->interleaved_.ptr<uchar>(g), self->xq_.data(),
-                                           self->xd_.data(), self->xs_.data(), in, rows, y + 8 * g, out);
+                    self->traits_->dotQ8Interleaved8(self->interleaved_.ptr<uchar>(g), self->xq_.data(),
+                                                     self->xd_.data(), self->xs_.data(), blocks, rows, y + 8 * g,
+                                                     out);
                     if (bias)
                         for (int t = 0; t < rows; t++)
                             for (int j = 0; j < 8; j++)
@@ -181,11 +186,12 @@ private:
         }
 
         // Output rows [begin, end) with the row kernels (two weight rows at a time where the
-        // kernel shares the activation loads).
+        // type has a multi-row tile, which shares the activation loads).
         void rowGemv(int begin, int end) const
         {
             const int in = self->in_, out = self->out_, blocks = in / 32;
-            const int step = llm::hasMultiRowIntegerDot(self->type_) ? 2 : 1;
+            const llm::WeightTypeTraits& traits = *self->traits_;
+            const int step = traits.dotQ8Tile ? 2 : 1;
             for (int n = begin; n < end; n += step)
             {
                 const int wRows = std::min(step, end - n);
@@ -197,10 +203,12 @@ private:
                     const signed char* xq = &self->xq_[(size_t)t0 * in];
                     const float* xd = &self->xd_[(size_t)t0 * blocks];
                     const int* xs = &self->xs_[(size_t)t0 * blocks];
-                    if (wRows == 2)
-                        llm::dotQ8Rows2(self->type_, src, rowBytes, xq, xd, xs, in, count, dots[0], kRowsPerCall);
+                    if (traits.dotQ8Tile)
+                        traits.dotQ8Tile(src, rowBytes, wRows, xq, xd, xs, blocks, count, dots[0], kRowsPerCall);
                     else
-                        llm::dotQ8Rows(self->type_, src, xq, xd, xs, in, count, dots[0]);
+                        for (int k = 0; k < count; k++)
+                            dots[0][k] = traits.dotQ8(src, xq + (size_t)k * in, xd + (size_t)k * blocks,
+                                                      xs + (size_t)k * blocks, blocks);
                     for (int i = 0; i < wRows; i++)
                     {
                         const float b = bias ? bias[n + i] : 0.f;
@@ -225,7 +233,7 @@ private:
                         wr = reinterpret_cast<const float*>(src);
                     else
                     {
-                        llm::dequantizeRowFast(self->type_, src, rowBuf, in);
+                        self->traits_->decodeRow(src, rowBuf, in);
                         wr = rowBuf;
                     }
                     const float b = bias ? bias[n] : 0.f;
@@ -245,7 +253,7 @@ private:
                 {
                     const int n0 = k * tileRows, n1 = std::min(out, n0 + tileRows);
                     for (int n = n0; n < n1; n++)
-                        llm::dequantizeRowFast(self->type_, w + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
+                        self->traits_->decodeRow(w + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
                     FastGemmOpt opt = gemmOpt;
                     fastGemm(false, true, rows, in, n1 - n0, in, 1.f, x, in, 1, tile, in, 1, 0.f, y + n0, out, opt);
                     if (bias)
@@ -258,6 +266,7 @@ private:
     };
 
     llm::GGMLType type_;
+    const llm::WeightTypeTraits* traits_;  // the type's row of the weight-type table
     int in_, out_;
     int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles
     bool integerDot_;   // 8-bit activations and integer dot products on the GEMV path

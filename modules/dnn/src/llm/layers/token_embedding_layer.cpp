@@ -21,8 +21,9 @@ public:
         vocab_ = params.get<int>("vocab_size");
         CV_CheckGT(dim_, 0, "LLMTokenEmbedding: embedding_length must be positive");
         CV_CheckGT(vocab_, 0, "LLMTokenEmbedding: vocab_size must be positive");
-        CV_Check(type_, llm::ggmlTypeTraits(type_).dequantizable,
-                 "LLMTokenEmbedding: unsupported ggml type");
+        const llm::WeightTypeTraits& traits = llm::weightTypeTraits(type_);
+        CV_Check(type_, traits.computable, "LLMTokenEmbedding: unsupported ggml type");
+        decodeRow_ = traits.decodeRow;
         CV_CheckEQ(blobs.size(), (size_t)1, "LLMTokenEmbedding: expects the table as one blob");
         CV_CheckEQ(blobs[0].rows, vocab_, "LLMTokenEmbedding: table rows != vocab_size");
         CV_CheckEQ((size_t)blobs[0].cols, llm::ggmlRowBytes(type_, dim_), "LLMTokenEmbedding: row size mismatch");
@@ -65,13 +66,14 @@ public:
         parallel_for_(Range(0, tokens), [&args](const Range& r) {
             const Mat& table = args.self->blobs[0];
             for (int t = r.start; t < r.end; t++)
-                llm::dequantizeRowFast(args.self->type_, table.ptr((int)args.ids[t]),
-                                       args.out + (size_t)t * args.self->dim_, args.self->dim_);
+                args.self->decodeRow_(table.ptr((int)args.ids[t]), args.out + (size_t)t * args.self->dim_,
+                                      args.self->dim_);
         });
     }
 
 private:
     llm::GGMLType type_;
+    llm::RowDecoder decodeRow_;  // the fastest decoder of the type on this CPU (weight-type table)
     int dim_, vocab_;
 };
 

@@ -1,0 +1,95 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Helpers of the AVX2 weight kernels, included by ggml_kernels.simd.hpp inside its ISA
+// namespace when CV_AVX2. Everything is static: a shared inline function compiled with AVX2
+// flags could be the copy the linker keeps for baseline callers too.
+
+// An fp16 scale (F16C comes with OpenCV's AVX2 level).
+static inline float blockScale(uint16_t bits)
+{
+    return _cvtsh_ss(bits);
+}
+
+// 8 float16 (8 rows' scales of an interleaved group) to floats.
+static inline __m256 halfs8(const uint16_t* p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
+}
+
+// 8 unsigned bytes -> 8 floats.
+static inline __m256 u8ToFloat(__m128i v)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+}
+
+static inline float hsum256(__m256 s)
+{
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_shuffle_ps(r, r, 1));
+    return _mm_cvtss_f32(r);
+}
+
+// 32 bits of activations (4 int8) broadcast to all 8 lanes.
+static inline __m256i broadcast4(const signed char* x)
+{
+    int v;
+    std::memcpy(&v, x, sizeof(v));
+    return _mm256_set1_epi32(v);
+}
+
+// 32 bits -> 32 bytes, byte i = 0x10 where bit i is set (the fifth bit of Q5 quants).
+static inline __m256i fifthBits(uint32_t word)
+{
+    // Each 128-bit lane holds the word 4 times; byte i takes word byte i / 8 (lane-local index).
+    const __m256i index = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);  // byte i: 1 << (i % 8)
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)word), index);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+static inline __m256i fifthBits(const uint8_t* p)
+{
+    uint32_t word;
+    std::memcpy(&word, p, sizeof(word));
+    return fifthBits(word);
+}
+
+// Calls kernel(R, r) for activation rows r .. r + R - 1 over `rows` rows, R = 4 and then the 1 to 3
+// left (R a std::integral_constant: the kernels are templates on it). A kernel computes each
+// activation row on its own, so no result depends on R.
+template <typename Kernel>
+static inline void byRowTiles(int rows, Kernel kernel)
+{
+    int r = 0;
+    for (; r + 4 <= rows; r += 4)
+        kernel(std::integral_constant<int, 4>(), r);
+    switch (rows - r)
+    {
+    case 3: kernel(std::integral_constant<int, 3>(), r); break;
+    case 2: kernel(std::integral_constant<int, 2>(), r); break;
+    case 1: kernel(std::integral_constant<int, 1>(), r); break;
+    default: break;
+    }
+}
+
+// Tile kernels stay functions of their own: inlined into the row loop (4 copies, one per R),
+// the 4-row ones lose registers and run 10-20% slower (Q5_K, Q6_K).
+#define LLM_TILE_NOINLINE __attribute__((noinline))
+
+// The DotQ8Interleaved8Fn of a kernel on the 8-row interleaved layout: Tile::run<R> computes a
+// group against R activation rows (qStride apart), out[r * outStride + j].
+template <typename Tile>
+static void interleaved8Rows(const uchar* group, const signed char* q, const float* d, const int* sums, int blocks,
+                             int rows, float* out, size_t outStride)
+{
+    const size_t qStride = (size_t)blocks * 32;
+    byRowTiles(rows, [&](auto R, int r) {
+        Tile::template run<decltype(R)::value>(group, q + r * qStride, qStride, d + (size_t)r * blocks,
+                                               sums + (size_t)r * blocks, blocks, out + r * outStride, outStride);
+    });
+}
