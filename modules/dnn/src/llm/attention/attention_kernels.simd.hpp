@@ -6,7 +6,7 @@
 // Results differ between ISAs only by float rounding (reduction order, exp approximation).
 
 #include <opencv2/core/hal/intrin.hpp>
-#include "vector_ops.hpp"
+#include "../common/vector_ops.hpp"
 
 namespace cv {
 namespace dnn {

@@ -14,7 +14,7 @@
 
 #include <opencv2/core/hal/intrin.hpp>
 #include "ggml_kernels.hpp"
-#include "vector_ops.hpp"
+#include "../common/vector_ops.hpp"
 
 #include <cstring>
 #include <algorithm>

@@ -4,8 +4,8 @@
 
 // Small float vector kernels shared by the LLM layers (universal intrinsics).
 
-#ifndef OPENCV_DNN_SRC_LLM_KERNELS_VECTOR_OPS_HPP
-#define OPENCV_DNN_SRC_LLM_KERNELS_VECTOR_OPS_HPP
+#ifndef OPENCV_DNN_SRC_LLM_COMMON_VECTOR_OPS_HPP
+#define OPENCV_DNN_SRC_LLM_COMMON_VECTOR_OPS_HPP
 
 #include <opencv2/core/hal/intrin.hpp>
 
