@@ -87,7 +87,7 @@ llm_run_demo() {
   echo "== llm_generate: greedy continuation by the project's demo model ($model)"
   "$bin/llm_generate" --model="$model" --prompt="Once upon a time" --max-new-tokens=64
   echo "== llm_generate: sampled (temperature 0.8, top-p 0.95, seed 7)"
-  "$bin/llm_generate" --model="$model" --prompt="One day, a little fox" --max-new-tokens=64 \
+  "$bin/llm_generate" --model="$model" --prompt="One day, Tom the cat" --max-new-tokens=64 \
     --temperature=0.8 --top-p=0.95 --seed=7
   echo "== llm_chatbot, non-interactive (the demo model's chat template, two turns)"
   printf 'Tell me a story about a cat.\nHello!\n' | "$bin/llm_chatbot" --model="$model" --max-new-tokens=120
