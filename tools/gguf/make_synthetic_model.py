@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a random-weight Llama-family GGUF model that llama.cpp loads.
 
-    make_synthetic_model.py --arch llama|qwen2|qwen3 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
+    make_synthetic_model.py --arch llama|qwen2|qwen3|gpt2 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
                             [--tied] [--dequant-f32] [--version 3] [--context-length N] [--head-dim N]
                             [--rope-scaling linear|llama3 --rope-factor F ...]
 
@@ -38,6 +38,11 @@ Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256
         qwen3-0.6b (1024, 28 layers, 16/8 heads of 128, FFN 3072, vocab 151936, ctx 40960, rope 1e6).
 qwen2 adds attn_q/k/v biases. qwen3 adds per-head Q/K RMSNorm weights (blk.N.attn_q_norm /
 attn_k_norm, head_dim elements, like the other norms uniform in [0.6, 1.4]), no biases.
+gpt2 (llama.cpp's graph): token_embd + position_embd (n_ctx rows), per block LayerNorm with bias
+(attn_norm, ffn_norm: weights in [0.6, 1.4], biases N(0, 0.1^2)), fused attn_qkv with bias,
+attn_output with bias, ffn_up / ffn_down with biases (GELU between), output_norm weight and bias;
+<arch>.attention.layer_norm_epsilon 1e-5, no rotary keys; attn_qkv is Q5_K in Q4_K_M (Q6_K in
+Q5_K_M) like llama.cpp's mix.
 Vocab 512 copies the tokenizer from stories260K.gguf (--vocab-from); other sizes get a synthetic
 SentencePiece-style vocab.
 
@@ -73,6 +78,7 @@ ARCH_DEFAULTS = {
     "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
     "qwen2": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=True, qk_norm=False),
     "qwen3": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True),
+    "gpt2": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5),
 }
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
@@ -100,6 +106,8 @@ def choose_type(name, ne0, ftype, n_layer, tied, layer):
             t = GGMLType.Q6_K
         elif name.endswith("ffn_down.weight") and use_more_bits(layer, n_layer):
             t = GGMLType.Q6_K
+        elif name.endswith("attn_qkv.weight"):
+            t = {"Q4_K_M": GGMLType.Q5_K, "Q5_K_M": GGMLType.Q6_K}.get(ftype, t)
     blk = BLOCK_LAYOUT[t][0]
     if ne0 % blk:
         t = FALLBACK.get(t, t)
@@ -108,8 +116,30 @@ def choose_type(name, ne0, ftype, n_layer, tied, layer):
     return t
 
 
+def gpt2_tensor_specs(shape, tied):
+    """gpt2's tensors in the order llama.cpp's converter writes them."""
+    s = shape
+    E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
+    qkv = s["n_head"] * s["head_dim"] + 2 * s["n_head_kv"] * s["head_dim"]
+    specs = [("token_embd.weight", (V, E), "embd", -1), ("position_embd.weight", (s["n_ctx"], E), "pos", -1)]
+    for i in range(s["n_layer"]):
+        p = "blk.%d." % i
+        specs += [(p + "attn_norm.weight", (E,), "norm", i), (p + "attn_norm.bias", (E,), "nbias", i),
+                  (p + "attn_qkv.weight", (qkv, E), "wqkv", i), (p + "attn_qkv.bias", (qkv,), "bqkv", i),
+                  (p + "attn_output.weight", (E, E), "wo", i), (p + "attn_output.bias", (E,), "bo", i),
+                  (p + "ffn_norm.weight", (E,), "norm", i), (p + "ffn_norm.bias", (E,), "nbias", i),
+                  (p + "ffn_up.weight", (F, E), "wup", i), (p + "ffn_up.bias", (F,), "bup", i),
+                  (p + "ffn_down.weight", (E, F), "wdown", i), (p + "ffn_down.bias", (E,), "bdown", i)]
+    specs += [("output_norm.weight", (E,), "out_norm", -1), ("output_norm.bias", (E,), "out_nbias", -1)]
+    if not tied:
+        specs.append(("output.weight", (V, E), "out", -1))
+    return specs
+
+
 def tensor_specs(shape, arch, tied):
     """[(name, numpy shape (rows, cols) = reversed ggml dims, kind, layer)] in file order."""
+    if arch == "gpt2":
+        return gpt2_tensor_specs(shape, tied)
     s = shape
     hd = s["head_dim"]
     E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
@@ -171,6 +201,17 @@ def make_values(name, npshape, kind, shape, seed, tied=False):
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     E, F, V = shape["n_embd"], shape["n_ff"], shape["n_vocab"]
     n = int(np.prod(npshape))
+    if kind == "wqkv":
+        # q and k rows as wq / wk (scores with std ~1.5), v rows as wv
+        x = rng.standard_normal(n, dtype=np.float32).reshape(npshape)
+        qk = npshape[0] - (npshape[0] - E) // 2  # q is n_embd wide, k and v equal
+        x[:qk] *= np.float32(math.sqrt(1.5 / E))
+        x[qk:] *= np.float32(1.0 / math.sqrt(E))
+        return x
+    if kind == "out_nbias":
+        target = 1.4 * math.sqrt(2.0 * math.log(V))
+        g = target / math.sqrt(E) / (EMBD_SIGMA if tied else 1.0)
+        return (rng.standard_normal(n, dtype=np.float32).reshape(npshape) * np.float32(0.3 * g))
     if kind == "norm":
         return rng.uniform(0.6, 1.4, size=npshape).astype(np.float32)
     if kind == "out_norm":
@@ -187,6 +228,7 @@ def make_values(name, npshape, kind, shape, seed, tied=False):
         "wv": 1.0 / math.sqrt(E), "wo": 1.0 / math.sqrt(E),
         "wgate": 1.0 / math.sqrt(E), "wup": 1.0 / math.sqrt(E), "wdown": 1.0 / math.sqrt(F),
         "bq": 0.5, "bk": 0.5, "bv": 0.2,
+        "pos": EMBD_SIGMA, "nbias": 0.1, "bqkv": 0.2, "bo": 0.1, "bup": 0.2, "bdown": 0.1,
     }[kind]
     x = rng.standard_normal(n, dtype=np.float32).reshape(npshape)
     x *= np.float32(sigma)
@@ -262,9 +304,12 @@ def build(args):
     if arch == "qwen3" or hd != shape["n_embd"] // shape["n_head"]:
         w.add_uint32(arch + ".attention.key_length", hd)
         w.add_uint32(arch + ".attention.value_length", hd)
-    w.add_float32(arch + ".attention.layer_norm_rms_epsilon", ad["rms_eps"])
-    w.add_float32(arch + ".rope.freq_base", ad["rope_base"])
-    w.add_uint32(arch + ".rope.dimension_count", hd)
+    if arch == "gpt2":
+        w.add_float32(arch + ".attention.layer_norm_epsilon", ad["norm_eps"])
+    else:
+        w.add_float32(arch + ".attention.layer_norm_rms_epsilon", ad["rms_eps"])
+        w.add_float32(arch + ".rope.freq_base", ad["rope_base"])
+        w.add_uint32(arch + ".rope.dimension_count", hd)
     if args.rope_scaling == "linear":
         w.add_string(arch + ".rope.scaling.type", "linear")
         w.add_float32(arch + ".rope.scaling.factor", args.rope_factor)
@@ -319,6 +364,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.rope_scaling == "llama3" and args.arch != "llama":
         ap.error("--rope-scaling llama3 needs --arch llama (llama.cpp reads rope_freqs.weight only there)")
+    if args.arch == "gpt2" and args.rope_scaling != "none":
+        ap.error("gpt2 has no rotary embedding")
     if args.rope_scaling != "none" and not args.rope_factor > 0:
         ap.error("--rope-factor must be positive")
     t0 = time.time()

@@ -29,6 +29,8 @@ void initializeLLMLayerFactory()
     CV_DNN_REGISTER_LAYER_CLASS(LLMElementwise,    LLMElementwiseLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMAttention,      LLMAttentionLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMLogitRows,      LLMLogitRowsLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMLayerNorm,      LLMLayerNormLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMPositionEmbedding, LLMPositionEmbeddingLayer);
 }
 
 CV__DNN_INLINE_NS_END

@@ -62,7 +62,10 @@ public:
     connections), "sub", "mul", "div", "swiglu" (silu(a) * b: the gated part of a SwiGLU MLP;
     two inputs of the same shape, or one input and a constant blobs[0] that is a scalar or has
     one value per feature; `constant_first` puts the constant on the left) or unary "sigmoid",
-    "silu", "relu", "tanh", "neg". */
+    "silu", "relu", "tanh", "neg", "gelu_tanh" (GELU's tanh approximation,
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))), "gelu_tanh_f16" (the same as ggml_gelu
+    computes it on the CPU, llama.cpp's numbers: x rounded to float16, the result rounded to
+    float16, 0 below -10 and x above 10). */
 class LLMElementwiseLayer : public Layer
 {
 public:
@@ -101,6 +104,26 @@ public:
     static Ptr<LLMLogitRowsLayer> create(const LayerParams& params);
     virtual void attachState(const Ptr<llm::LLMNetState>& state) = 0;
     virtual bool allLogits() const = 0;
+};
+
+/** LayerNorm over the last axis with a per-feature weight and bias (GPT-2):
+    y = (x - mean) / sqrt(var + epsilon) * blobs[0] + blobs[1], as ggml_norm + mul + add.
+    Input: T x features. Parameter: `epsilon` (default 1e-5). Allocation-free. */
+class LLMLayerNormLayer : public Layer
+{
+public:
+    static Ptr<LLMLayerNormLayer> create(const LayerParams& params);
+};
+
+/** Learned absolute position embedding (GPT-2's position_embd): y[t] = x[t] + table[p(t)],
+    p(t) the position of token t in its sequence from the Net's batch plan (0..T-1 without a
+    state). blobs[0]: the table's raw rows (max_positions x row bytes, CV_8U). Parameters:
+    `ggml_type`, `embedding_length`, `max_positions`; a position beyond the table is an error. */
+class LLMPositionEmbeddingLayer : public Layer
+{
+public:
+    static Ptr<LLMPositionEmbeddingLayer> create(const LayerParams& params);
+    virtual void attachState(const Ptr<llm::LLMNetState>& state) = 0;
 };
 
 CV__DNN_INLINE_NS_END

@@ -9,11 +9,14 @@
 // (qwen3: rope(head_norm(q_proj(..))), rope(head_norm(k_proj(..))), each head RMS-normalized)
 // then the final norm and the output projection (tied to the embedding when output.weight
 // is absent). Weights are wrapped from the mapping, not copied, except small norm vectors.
+// `gpt2` has a graph of its own (gpt2Block): learned positions added to the token embedding,
+// LayerNorm with bias, fused QKV with bias and no rotary, a GELU (tanh) FFN with biases.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
 #include "gguf_net_builder.hpp"
 #include "../net/net_assembly.hpp"
+#include "../net/llm_net_state.hpp"
 
 #include <set>
 
@@ -39,6 +42,7 @@ const ArchInfo kArchitectures[] = {
     {"llama",   false, false},  // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
     {"qwen2",   true,  false},
     {"qwen3",   true,  true},   // head size from attention.key_length (Qwen3-0.6B: 16 x 128 > n_embd 1024)
+    {"gpt2",    false, false},  // no rotary: see gpt2Block
 };
 
 std::string supportedArchitectures()
@@ -79,15 +83,17 @@ public:
         lp.set("vocab_size", vocab_);
         lp.blobs.push_back(embd);
         Pin x = add(lp, {Pin{0, 0}});
+        if (gpt2_)
+            x = positionEmbedding(x);
 
         for (int i = 0; i < nLayer_; i++)
-            x = block(i, x);
+            x = gpt2_ ? gpt2Block(i, x) : block(i, x);
 
         lp = params("logit_rows", "LLMLogitRows");
         lp.set("all_logits", allLogits_);
         const int logitRows = add(lp, {x}).layer;
         x = Pin{logitRows, 0};
-        x = rmsNorm("output_norm", "output_norm.weight", x);
+        x = gpt2_ ? layerNorm("output_norm", x) : rmsNorm("output_norm", "output_norm.weight", x);
         const bool tied = !f_.findTensor("output.weight");
         lp = params("output", "LLMMatMul");
         const std::string outName = tied ? "token_embd.weight" : "output.weight";
@@ -106,6 +112,8 @@ public:
                 fail("tensor '" + t.name + "' is not used by architecture '" + arch_ + "' as implemented here");
 
         installLLMState(net_, attentionIds_, logitRows, f_.path());
+        if (positionLayer_ >= 0)
+            net_.getLayer(positionLayer_).dynamicCast<LLMPositionEmbeddingLayer>()->attachState(LLMNetState::of(net_));
         return net_;
     }
 
@@ -199,6 +207,30 @@ private:
         const std::string causalKey = arch_ + ".attention.causal";
         if (f_.hasMetadata(causalKey) && !f_.getBool(causalKey))
             fail("metadata key '" + causalKey + "' = false (bidirectional attention) is not supported");
+        gpt2_ = arch_ == "gpt2";
+        if (gpt2_)
+            readGPT2HyperParameters();
+    }
+
+    // gpt2 as llama.cpp's src/models/gpt2.cpp builds it: LayerNorm epsilon from
+    // attention.layer_norm_epsilon (required there), q width n_embd, no rotary.
+    void readGPT2HyperParameters()
+    {
+        const std::string epsKey = arch_ + ".attention.layer_norm_epsilon";
+        if (!f_.hasMetadata(epsKey))
+            fail("metadata key '" + epsKey + "' is missing");
+        eps_ = (float)f_.getNumber(epsKey);
+        if (!(eps_ >= 0.f && eps_ < 1.f))
+            fail(format("layer_norm_epsilon %g is out of range", eps_));
+        if (nHead_ * headDim_ != nEmbd_)
+            fail(format("head_count %d x head size %d != embedding_length %d (gpt2's Q is n_embd wide)",
+                        nHead_, headDim_, nEmbd_));
+        // Keys that change other architectures' results and that this graph does not apply.
+        for (const char* key : {"rope.scaling.type", "rope.scaling.factor", "attention.scale", "logit_scale",
+                                "embedding_scale", "residual_scale", "attention.clamp_kqv",
+                                "attn_logit_softcapping", "final_logit_softcapping", "attention.sliding_window"})
+            if (f_.hasMetadata(arch_ + "." + key))
+                fail("metadata key '" + arch_ + "." + key + "' is not supported for gpt2");
     }
 
     const GGUFTensor& tensor(const std::string& name) const
@@ -269,6 +301,29 @@ private:
         return add(lp, {x});
     }
 
+    // LayerNorm with bias (gpt2): <name>.weight and <name>.bias.
+    Pin layerNorm(const std::string& name, Pin x)
+    {
+        LayerParams lp = params(name, "LLMLayerNorm");
+        lp.set("epsilon", eps_);
+        lp.blobs.push_back(vectorF32(name + ".weight", nEmbd_));
+        lp.blobs.push_back(vectorF32(name + ".bias", nEmbd_));
+        return add(lp, {x});
+    }
+
+    // gpt2's learned positions (one row per position of the training context) added to x.
+    Pin positionEmbedding(Pin x)
+    {
+        LayerParams lp = params("position_embd", "LLMPositionEmbedding");
+        lp.set("ggml_type", (int)tensor("position_embd.weight").type);
+        lp.set("embedding_length", nEmbd_);
+        lp.set("max_positions", nCtx_);
+        lp.blobs.push_back(weight("position_embd.weight", nEmbd_, nCtx_));
+        Pin p = add(lp, {x});
+        positionLayer_ = p.layer;
+        return p;
+    }
+
     Pin matmul(const std::string& name, const std::string& prefix, int in, int out, Pin x)
     {
         LayerParams lp = params(name, "LLMMatMul");
@@ -331,7 +386,41 @@ private:
         return residual(p + "ffn_residual", x, d);
     }
 
+    // gpt2 (llama.cpp's src/models/gpt2.cpp): every projection with its bias (required),
+    //   x += attn_output(attention(attn_qkv(layer_norm(x))))   (no rotary)
+    //   x += ffn_down(gelu_tanh(ffn_up(layer_norm(x))))
+    Pin gpt2Block(int i, Pin x)
+    {
+        const std::string p = format("blk.%d.", i);
+        const int kvWidth = nKV_ * headDim_;
+        for (const char* b : {"attn_qkv.bias", "attn_output.bias", "ffn_up.bias", "ffn_down.bias"})
+            tensor(p + b);  // present (matmul reads it)
+
+        Pin h = layerNorm(p + "attn_norm", x);
+        Pin qkv = matmul(p + "attn_qkv", p + "attn_qkv", nEmbd_, nEmbd_ + 2 * kvWidth, h);
+        LayerParams lp = params(p + "attn", "LLMAttention");
+        lp.set("num_heads", nHead_);
+        lp.set("num_kv_heads", nKV_);
+        lp.set("head_dim", headDim_);
+        lp.set("max_context", nCtx_);
+        lp.set("rope_mode", "none");
+        Pin a = add(lp, {qkv});
+        attentionIds_.push_back(a.layer);
+        Pin o = matmul(p + "attn_output", p + "attn_output", nEmbd_, nEmbd_, a);
+        x = residual(p + "attn_residual", x, o);
+
+        h = layerNorm(p + "ffn_norm", x);
+        Pin up = matmul(p + "ffn_up", p + "ffn_up", nEmbd_, nFF_, h);
+        LayerParams g = params(p + "ffn_gelu", "LLMElementwise");
+        g.set("operation", "gelu_tanh_f16");  // as llama.cpp's CPU backend (exact tanh: 2e-4 off in p)
+        Pin m = add(g, {up});
+        Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
+        return residual(p + "ffn_residual", x, d);
+    }
+
     const GGUFModelFile& f_;
+    int positionLayer_ = -1;
+    bool gpt2_ = false;
     bool allLogits_, integerDot_;
     std::vector<int> attentionIds_;
     mutable std::set<std::string> used_;  // tensors the graph reads

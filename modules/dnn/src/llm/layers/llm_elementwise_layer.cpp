@@ -4,7 +4,7 @@
 
 // Element-wise operations of language models: the residual connections (add), SwiGLU's gate
 // (silu(gate) * up), and the element-wise nodes of imported graphs (ONNX Add/Sub/Mul/Div
-// between activations or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg).
+// between activations or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg), GELU.
 // Allocation-free, unlike dnn's Eltwise / NaryEltwise, so a decode step stays free of heap
 // allocations.
 
@@ -19,7 +19,7 @@ CV__DNN_INLINE_NS_BEGIN
 
 namespace {
 
-enum class ElementwiseOp { Add, Sub, Mul, Div, SwiGLU, Sigmoid, Silu, Relu, Tanh, Neg };
+enum class ElementwiseOp { Add, Sub, Mul, Div, SwiGLU, Sigmoid, Silu, Relu, Tanh, Neg, GeluTanh, GeluTanhF16 };
 
 struct OpName
 {
@@ -34,6 +34,7 @@ const OpName kOps[] = {
     {"sigmoid", ElementwiseOp::Sigmoid, false},
     {"silu", ElementwiseOp::Silu, false}, {"relu", ElementwiseOp::Relu, false},
     {"tanh", ElementwiseOp::Tanh, false}, {"neg", ElementwiseOp::Neg, false},
+    {"gelu_tanh", ElementwiseOp::GeluTanh, false}, {"gelu_tanh_f16", ElementwiseOp::GeluTanhF16, false},
 };
 
 inline float binaryOp(ElementwiseOp op, float a, float b)
@@ -48,6 +49,11 @@ inline float binaryOp(ElementwiseOp op, float a, float b)
     }
 }
 
+inline float geluTanh(float x)
+{
+    return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * x * (1.f + 0.044715f * x * x)));
+}
+
 inline float unaryOp(ElementwiseOp op, float x)
 {
     switch (op)
@@ -56,6 +62,16 @@ inline float unaryOp(ElementwiseOp op, float x)
     case ElementwiseOp::Silu: return x / (1.f + std::exp(-x));
     case ElementwiseOp::Relu: return std::max(x, 0.f);
     case ElementwiseOp::Tanh: return std::tanh(x);
+    case ElementwiseOp::GeluTanh:  // GELU's tanh approximation (GPT-2's FFN)
+        return geluTanh(x);
+    case ElementwiseOp::GeluTanhF16:
+        // ggml_gelu on the CPU (GGML_GELU_FP16): x rounded to half precision, the result looked up
+        // in a half-precision table of the same formula; saturated outside (-10, 10)
+        if (x <= -10.f)
+            return 0.f;
+        if (x >= 10.f)
+            return x;
+        return (float)hfloat(geluTanh((float)hfloat(x)));
     default: return -x;
     }
 }
