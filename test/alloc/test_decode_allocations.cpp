@@ -172,6 +172,7 @@ INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_llama_Q4_0.gguf"),
     llm_test::testModel("synthetic/synthetic_qwen2_Q5_K_M.gguf"),
     llm_test::testModel("synthetic/synthetic_qwen3_Q4_K_M.gguf"),   // per-head Q/K norm
-    llm_test::testModel("synthetic/synthetic_gpt2_Q4_K_M.gguf")));  // positions, LayerNorm, GELU
+    llm_test::testModel("synthetic/synthetic_gpt2_Q4_K_M.gguf"),    // positions, LayerNorm, GELU
+    llm_test::testModel("synthetic/synthetic_phi3_Q4_K_M.gguf")));  // fused qkv, gate|up halves, LongRoPE
 
 } // namespace

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Write a random-weight Llama-family GGUF model that llama.cpp loads.
 
-    make_synthetic_model.py --arch llama|qwen2|qwen3|gpt2 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
+    make_synthetic_model.py --arch llama|qwen2|qwen3|gpt2|phi3 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
                             [--tied] [--dequant-f32] [--version 3] [--context-length N] [--head-dim N]
                             [--rope-scaling linear|llama3 --rope-factor F ...]
 
 --type  F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K: "pure" files, every 2-D weight
         (token_embd and output included) in that type, like `llama-quantize --pure`.
         Q4_K_M Q5_K_M: llama.cpp's mixes (llama_tensor_get_type): output.weight (or token_embd
-        when tied) Q6_K; attn_v and ffn_down Q6_K in the layers where use_more_bits(i, n) holds
+        when tied) Q6_K; attn_v (and a fused attn_qkv) and ffn_down Q6_K in the layers where use_more_bits(i, n) holds
         (i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2); everything else Q4_K / Q5_K.
         In every mode norms and biases stay F32, and a tensor whose ne[0] is not a multiple of
         the block size falls back like llama.cpp (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, and
@@ -36,13 +36,21 @@ Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256
         tinyllama (2048, 22 layers, 32/4 heads, FFN 5632, vocab 32000, ctx 2048),
         qwen2.5-0.5b (896, 24 layers, 14/2 heads, FFN 4864, vocab 151936, ctx 32768, rope 1e6),
         qwen3-0.6b (1024, 28 layers, 16/8 heads of 128, FFN 3072, vocab 151936, ctx 40960, rope 1e6).
+phi3 (llama.cpp's phi3 graph): one fused blk.N.attn_qkv.weight (rows q, k, v), ffn_up.weight of
+2*n_ff rows holding gate then up (no ffn_gate), NEOX RoPE base 1e4, eps 1e-5, over --rope-dim
+dimensions (default 3/4 of the head, like Phi-4-mini's partial rotary), and
+phi3.rope.scaling.original_context_length = --rope-original-context. --rope-scaling longrope adds
+rope_factors_long.weight / rope_factors_short.weight (F32, n_rot/2: short uniform in [1, 2.5],
+long rising from 1 to ~20 plus noise) and phi3.rope.scaling.attn_factor, by the converter's
+formula sqrt(1 + ln(ctx/orig) / ln(orig)) (1 when ctx <= orig) unless --rope-attn-factor is
+given. --sliding-window N writes phi3.attention.sliding_window (llama.cpp ignores it for phi3).
 qwen2 adds attn_q/k/v biases. qwen3 adds per-head Q/K RMSNorm weights (blk.N.attn_q_norm /
 attn_k_norm, head_dim elements, like the other norms uniform in [0.6, 1.4]), no biases.
 gpt2 (llama.cpp's graph): token_embd + position_embd (n_ctx rows), per block LayerNorm with bias
 (attn_norm, ffn_norm: weights in [0.6, 1.4], biases N(0, 0.1^2)), fused attn_qkv with bias,
 attn_output with bias, ffn_up / ffn_down with biases (GELU between), output_norm weight and bias;
-<arch>.attention.layer_norm_epsilon 1e-5, no rotary keys; attn_qkv is Q5_K in Q4_K_M (Q6_K in
-Q5_K_M) like llama.cpp's mix.
+<arch>.attention.layer_norm_epsilon 1e-5, no rotary keys; attn_qkv is quantized like an attn_v
+(llama.cpp's quantizer, category_is_attn_v).
 Vocab 512 copies the tokenizer from stories260K.gguf (--vocab-from); other sizes get a synthetic
 SentencePiece-style vocab.
 
@@ -79,6 +87,7 @@ ARCH_DEFAULTS = {
     "qwen2": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=True, qk_norm=False),
     "qwen3": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True),
     "gpt2": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5),
+    "phi3": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
 }
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
@@ -102,12 +111,11 @@ def choose_type(name, ne0, ftype, n_layer, tied, layer):
     if mix:
         if is_output:
             t = GGMLType.Q8_0 if ne0 % BLOCK_LAYOUT[base][0] else GGMLType.Q6_K
-        elif name.endswith("attn_v.weight") and use_more_bits(layer, n_layer):
+        elif (name.endswith("attn_v.weight") or name.endswith("attn_qkv.weight")) and use_more_bits(layer, n_layer):
+            # (llama.cpp's quantizer counts a fused attn_qkv as an attn_v: category_is_attn_v)
             t = GGMLType.Q6_K
         elif name.endswith("ffn_down.weight") and use_more_bits(layer, n_layer):
             t = GGMLType.Q6_K
-        elif name.endswith("attn_qkv.weight"):
-            t = {"Q4_K_M": GGMLType.Q5_K, "Q5_K_M": GGMLType.Q6_K}.get(ftype, t)
     blk = BLOCK_LAYOUT[t][0]
     if ne0 % blk:
         t = FALLBACK.get(t, t)
@@ -170,6 +178,54 @@ def tensor_specs(shape, arch, tied):
     if not tied:
         specs.append(("output.weight", (V, E), "out", -1))
     return specs
+
+
+def phi3_tensor_specs(shape, tied):
+    """tensor_specs for phi3: fused attn_qkv (kind wqkv) and gate|up in ffn_up (kind wgateup)."""
+    s = shape
+    hd = s["head_dim"]
+    E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
+    q_out, kv_out = s["n_head"] * hd, s["n_head_kv"] * hd
+    specs = [("token_embd.weight", (V, E), "embd", -1)]
+    for i in range(s["n_layer"]):
+        p = "blk.%d." % i
+        specs.append((p + "attn_norm.weight", (E,), "norm", i))
+        specs.append((p + "attn_qkv.weight", (q_out + 2 * kv_out, E), "wqkv", i))
+        specs.append((p + "attn_output.weight", (E, q_out), "wo", i))
+        specs.append((p + "ffn_norm.weight", (E,), "norm", i))
+        specs.append((p + "ffn_up.weight", (2 * F, E), "wgateup", i))
+        specs.append((p + "ffn_down.weight", (E, F), "wdown", i))
+    specs.append(("output_norm.weight", (E,), "out_norm", -1))
+    if not tied:
+        specs.append(("output.weight", (V, E), "out", -1))
+    return specs
+
+
+def phi3_values(name, npshape, kind, shape, seed, tied):
+    """make_values for phi3's fused tensors: each part scaled as its unfused kind (q and k rows
+    like wq / wk, v rows like wv; gate and up rows like wgate / wup)."""
+    if kind not in ("wqkv", "wgateup"):
+        return make_values(name, npshape, kind, shape, seed, tied)
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    E = shape["n_embd"]
+    x = rng.standard_normal(int(np.prod(npshape)), dtype=np.float32).reshape(npshape)
+    if kind == "wqkv":
+        hd = shape["head_dim"]
+        qk = shape["n_head"] * hd + shape["n_head_kv"] * hd
+        x[:qk] *= np.float32(math.sqrt(1.5 / E))
+        x[qk:] *= np.float32(1.0 / math.sqrt(E))
+    else:
+        x *= np.float32(1.0 / math.sqrt(E))
+    return x
+
+
+def phi3_rope_factors(pairs, seed):
+    """LongRoPE-like factors (long, short), float32: short in [1, 2.5], long rising to ~20."""
+    rng = np.random.default_rng([seed, zlib.crc32(b"rope_factors")])
+    short = rng.uniform(1.0, 2.5, size=pairs).astype(np.float32)
+    ramp = np.linspace(0.0, 1.0, pairs) ** 2
+    long = (1.0 + 19.0 * ramp + rng.uniform(0.0, 1.0, size=pairs)).astype(np.float32)
+    return long, short
 
 
 EMBD_SIGMA = 0.05  # small, so the layers (not the current token's own embedding) dominate the
@@ -287,7 +343,10 @@ def build(args):
     w = GGUFWriter(version=args.version, alignment=args.alignment,
                    write_alignment_key=args.alignment != 32)
     w.add_string("general.architecture", arch)
-    w.add_string("general.name", "synthetic-%s-%s-%s%s" % (arch, args.shape, args.type, "-tied" if tied else ""))
+    # llama.cpp gives Phi-3 vocabularies special attributes when general.name contains "phi3" or
+    # "phi-3", and fails on a vocabulary without <|endoftext|>: keep those strings out of the name
+    w.add_string("general.name", "synthetic-%s-%s-%s%s" % (arch.replace("phi3", "phi_3"), args.shape, args.type,
+                                                          "-tied" if tied else ""))
     w.add_string("general.description", "random weights, seed %d, tools/gguf/make_synthetic_model.py" % args.seed)
     w.add_uint32("general.file_type", 0 if args.dequant_f32 else FILE_TYPE[args.type])
     if args.type not in ("F32", "F16", "BF16") and not args.dequant_f32:
@@ -309,6 +368,19 @@ def build(args):
     else:
         w.add_float32(arch + ".attention.layer_norm_rms_epsilon", ad["rms_eps"])
         w.add_float32(arch + ".rope.freq_base", ad["rope_base"])
+    if arch == "phi3":
+        n_rot = args.rope_dim or (hd * 3 // 4) // 2 * 2
+        w.add_uint32(arch + ".rope.dimension_count", n_rot)
+        w.add_uint32(arch + ".rope.scaling.original_context_length", args.rope_original_context)
+        if args.rope_scaling == "longrope":
+            attn_factor = args.rope_attn_factor
+            if attn_factor is None:
+                scale = shape["n_ctx"] / args.rope_original_context
+                attn_factor = math.sqrt(1 + math.log(scale) / math.log(args.rope_original_context)) if scale > 1 else 1.0
+            w.add_float32(arch + ".rope.scaling.attn_factor", attn_factor)
+        if args.sliding_window is not None:
+            w.add_uint32(arch + ".attention.sliding_window", args.sliding_window)
+    elif arch != "gpt2":
         w.add_uint32(arch + ".rope.dimension_count", hd)
     if args.rope_scaling == "linear":
         w.add_string(arch + ".rope.scaling.type", "linear")
@@ -321,7 +393,14 @@ def build(args):
                                       args.rope_high_freq_factor, args.rope_original_context)
         w.add_tensor("rope_freqs.weight", [hd // 2], GGMLType.F32, factors.astype("<f4").view(np.uint8))
         hist["F32"] = 1
-    for name, npshape, kind, layer in tensor_specs(shape, arch, tied):
+    if args.rope_scaling == "longrope":
+        long_f, short_f = phi3_rope_factors(n_rot // 2, args.seed)
+        w.add_tensor("rope_factors_long.weight", [n_rot // 2], GGMLType.F32, long_f.astype("<f4").view(np.uint8))
+        w.add_tensor("rope_factors_short.weight", [n_rot // 2], GGMLType.F32, short_f.astype("<f4").view(np.uint8))
+        hist["F32"] = hist.get("F32", 0) + 2
+    specs = phi3_tensor_specs(shape, tied) if arch == "phi3" else tensor_specs(shape, arch, tied)
+    values = phi3_values if arch == "phi3" else make_values
+    for name, npshape, kind, layer in specs:
         dims = list(reversed(npshape))
         if len(npshape) == 1:
             gt = GGMLType.F32
@@ -331,7 +410,7 @@ def build(args):
         hist[gt.name] = hist.get(gt.name, 0) + 1
 
         def produce(name=name, npshape=npshape, kind=kind, gt=gt):
-            x = make_values(name, npshape, kind, shape, args.seed, tied)
+            x = values(name, npshape, kind, shape, args.seed, tied)
             raw = quants.quantize(x, gt)
             if args.dequant_f32:
                 return quants.dequantize(raw, gt).astype("<f4").view(np.uint8)
@@ -352,11 +431,14 @@ def main(argv=None):
     ap.add_argument("--alignment", type=int, default=32)
     ap.add_argument("--context-length", type=int, default=0, help="default: the shape's")
     ap.add_argument("--head-dim", type=int, default=0, help="default: the shape's, else n_embd / n_head")
-    ap.add_argument("--rope-scaling", choices=("none", "linear", "llama3"), default="none")
+    ap.add_argument("--rope-scaling", choices=("none", "linear", "llama3", "longrope"), default="none")
     ap.add_argument("--rope-factor", type=float, default=8.0)
     ap.add_argument("--rope-low-freq-factor", type=float, default=1.0)
     ap.add_argument("--rope-high-freq-factor", type=float, default=4.0)
     ap.add_argument("--rope-original-context", type=int, default=8192)
+    ap.add_argument("--rope-dim", type=int, default=0, help="phi3: rope.dimension_count (default 3/4 of the head)")
+    ap.add_argument("--rope-attn-factor", type=float, default=None, help="phi3 longrope: attn_factor")
+    ap.add_argument("--sliding-window", type=int, default=None, help="phi3: attention.sliding_window")
     ap.add_argument("--vocab-from", default=DEFAULT_VOCAB,
                     help="GGUF whose tokenizer.* keys are copied when the vocab size is 512")
     ap.add_argument("--out", required=True)
@@ -366,6 +448,10 @@ def main(argv=None):
         ap.error("--rope-scaling llama3 needs --arch llama (llama.cpp reads rope_freqs.weight only there)")
     if args.arch == "gpt2" and args.rope_scaling != "none":
         ap.error("gpt2 has no rotary embedding")
+    if (args.rope_scaling == "longrope") != (args.arch == "phi3" and args.rope_scaling != "none"):
+        ap.error("--rope-scaling longrope is phi3's (and phi3 takes no other scaling here)")
+    if args.arch != "phi3" and (args.rope_dim or args.rope_attn_factor is not None or args.sliding_window is not None):
+        ap.error("--rope-dim, --rope-attn-factor and --sliding-window are phi3 options")
     if args.rope_scaling != "none" and not args.rope_factor > 0:
         ap.error("--rope-factor must be positive")
     t0 = time.time()

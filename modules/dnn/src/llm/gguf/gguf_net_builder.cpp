@@ -7,6 +7,7 @@
 //   x += o_proj(attention(rope(q_proj(norm(x))), rope(k_proj(..)), v_proj(..)))
 //   x += down(silu(gate(norm(x))) * up(norm(x)))
 // (qwen3: rope(head_norm(q_proj(..))), rope(head_norm(k_proj(..))), each head RMS-normalized)
+// (phi3: q|k|v from one fused projection, gate|up from one, LongRoPE: phi3Block)
 // then the final norm and the output projection (tied to the embedding when output.weight
 // is absent). Weights are wrapped from the mapping, not copied, except small norm vectors.
 // `gpt2` has a graph of its own (gpt2Block): learned positions added to the token embedding,
@@ -43,6 +44,7 @@ const ArchInfo kArchitectures[] = {
     {"qwen2",   true,  false},
     {"qwen3",   true,  true},   // head size from attention.key_length (Qwen3-0.6B: 16 x 128 > n_embd 1024)
     {"gpt2",    false, false},  // no rotary: see gpt2Block
+    {"phi3",    true,  false},  // Phi-3 / 3.5 / 4-mini: its own block, phi3Block()
 };
 
 std::string supportedArchitectures()
@@ -87,7 +89,7 @@ public:
             x = positionEmbedding(x);
 
         for (int i = 0; i < nLayer_; i++)
-            x = gpt2_ ? gpt2Block(i, x) : block(i, x);
+            x = gpt2_ ? gpt2Block(i, x) : arch_ == "phi3" ? phi3Block(i, x) : block(i, x);
 
         lp = params("logit_rows", "LLMLogitRows");
         lp.set("all_logits", allLogits_);
@@ -202,7 +204,7 @@ private:
 
         // Keys llama.cpp reads for every architecture that would change the result and that
         // are not implemented here.
-        if (hparamFloat("rope.scaling.attn_factor", 1.f) != 1.f)
+        if (arch_ != "phi3" && hparamFloat("rope.scaling.attn_factor", 1.f) != 1.f)
             fail("metadata key '" + arch_ + ".rope.scaling.attn_factor' (rotary magnitude scaling) is not supported");
         const std::string causalKey = arch_ + ".attention.causal";
         if (f_.hasMetadata(causalKey) && !f_.getBool(causalKey))
@@ -210,6 +212,8 @@ private:
         gpt2_ = arch_ == "gpt2";
         if (gpt2_)
             readGPT2HyperParameters();
+        if (arch_ == "phi3")
+            readPhi3HyperParameters();
     }
 
     // gpt2 as llama.cpp's src/models/gpt2.cpp builds it: LayerNorm epsilon from
@@ -231,6 +235,25 @@ private:
                                 "attn_logit_softcapping", "final_logit_softcapping", "attention.sliding_window"})
             if (f_.hasMetadata(arch_ + "." + key))
                 fail("metadata key '" + arch_ + "." + key + "' is not supported for gpt2");
+    }
+
+    // phi3 as llama.cpp reads it (src/models/phi3.cpp, llama-context.cpp, llama-model.cpp):
+    // - rope.scaling.attn_factor multiplies cos and sin (ggml_rope_ext's attn_factor; llama.cpp
+    //   applies it whichever factors are chosen);
+    // - LongRoPE: rope_factors_long.weight when the context in use exceeds
+    //   rope.scaling.original_context_length (default: context_length), else
+    //   rope_factors_short.weight (get_rope_factors: n_ctx_seq > n_ctx_orig_yarn). A Net's
+    //   context is the file's context_length, so this is llama.cpp's choice at its default
+    //   n_ctx (the training context).
+    // - attention.sliding_window: read and ignored, as llama.cpp does for phi3 ("Phi SWA is
+    //   currently disabled", llama.cpp PR 13676): every layer attends to the whole context.
+    void readPhi3HyperParameters()
+    {
+        ropeAttnFactor_ = hparamFloat("rope.scaling.attn_factor", 1.f);
+        if (!(ropeAttnFactor_ > 0.f && ropeAttnFactor_ < 1e3f))
+            fail(format("metadata '%s.rope.scaling.attn_factor' = %g is out of range", arch_.c_str(), ropeAttnFactor_));
+        const int nCtxOrig = hparam("rope.scaling.original_context_length", nCtx_);
+        phi3LongRope_ = nCtx_ > nCtxOrig;
     }
 
     const GGUFTensor& tensor(const std::string& name) const
@@ -386,6 +409,77 @@ private:
         return residual(p + "ffn_residual", x, d);
     }
 
+    // phi3 (llama.cpp's src/models/phi3.cpp): q|k|v from one attn_qkv projection (rows q, then
+    // k, then v; separate attn_q/k/v also accepted) into LLMAttention's packed input; NEOX rotary
+    // over rope.dimension_count dimensions with the LongRoPE factors and attn_factor
+    // (readPhi3HyperParameters); ffn_up holds 2 x feed_forward_length rows, gate first:
+    // ffn = down(silu(x W_up[0:n_ff]^T) * (x W_up[n_ff:2 n_ff]^T)) (llama.cpp's LLM_FFN_SWIGLU on
+    // the whole up projection: ggml_swiglu applies silu to the first half). The two halves are
+    // two matmuls over the mapped rows, no copy.
+    Pin phi3Block(int i, Pin x)
+    {
+        const std::string p = format("blk.%d.", i);
+        const int qWidth = nHead_ * headDim_, kvWidth = nKV_ * headDim_;
+
+        Pin h = rmsNorm(p + "attn_norm", p + "attn_norm.weight", x);
+        std::vector<Pin> qkv;
+        if (f_.findTensor(p + "attn_qkv.weight"))
+            qkv.push_back(matmul(p + "attn_qkv", p + "attn_qkv", nEmbd_, qWidth + 2 * kvWidth, h));
+        else
+            qkv = {matmul(p + "attn_q", p + "attn_q", nEmbd_, qWidth, h),
+                   matmul(p + "attn_k", p + "attn_k", nEmbd_, kvWidth, h),
+                   matmul(p + "attn_v", p + "attn_v", nEmbd_, kvWidth, h)};
+
+        LayerParams lp = params(p + "attn", "LLMAttention");
+        lp.set("num_heads", nHead_);
+        lp.set("num_kv_heads", nKV_);
+        lp.set("head_dim", headDim_);
+        lp.set("max_context", nCtx_);
+        lp.set("rope_dim", ropeDim_);
+        lp.set("rope_base", ropeBase_);
+        lp.set("rope_neox", neox_);
+        lp.set("rope_freq_scale", ropeFreqScale_);
+        lp.set("rope_attn_factor", ropeAttnFactor_);
+        // rope_freqs.weight wins where present (llama.cpp's get_rope_factors); both LongRoPE
+        // tensors are read (and checked) whichever is used.
+        const char* longName = "rope_factors_long.weight";
+        const char* shortName = "rope_factors_short.weight";
+        Mat longF, shortF;
+        if (f_.findTensor(longName))
+            longF = vectorF32(longName, ropeDim_ / 2);
+        if (f_.findTensor(shortName))
+            shortF = vectorF32(shortName, ropeDim_ / 2);
+        if (f_.findTensor("rope_freqs.weight"))
+            lp.blobs.push_back(vectorF32("rope_freqs.weight", ropeDim_ / 2));
+        else if (!(phi3LongRope_ ? longF : shortF).empty())
+            lp.blobs.push_back(phi3LongRope_ ? longF : shortF);
+        Pin a = add(lp, qkv);
+        attentionIds_.push_back(a.layer);
+        Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
+        x = residual(p + "attn_residual", x, o);
+
+        h = rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x);
+        const std::string up = p + "ffn_up.weight";
+        const Mat upGate = weight(up, nEmbd_, 2 * nFF_);
+        const GGUFTensor& t = tensor(up);
+        Pin halves[2];
+        for (int half = 0; half < 2; half++)
+        {
+            LayerParams mp = params(p + (half == 0 ? "ffn_up_gate_half" : "ffn_up_up_half"), "LLMMatMul");
+            mp.set("ggml_type", (int)t.type);
+            mp.set("in_features", nEmbd_);
+            mp.set("out_features", nFF_);
+            mp.set("integer_dot", integerDot_);
+            mp.blobs.push_back(upGate.rowRange(half * nFF_, (half + 1) * nFF_));
+            halves[half] = add(mp, {h});
+        }
+        LayerParams sw = params(p + "ffn_swiglu", "LLMElementwise");
+        sw.set("operation", "swiglu");
+        Pin m = add(sw, {halves[0], halves[1]});
+        Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
+        return residual(p + "ffn_residual", x, d);
+    }
+
     // gpt2 (llama.cpp's src/models/gpt2.cpp): every projection with its bias (required),
     //   x += attn_output(attention(attn_qkv(layer_norm(x))))   (no rotary)
     //   x += ffn_down(gelu_tanh(ffn_up(layer_norm(x))))
@@ -429,6 +523,8 @@ private:
     bool neox_ = false, qkNorm_ = false;
     int nEmbd_ = 0, nLayer_ = 0, nFF_ = 0, nHead_ = 0, nKV_ = 0, nCtx_ = 0, headDim_ = 0, ropeDim_ = 0, vocab_ = 0;
     float eps_ = 1e-5f, ropeBase_ = 10000.f, ropeFreqScale_ = 1.f;
+    float ropeAttnFactor_ = 1.f;  // phi3
+    bool phi3LongRope_ = false;   // phi3: rope_factors_long (else _short)
 };
 
 } // namespace

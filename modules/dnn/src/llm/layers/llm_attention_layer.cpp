@@ -57,6 +57,11 @@ public:
         CV_CheckGT(maxContext_, 0, "LLMAttention: max_context must be positive");
         scale_ = params.get<float>("scale", 1.f / std::sqrt((float)headDim_));
         CV_Check(scale_, scale_ > 0.f && std::isfinite(scale_), "LLMAttention: scale must be positive");
+        // llama.cpp's attn_factor (ggml_rope_ext's mscale): cos and sin are multiplied by it, so
+        // the rotated dimensions of q and k come out scaled (GGUF rope.scaling.attn_factor).
+        ropeAttnFactor_ = params.get<float>("rope_attn_factor", 1.f);
+        CV_Check(ropeAttnFactor_, ropeAttnFactor_ > 0.f && std::isfinite(ropeAttnFactor_),
+                 "LLMAttention: rope_attn_factor must be positive");
         const String ropeMode = params.get<String>("rope_mode", "formula");
         if (ropeMode == "none")
         {
@@ -165,6 +170,11 @@ public:
         }
         rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, plan.position.data());
         rope_.apply(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, plan.position.data());
+        if (ropeAttnFactor_ != 1.f)
+        {
+            scaleRotated(query_.data(), (size_t)tokens * heads_);
+            scaleRotated(keys_.data(), (size_t)tokens * kvHeads_);
+        }
         for (int t = 0; t < tokens; t++)
             cache.store(layerIndex_, *plan.pageTables[plan.batchSequence[t]], plan.position[t],
                         keys_.data() + (size_t)t * kvWidth, vData + t * vStride);
@@ -173,8 +183,18 @@ public:
     }
 
 private:
+    // The first ropeDim elements of each of `heads` consecutive heads times ropeAttnFactor_
+    // (stored keys are scaled once: a later key shift only turns them).
+    void scaleRotated(float* x, size_t heads) const
+    {
+        const int n = rope_.ropeDim();
+        for (size_t h = 0; h < heads; h++)
+            for (int d = 0; d < n; d++)
+                x[h * headDim_ + d] *= ropeAttnFactor_;
+    }
+
     int heads_, kvHeads_, headDim_, maxContext_;
-    float scale_;
+    float scale_, ropeAttnFactor_ = 1.f;
     llm::RotaryEmbedding rope_;
     Ptr<llm::LLMNetState> state_;
     int layerIndex_ = 0;
