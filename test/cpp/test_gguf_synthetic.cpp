@@ -82,7 +82,7 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 33u);
+    ASSERT_EQ(oracles.size(), 36u);
     std::printf("%-22s %12s %12s %10s %10s\n", "model", "max|dp| F32", "max|dp| q", "top1 ours", "top1 l.cpp");
     for (const String& path : oracles)
     {
@@ -104,13 +104,16 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
         EXPECT_LE(exactDiff, 1e-4);
 
         // The quantized run itself: llama.cpp rounds activations to 8 bits there (and so do we,
-        // by default, for Q4_0 / Q8_0), which moves probabilities by up to ~0.05 (README), so
-        // only the top token and a loose bound.
+        // by default, where an integer kernel exists), which moves probabilities by up to ~0.05
+        // from exact math on the same weights (README; ours: at most 0.052 over these 36 files).
+        // Each side within 0.06 of exact math, so within 0.12 of each other (llama.cpp's and our
+        // roundings differ in detail); ours is also checked against exact math directly.
         const FileNode topK = fs["top_k"];
         const int top1 = (int)topK[0]["id"];
         const double quantDiff = maxDifference(p, topK);
         EXPECT_EQ((int)(std::max_element(p.begin(), p.end()) - p.begin()), top1);
-        EXPECT_LE(quantDiff, 0.06);
+        EXPECT_LE(maxDifference(p, exactTopK), 0.06) << "our 8-bit path against exact math";
+        EXPECT_LE(quantDiff, 0.12);
         std::printf("%-22s %12.2e %12.2e %10.4f %10.4f\n", file.substr(10, file.size() - 15).c_str(),
                     exactDiff, quantDiff, p[top1], (double)topK[0]["p"]);
     }
@@ -137,7 +140,7 @@ TEST(GGUFSynthetic, greedyIdsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 33u);
+    ASSERT_EQ(oracles.size(), 36u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -174,7 +177,7 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 33u);
+    ASSERT_EQ(oracles.size(), 36u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
