@@ -2,37 +2,19 @@
 (learned positions, LayerNorm with bias, fused QKV with bias, no rotary, GELU FFN with biases)
 against llama.cpp's greedy ids stored in test/data/oracle, rewinding and batching (positions come
 from each sequence, not from the forward), and readNet refusing gpt2 files it does not implement."""
-import json
-
 import numpy as np
 import pytest
 
 import cv2 as cv
 
-from test_qwen3 import ORACLE_DIR, make_model, read_error, rewrite
-from gguf_writer import ValueType  # noqa: E402  (path set by test_qwen3)
-
-
-def load_oracle(type_name):
-    return json.loads((ORACLE_DIR / f"synthetic_gpt2_{type_name}.nlc.json").read_text())
+from synthetic_models import ValueType, generate_matches_llama_cpp, load_oracle, make_model, read_error, rewrite
 
 
 # F32: exact math on both sides, all 8 greedy ids. Q8_0: llama.cpp rounds activations to 8 bits
 # and so do we, differently in detail: the ids while llama.cpp's top-1/top-2 gap is >= 0.5 nat.
 @pytest.mark.parametrize("type_name,n", [("F32", 8), ("Q8_0", 5)])
 def test_text_generation_model_matches_llama_cpp(tmp_path, type_name, n):
-    oracle = load_oracle(type_name)
-    path = make_model(oracle, tmp_path)
-    model = cv.dnn.TextGenerationModel(str(path))
-    tokenizer = model.getTokenizer()
-    prompt = "Once upon a time"
-    assert list(tokenizer.encode(prompt)) == oracle["prompt_ids"]  # BOS 403 407 261 378
-    config = cv.dnn.GenerationConfig()
-    config.maxNewTokens = n
-    text = model.generate(prompt, config)
-    ids = list(model.getGeneratedTokenIds())
-    assert ids == oracle["greedy_ids"][:n]
-    assert text == tokenizer.decode(ids)
+    generate_matches_llama_cpp(load_oracle("gpt2", type_name), tmp_path, n)
 
 
 def softmax(z):
@@ -45,7 +27,7 @@ def test_positions_follow_each_sequence(tmp_path):
     """llama.cpp's next-token distributions after the prompt and after each greedy step, reached
     (a) the prompt in one forward, (b) after a rewind, (c) in a batch next to another sequence:
     the position embedding must use each token's position in its own sequence."""
-    oracle = load_oracle("F32")
+    oracle = load_oracle("gpt2", "F32")
     net = cv.dnn.readNet(str(make_model(oracle, tmp_path)))
     prompt, greedy = oracle["prompt_ids"], oracle["greedy_ids"]
 
@@ -72,7 +54,7 @@ def test_positions_follow_each_sequence(tmp_path):
 
 
 def test_readnet_refuses_what_it_does_not_implement(tmp_path):
-    path = make_model(load_oracle("F32"), tmp_path)
+    path = make_model(load_oracle("gpt2", "F32"), tmp_path)
     assert cv.dnn.readNet(str(rewrite(path, tmp_path / "same.gguf"))) is not None
 
     msg = read_error(rewrite(path, tmp_path / "no_pos.gguf", drop_tensors=["position_embd.weight"]))

@@ -2,40 +2,22 @@
 (fused attn_qkv, gate|up in one ffn_up, partial NEOX rotary, LongRoPE factors and attn_factor)
 against llama.cpp's greedy ids stored in test/data/oracle, and readNet refusing phi3 variants it
 does not implement."""
-import json
-
 import pytest
 
 import cv2 as cv
 
-from test_qwen3 import ORACLE_DIR, make_model, read_error, rewrite  # (puts tools/gguf on sys.path)
-from gguf_writer import ValueType  # noqa: E402
-
-
-def load_oracle(type_name):
-    return json.loads((ORACLE_DIR / f"synthetic_phi3_{type_name}.nlc.json").read_text())
+from synthetic_models import ValueType, generate_matches_llama_cpp, load_oracle, make_model, read_error, rewrite
 
 
 # F32: exact math on both sides, 8 greedy ids. Q4_K_M: the ids while llama.cpp's quantized
 # run has a top-1/top-2 gap >= 0.5 nat (the first 2; the third is 0.01 nat).
 @pytest.mark.parametrize("type_name,n", [("F32", 8), ("Q4_K_M", 2)])
 def test_text_generation_model_matches_llama_cpp(tmp_path, type_name, n):
-    oracle = load_oracle(type_name)
-    path = make_model(oracle, tmp_path)
-    model = cv.dnn.TextGenerationModel(str(path))
-    tokenizer = model.getTokenizer()
-    prompt = "Once upon a time"
-    assert list(tokenizer.encode(prompt)) == oracle["prompt_ids"]  # BOS 403 407 261 378
-    config = cv.dnn.GenerationConfig()
-    config.maxNewTokens = n
-    text = model.generate(prompt, config)
-    ids = list(model.getGeneratedTokenIds())
-    assert ids == oracle["greedy_ids"][:n]
-    assert text == tokenizer.decode(ids)
+    generate_matches_llama_cpp(load_oracle("phi3", type_name), tmp_path, n)
 
 
 def test_readnet_refuses_what_it_does_not_implement(tmp_path):
-    path = make_model(load_oracle("F32"), tmp_path)
+    path = make_model(load_oracle("phi3", "F32"), tmp_path)
     assert cv.dnn.readNet(str(rewrite(path, tmp_path / "same.gguf"))) is not None
 
     msg = read_error(rewrite(path, tmp_path / "yarn.gguf", set_kvs=[

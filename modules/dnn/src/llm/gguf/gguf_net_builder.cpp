@@ -88,6 +88,8 @@ public:
         if (gpt2_)
             x = positionEmbedding(x);
 
+        if (!gpt2_)
+            ropeFactors_ = readRopeFactors();
         for (int i = 0; i < nLayer_; i++)
             x = gpt2_ ? gpt2Block(i, x) : arch_ == "phi3" ? phi3Block(i, x) : block(i, x);
 
@@ -349,23 +351,84 @@ private:
 
     Pin matmul(const std::string& name, const std::string& prefix, int in, int out, Pin x)
     {
-        LayerParams lp = params(name, "LLMMatMul");
         const std::string w = prefix + ".weight", b = prefix + ".bias";
-        lp.set("ggml_type", (int)tensor(w).type);
+        const Mat bias = f_.findTensor(b) ? vectorF32(b, out) : Mat();
+        return matmulRows(name, tensor(w).type, weight(w, in, out), in, out, bias, x);
+    }
+
+    //! x W^T (+ bias) with `rows` (out of them, mapped from the file) of a weight of type `type`.
+    Pin matmulRows(const std::string& name, GGMLType type, const Mat& rows, int in, int out, const Mat& bias, Pin x)
+    {
+        LayerParams lp = params(name, "LLMMatMul");
+        lp.set("ggml_type", (int)type);
         lp.set("in_features", in);
         lp.set("out_features", out);
         lp.set("integer_dot", integerDot_);
-        lp.blobs.push_back(weight(w, in, out));
-        if (f_.findTensor(b))
-            lp.blobs.push_back(vectorF32(b, out));
+        lp.blobs.push_back(rows);
+        if (!bias.empty())
+            lp.blobs.push_back(bias);
         return add(lp, {x});
+    }
+
+    Pin elementwise(const std::string& name, const char* operation, const std::vector<Pin>& inputs)
+    {
+        LayerParams lp = params(name, "LLMElementwise");
+        lp.set("operation", operation);
+        return add(lp, inputs);
     }
 
     Pin residual(const std::string& name, Pin a, Pin b)
     {
-        LayerParams lp = params(name, "LLMElementwise");
-        lp.set("operation", "add");
-        return add(lp, {a, b});
+        return elementwise(name, "add", {a, b});
+    }
+
+    /** The block's attention over `inputs` (q, k, v, or one packed q|k|v), with the
+        architecture's rotary embedding (none for gpt2); it becomes the next KV-cache layer. */
+    Pin attention(const std::string& name, const std::vector<Pin>& inputs)
+    {
+        LayerParams lp = params(name, "LLMAttention");
+        lp.set("num_heads", nHead_);
+        lp.set("num_kv_heads", nKV_);
+        lp.set("head_dim", headDim_);
+        lp.set("max_context", nCtx_);
+        if (gpt2_)
+        {
+            lp.set("rope_mode", "none");
+        }
+        else
+        {
+            lp.set("rope_dim", ropeDim_);
+            lp.set("rope_base", ropeBase_);
+            lp.set("rope_neox", neox_);
+            lp.set("rope_freq_scale", ropeFreqScale_);
+            lp.set("rope_attn_factor", ropeAttnFactor_);
+            if (!ropeFactors_.empty())
+                lp.blobs.push_back(ropeFactors_);
+        }
+        Pin a = add(lp, inputs);
+        attentionIds_.push_back(a.layer);
+        return a;
+    }
+
+    /** Per-pair rotary frequency factors, read once: rope_freqs.weight (Llama 3) where present,
+        else phi3's LongRoPE factors for the context in use (llama.cpp's get_rope_factors; both
+        LongRoPE tensors are read, and so checked, whichever is used). Empty: none. */
+    Mat readRopeFactors() const
+    {
+        const int pairs = ropeDim_ / 2;
+        Mat chosen;
+        if (arch_ == "phi3")
+        {
+            Mat longF, shortF;
+            if (f_.findTensor("rope_factors_long.weight"))
+                longF = vectorF32("rope_factors_long.weight", pairs);
+            if (f_.findTensor("rope_factors_short.weight"))
+                shortF = vectorF32("rope_factors_short.weight", pairs);
+            chosen = phi3LongRope_ ? longF : shortF;
+        }
+        if (f_.findTensor("rope_freqs.weight"))
+            chosen = vectorF32("rope_freqs.weight", pairs);
+        return chosen;
     }
 
     Pin block(int i, Pin x)
@@ -383,28 +446,14 @@ private:
             k = headNorm(p + "attn_k_norm", k);
         }
 
-        LayerParams lp = params(p + "attn", "LLMAttention");
-        lp.set("num_heads", nHead_);
-        lp.set("num_kv_heads", nKV_);
-        lp.set("head_dim", headDim_);
-        lp.set("max_context", nCtx_);
-        lp.set("rope_dim", ropeDim_);
-        lp.set("rope_base", ropeBase_);
-        lp.set("rope_neox", neox_);
-        lp.set("rope_freq_scale", ropeFreqScale_);
-        if (f_.findTensor("rope_freqs.weight"))
-            lp.blobs.push_back(vectorF32("rope_freqs.weight", ropeDim_ / 2));
-        Pin a = add(lp, {q, k, v});
-        attentionIds_.push_back(a.layer);
+        Pin a = attention(p + "attn", {q, k, v});
         Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
         x = residual(p + "attn_residual", x, o);
 
         h = rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x);
         Pin gate = matmul(p + "ffn_gate", p + "ffn_gate", nEmbd_, nFF_, h);
         Pin up = matmul(p + "ffn_up", p + "ffn_up", nEmbd_, nFF_, h);
-        LayerParams sw = params(p + "ffn_swiglu", "LLMElementwise");
-        sw.set("operation", "swiglu");
-        Pin m = add(sw, {gate, up});
+        Pin m = elementwise(p + "ffn_swiglu", "swiglu", {gate, up});
         Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
         return residual(p + "ffn_residual", x, d);
     }
@@ -430,52 +479,17 @@ private:
                    matmul(p + "attn_k", p + "attn_k", nEmbd_, kvWidth, h),
                    matmul(p + "attn_v", p + "attn_v", nEmbd_, kvWidth, h)};
 
-        LayerParams lp = params(p + "attn", "LLMAttention");
-        lp.set("num_heads", nHead_);
-        lp.set("num_kv_heads", nKV_);
-        lp.set("head_dim", headDim_);
-        lp.set("max_context", nCtx_);
-        lp.set("rope_dim", ropeDim_);
-        lp.set("rope_base", ropeBase_);
-        lp.set("rope_neox", neox_);
-        lp.set("rope_freq_scale", ropeFreqScale_);
-        lp.set("rope_attn_factor", ropeAttnFactor_);
-        // rope_freqs.weight wins where present (llama.cpp's get_rope_factors); both LongRoPE
-        // tensors are read (and checked) whichever is used.
-        const char* longName = "rope_factors_long.weight";
-        const char* shortName = "rope_factors_short.weight";
-        Mat longF, shortF;
-        if (f_.findTensor(longName))
-            longF = vectorF32(longName, ropeDim_ / 2);
-        if (f_.findTensor(shortName))
-            shortF = vectorF32(shortName, ropeDim_ / 2);
-        if (f_.findTensor("rope_freqs.weight"))
-            lp.blobs.push_back(vectorF32("rope_freqs.weight", ropeDim_ / 2));
-        else if (!(phi3LongRope_ ? longF : shortF).empty())
-            lp.blobs.push_back(phi3LongRope_ ? longF : shortF);
-        Pin a = add(lp, qkv);
-        attentionIds_.push_back(a.layer);
+        Pin a = attention(p + "attn", qkv);
         Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
         x = residual(p + "attn_residual", x, o);
 
         h = rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x);
         const std::string up = p + "ffn_up.weight";
         const Mat upGate = weight(up, nEmbd_, 2 * nFF_);
-        const GGUFTensor& t = tensor(up);
-        Pin halves[2];
-        for (int half = 0; half < 2; half++)
-        {
-            LayerParams mp = params(p + (half == 0 ? "ffn_up_gate_half" : "ffn_up_up_half"), "LLMMatMul");
-            mp.set("ggml_type", (int)t.type);
-            mp.set("in_features", nEmbd_);
-            mp.set("out_features", nFF_);
-            mp.set("integer_dot", integerDot_);
-            mp.blobs.push_back(upGate.rowRange(half * nFF_, (half + 1) * nFF_));
-            halves[half] = add(mp, {h});
-        }
-        LayerParams sw = params(p + "ffn_swiglu", "LLMElementwise");
-        sw.set("operation", "swiglu");
-        Pin m = add(sw, {halves[0], halves[1]});
+        const GGMLType type = tensor(up).type;
+        Pin gate = matmulRows(p + "ffn_up_gate_half", type, upGate.rowRange(0, nFF_), nEmbd_, nFF_, Mat(), h);
+        Pin upHalf = matmulRows(p + "ffn_up_up_half", type, upGate.rowRange(nFF_, 2 * nFF_), nEmbd_, nFF_, Mat(), h);
+        Pin m = elementwise(p + "ffn_swiglu", "swiglu", {gate, upHalf});
         Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
         return residual(p + "ffn_residual", x, d);
     }
@@ -492,22 +506,14 @@ private:
 
         Pin h = layerNorm(p + "attn_norm", x);
         Pin qkv = matmul(p + "attn_qkv", p + "attn_qkv", nEmbd_, nEmbd_ + 2 * kvWidth, h);
-        LayerParams lp = params(p + "attn", "LLMAttention");
-        lp.set("num_heads", nHead_);
-        lp.set("num_kv_heads", nKV_);
-        lp.set("head_dim", headDim_);
-        lp.set("max_context", nCtx_);
-        lp.set("rope_mode", "none");
-        Pin a = add(lp, {qkv});
-        attentionIds_.push_back(a.layer);
+        Pin a = attention(p + "attn", {qkv});
         Pin o = matmul(p + "attn_output", p + "attn_output", nEmbd_, nEmbd_, a);
         x = residual(p + "attn_residual", x, o);
 
         h = layerNorm(p + "ffn_norm", x);
         Pin up = matmul(p + "ffn_up", p + "ffn_up", nEmbd_, nFF_, h);
-        LayerParams g = params(p + "ffn_gelu", "LLMElementwise");
-        g.set("operation", "gelu_tanh_f16");  // as llama.cpp's CPU backend (exact tanh: 2e-4 off in p)
-        Pin m = add(g, {up});
+        // GELU as llama.cpp's CPU backend computes it (the exact tanh formula is 2e-4 off in p)
+        Pin m = elementwise(p + "ffn_gelu", "gelu_tanh_f16", {up});
         Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
         return residual(p + "ffn_residual", x, d);
     }
@@ -525,6 +531,7 @@ private:
     float eps_ = 1e-5f, ropeBase_ = 10000.f, ropeFreqScale_ = 1.f;
     float ropeAttnFactor_ = 1.f;  // phi3
     bool phi3LongRope_ = false;   // phi3: rope_factors_long (else _short)
+    Mat ropeFactors_;             // per-pair frequency factors of every layer (readRopeFactors)
 };
 
 } // namespace
