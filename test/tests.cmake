@@ -4,10 +4,17 @@ include(GoogleTest)
 set(test_root "${LLM_PROJECT_ROOT}/test")
 set(test_models "${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/../test-models")  # build/test-models
 set(opencv_python_dir "${OpenCV_DIR}/lib/python3")
+# The shared test data (test.sh exports LLM_SHARED_TESTDATA; default: beside the project).
+if(DEFINED ENV{LLM_SHARED_TESTDATA})
+  set(shared_testdata "$ENV{LLM_SHARED_TESTDATA}")
+else()
+  set(shared_testdata "${LLM_PROJECT_ROOT}/../shared/testdata")
+endif()
 
 file(GLOB cpp_test_sources CONFIGURE_DEPENDS "${test_root}/cpp/*.cpp")
 add_executable(llm_tests ${cpp_test_sources})
 target_link_libraries(llm_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
+target_compile_definitions(llm_tests PRIVATE LLM_SHARED_TESTDATA_DIR="${shared_testdata}")
 
 # Data the tests make themselves (ONNX files with python3-onnx, ggml blocks, GGUF models with
 # tools/gguf) before the C++ tests run.
@@ -19,10 +26,11 @@ add_test(NAME make_quant_vectors
 set_tests_properties(make_quant_vectors PROPERTIES FIXTURES_SETUP generated_test_data)
 add_test(NAME make_synthetic_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_synthetic_models.py" "${test_models}/synthetic")
-set_tests_properties(make_synthetic_models PROPERTIES FIXTURES_SETUP generated_test_data)
+set_tests_properties(make_synthetic_models PROPERTIES FIXTURES_SETUP generated_test_data
+                     ENVIRONMENT "LLM_SHARED_TESTDATA=${shared_testdata}")
 add_test(NAME make_hf_tokenizers
          COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/gguf_vocab_to_tokenizer_json.py" --all
-                 "${LLM_PROJECT_ROOT}/../shared/testdata/llama.cpp-vocab" "${test_models}/hf_tokenizers")
+                 "${shared_testdata}/llama.cpp-vocab" "${test_models}/hf_tokenizers")
 set_tests_properties(make_hf_tokenizers PROPERTIES FIXTURES_SETUP generated_test_data)
 
 # Builder-style ONNX decoders (test/data/oracle/onnx/README.md): remade and checked byte for
@@ -56,6 +64,7 @@ if(NOT LLM_SANITIZE)
   add_executable(llm_alloc_tests "${test_root}/alloc/test_decode_allocations.cpp" "${test_root}/cpp/test_common.cpp"
                  "${LLM_PROJECT_ROOT}/samples/allocation_counter.cpp")
   target_link_libraries(llm_alloc_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(llm_alloc_tests PRIVATE LLM_SHARED_TESTDATA_DIR="${shared_testdata}")
   gtest_discover_tests(llm_alloc_tests
     DISCOVERY_MODE PRE_TEST
     PROPERTIES
@@ -66,7 +75,7 @@ endif()
 add_test(NAME python_tests
          COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/python")
 set_tests_properties(python_tests PROPERTIES
-  ENVIRONMENT "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};LLM_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};PYTHONDONTWRITEBYTECODE=1")
+  ENVIRONMENT "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};LLM_SHARED_TESTDATA=${shared_testdata};LLM_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};PYTHONDONTWRITEBYTECODE=1")
 
 # The sanitized part of CI: the fuzz targets (our GGUF reader and builder, tokenizers, chat
 # templates, KV cache and attention, ONNX importers, compiled with clang's AddressSanitizer and
@@ -78,14 +87,14 @@ if(NOT LLM_SANITIZE)
            COMMAND bash "${LLM_PROJECT_ROOT}/tools/fuzz/build_and_run.sh" 10
            WORKING_DIRECTORY "${LLM_PROJECT_ROOT}")
   set_tests_properties(sanitized_fuzz_smoke PROPERTIES
-    ENVIRONMENT "LLM_BUILD_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/.."
+    ENVIRONMENT "LLM_BUILD_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/..;LLM_SHARED_TESTDATA=${shared_testdata}"
     FIXTURES_REQUIRED generated_test_data
     RUN_SERIAL TRUE)
 endif()
 
 # Soak: 10,000 tokens with context shifting (512-token context) in flat resident memory.
 add_test(NAME soak_10000_tokens_flat_memory
-         COMMAND llm_soak "--model=${LLM_PROJECT_ROOT}/../shared/testdata/stories260K.gguf" --tokens=10000 --threads=1)
+         COMMAND llm_soak "--model=${shared_testdata}/stories260K.gguf" --tokens=10000 --threads=1)
 if(LLM_SANITIZE)  # a 1 MiB ASan quarantine, which fills before the first report (cmake/sanitizers.cmake)
   set_property(TEST soak_10000_tokens_flat_memory APPEND PROPERTY ENVIRONMENT ${LLM_SANITIZER_SOAK_ENV})
 endif()

@@ -12,6 +12,24 @@ LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certif
 # test.sh also needs clang with libFuzzer and the sanitizer runtimes (ctest sanitized_fuzz_smoke).
 LLM_TEST_APT_PACKAGES="clang libclang-rt-14-dev"
 
+# The shared test data lies beside the project (../shared/testdata). A clone made elsewhere (e.g.
+# `git clone . "$(mktemp -d)"`) finds it beside the repository it was cloned from; or set
+# LLM_SHARED_TESTDATA. The tests read it from LLM_SHARED_TESTDATA.
+llm_locate_shared_testdata() {
+  local d="${LLM_SHARED_TESTDATA:-$LLM_ROOT/../shared/testdata}" origin
+  if [ ! -d "$d" ]; then
+    origin="$(git -C "$LLM_ROOT" config --get remote.origin.url 2>/dev/null || true)"
+    [ -n "$origin" ] && [ -d "$origin/../shared/testdata" ] && d="$origin/../shared/testdata"
+  fi
+  if [ ! -d "$d" ]; then
+    echo "error: the shared test data is not at $LLM_ROOT/../shared/testdata (nor beside the repository" \
+         "this one was cloned from); set LLM_SHARED_TESTDATA to its folder" >&2
+    exit 1
+  fi
+  LLM_SHARED_TESTDATA="$(cd "$d" && pwd)"
+  export LLM_SHARED_TESTDATA
+}
+
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # Installs the Debian packages named (default: the build's) that are not installed yet.

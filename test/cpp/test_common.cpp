@@ -29,7 +29,14 @@ std::string projectRoot()
 
 std::string sharedTestData(const std::string& relative)
 {
+    // LLM_SHARED_TESTDATA (test.sh exports it), else where the build found it, else beside the project.
+    if (const char* dir = std::getenv("LLM_SHARED_TESTDATA"))
+        return std::string(dir) + "/" + relative;
+#ifdef LLM_SHARED_TESTDATA_DIR
+    return std::string(LLM_SHARED_TESTDATA_DIR) + "/" + relative;
+#else
     return projectRoot() + "/../shared/testdata/" + relative;
+#endif
 }
 
 std::string testModel(const std::string& relative)

@@ -18,6 +18,7 @@ ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
 TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_onnx fuzz_onnx_llm}
 B=${LLM_BUILD_DIR:-build}
+SHARED=${LLM_SHARED_TESTDATA:-$ROOT/../shared/testdata}
 OUT=$B/fuzz
 SRC=$B/opencv-src/modules/dnn/src
 # ccache makes rebuilds in a fresh clone cheap (paths relative to the project root).
@@ -98,8 +99,8 @@ fi
 [ "$SECONDS_PER_TARGET" = 0 ] && exit 0
 
 # Seeds: the shared test models (small ones), tokenizer inputs and real chat templates.
-cp -n ../shared/testdata/stories260K.gguf ../shared/testdata/llama.cpp-vocab/ggml-vocab-gpt-2.gguf "$OUT/corpus_gguf/" 2>/dev/null || true
-for f in ../shared/testdata/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
+cp -n "$SHARED"/stories260K.gguf "$SHARED"/llama.cpp-vocab/ggml-vocab-gpt-2.gguf "$OUT/corpus_gguf/" 2>/dev/null || true
+for f in "$SHARED"/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
 cp -n $B/test-models/*.onnx "$OUT/corpus_onnx/" 2>/dev/null || true  # made by the test fixtures
 # Tiny builder-style decoders (1 layer, hidden 32, vocab 32, under 60 KB each), made here: each
@@ -126,7 +127,7 @@ SEEDS
   rm -rf "$SEEDTMP"
 fi
 
-export FUZZ_VOCAB_DIR="$ROOT/../shared/testdata/llama.cpp-vocab"
+export FUZZ_VOCAB_DIR="$SHARED/llama.cpp-vocab"
 failed=""
 for target in $TARGETS; do
   extra=()

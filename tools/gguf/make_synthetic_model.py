@@ -72,7 +72,10 @@ import quants  # noqa: E402
 from gguf_writer import GGMLType, GGUFWriter, ValueType, copy_kv, read_gguf, BLOCK_LAYOUT  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_VOCAB = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "testdata", "stories260K.gguf"))
+# The shared test data: $LLM_SHARED_TESTDATA (set by test.sh), else beside the project.
+DEFAULT_VOCAB = os.path.join(os.environ.get("LLM_SHARED_TESTDATA") or
+                             os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "testdata")),
+                             "stories260K.gguf")
 
 SHAPES = {
     "tiny": dict(n_embd=256, n_layer=2, n_head=4, n_head_kv=2, n_ff=512, n_vocab=512, n_ctx=256),
