@@ -1,6 +1,7 @@
 // LLMAttention against exact math in double precision: rotary embedding (NORM and NEOX pairs,
 // partial rotary, frequency base, linear scaling, per-pair frequency factors), grouped-query
-// heads, causal masking, and keys/values kept across forwards (prefill, then decode steps).
+// heads, causal masking, sliding windows (whose pages the cache releases) and soft-capped
+// scores, and keys/values kept across forwards (prefill, then decode steps).
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
@@ -38,13 +39,16 @@ struct AttentionCase
     std::vector<std::pair<int, int>> steps = {{0, 5}, {5, 6}, {6, 7}, {7, 8}};  // token ranges per forward
     int storage = CV_32F;            // KV cache element type
     double tolerance = 2e-5;
+    int window = 0;                  // sliding window (0: none)
+    float softCap = 0.f;             // scores c * tanh(s / c) (0: none)
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os)
 {
     *os << c.heads << "q" << c.kvHeads << "kv hd" << c.headDim << " rope" << c.ropeDim << (c.neox ? " neox" : " norm")
         << " base" << c.base << " scale" << c.freqScale << (c.freqFactors.empty() ? "" : " factors")
-        << " tokens " << c.steps.back().second << " storage " << typeToString(c.storage);
+        << " tokens " << c.steps.back().second << " storage " << typeToString(c.storage)
+        << " window " << c.window << " softcap " << c.softCap;
 }
 
 // Rotates the first ropeDim dimensions of one head vector at position pos, by definition.
@@ -77,15 +81,17 @@ std::vector<double> referenceHead(const Mat& q, const Mat& k, const Mat& v, cons
     const int g = head / (c.heads / c.kvHeads);
     std::vector<double> qh = headOf(q, tokens[query], head, c.headDim);
     rope(qh, query, c);
+    const int first = c.window > 0 ? std::max(0, query - c.window + 1) : 0;
     std::vector<double> scores;
-    for (int j = 0; j <= query; j++)
+    for (int j = first; j <= query; j++)
     {
         std::vector<double> kj = headOf(k, tokens[j], g, c.headDim);
         rope(kj, j, c);
         double dot = 0;
         for (int d = 0; d < c.headDim; d++)
             dot += qh[d] * kj[d];
-        scores.push_back(dot / std::sqrt((double)c.headDim));
+        const double score = dot / std::sqrt((double)c.headDim);
+        scores.push_back(c.softCap > 0 ? c.softCap * std::tanh(score / c.softCap) : score);
     }
     const double m = *std::max_element(scores.begin(), scores.end());
     double sum = 0;
@@ -93,8 +99,8 @@ std::vector<double> referenceHead(const Mat& q, const Mat& k, const Mat& v, cons
         sum += sc = std::exp(sc - m);
     std::vector<double> out(c.headDim, 0.0);
     for (int d = 0; d < c.headDim; d++)
-        for (int j = 0; j <= query; j++)
-            out[d] += scores[j] / sum * v.at<float>(tokens[j], g * c.headDim + d);
+        for (int j = first; j <= query; j++)
+            out[d] += scores[j - first] / sum * v.at<float>(tokens[j], g * c.headDim + d);
     return out;
 }
 
@@ -117,6 +123,8 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
     lp.set("rope_freq_scale", c.freqScale);
     if (!c.freqFactors.empty())
         lp.blobs.push_back(Mat(c.freqFactors, true).reshape(1, 1));
+    lp.set("sliding_window", c.window);
+    lp.set("logit_softcap", c.softCap);
     Net net;
     addAttentionNet(net, lp);
 
@@ -138,6 +146,12 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
         net.setInput(v.rowRange(s.first, s.second).clone(), "v");
         const Mat out = net.forward();
         ASSERT_EQ(out.rows, s.second - s.first);
+        if (c.window > 0)
+        {
+            // Held: the window of the step's first token to its last token, in 16-token pages.
+            const int positions = c.window - 1 + (s.second - s.first);
+            EXPECT_LE(getLLMKVCache(net)->getPagesInUse(), (positions + 15) / 16 + 1) << "pages out of the window kept";
+        }
         for (int t = s.first; t < s.second; t++)
             for (int h = 0; h < c.heads; h++)
             {
@@ -160,13 +174,27 @@ INSTANTIATE_TEST_CASE_P(Cases, AttentionMath, ::testing::Values(
     // Reduced-precision storage: half (rounding ~5e-4 relative) and 8-bit blocks (~1/254 of a
     // head's largest element per value).
     AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 5}, {5, 6}, {6, 7}, {7, 8}}, CV_16F, 3e-3},
-    AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 5}, {5, 6}, {6, 7}, {7, 8}}, CV_8S, 4e-2}));
+    AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 5}, {5, 6}, {6, 7}, {7, 8}}, CV_8S, 4e-2},
+    // Gemma 2: scores soft-capped at 2 (most scores here are beyond it), a window of 5
+    // positions shorter than the prefill and across pages as the sequence grows.
+    AttentionCase{4, 2, 8, 8, true, 10000.f, 1.f, {}, {{0, 7}, {7, 8}, {8, 20}, {20, 21}, {21, 40}, {40, 41}},
+                  CV_32F, 2e-5, 5, 2.f},
+    // A window of 270: chunks cut at the window's start and merged across the 256 boundary,
+    // pages released while decoding, a window that starts inside a page; half-precision storage.
+    AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 300}, {300, 301}, {301, 530}, {530, 531}, {531, 532}},
+                  CV_32F, 2e-5, 270},
+    AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 17}, {17, 18}, {18, 50}, {50, 51}}, CV_16F, 3e-3, 16}));
 
 // Context shifting: after KVCache::discardTokens(), the layer attends as if the kept tokens had
-// always been at their new positions (keys re-rotated by the shift).
-TEST(AttentionLayer, discardTokensReRotatesKeys)
+// always been at their new positions (keys re-rotated by the shift). With a sliding window of 10
+// the cache has released the early pages: the rows the shifted tokens attend to are moved into
+// pages taken again.
+class DiscardTokens : public ::testing::TestWithParam<int> {};
+
+TEST_P(DiscardTokens, reRotatesKeys)
 {
-    const AttentionCase c{6, 2, 16, 16, true, 1e6f, 1.f, {}};
+    AttentionCase c{6, 2, 16, 16, true, 1e6f, 1.f, {}};
+    c.window = GetParam();
     LayerParams lp;
     lp.set("num_heads", c.heads);
     lp.set("num_kv_heads", c.kvHeads);
@@ -175,6 +203,7 @@ TEST(AttentionLayer, discardTokensReRotatesKeys)
     lp.set("rope_dim", c.ropeDim);
     lp.set("rope_base", c.base);
     lp.set("rope_neox", c.neox);
+    lp.set("sliding_window", c.window);
     Net net;
     addAttentionNet(net, lp);
     const int total = 43, dropFirst = 1, dropCount = 20;
@@ -207,6 +236,47 @@ TEST(AttentionLayer, discardTokensReRotatesKeys)
                 EXPECT_NEAR(out.at<float>(r, h * c.headDim + d), expected[d], 2e-5) << "row " << r << " head " << h;
         }
     }
+}
+
+INSTANTIATE_TEST_CASE_P(Windows, DiscardTokens, ::testing::Values(0, 10));
+
+// A sliding-window layer's cache cannot go back to positions it has released: rewinding there
+// is refused by name, getResumableLength() says how far one can go, and 0 always works.
+TEST(AttentionLayer, slidingWindowRewindLimits)
+{
+    LayerParams lp;
+    lp.set("num_heads", 2);
+    lp.set("num_kv_heads", 2);
+    lp.set("head_dim", 8);
+    lp.set("max_context", 256);
+    lp.set("sliding_window", 8);
+    Net net;
+    addAttentionNet(net, lp);
+    Mat q(40, 16, CV_32F), kv(40, 16, CV_32F);
+    randu(q, -1, 1);
+    randu(kv, -1, 1);
+    auto feed = [&](int a, int b) {
+        net.setInput(q.rowRange(a, b).clone(), "q");
+        net.setInput(kv.rowRange(a, b).clone(), "k");
+        net.setInput(kv.rowRange(a, b).clone(), "v");
+        net.forward();
+    };
+    feed(0, 30);
+    feed(30, 40);  // positions before 30 - 8 + 1 = 23 are no longer attended: pages 0 (0..15) released
+    Ptr<KVCache> cache = getLLMKVCache(net);
+    EXPECT_EQ(cache->getPagesInUse(), 2);
+    EXPECT_EQ(cache->getResumableLength(0, 40), 40);
+    EXPECT_EQ(cache->getResumableLength(0, 23), 23);  // attends to 16..22: page 1 is held
+    EXPECT_EQ(cache->getResumableLength(0, 22), 0);   // would attend to 15
+    EXPECT_THROW(cache->truncateSequence(0, 20), cv::Exception);
+    EXPECT_EQ(cache->getSequenceLength(0), 40);
+    cache->truncateSequence(0, 23);
+    feed(23, 24);
+    cache->truncateSequence(0, 0);
+    EXPECT_EQ(cache->getPagesInUse(), 0);
+    // Bytes: one 16-token page of one layer (2 heads x 8 floats, keys and values) per page.
+    feed(0, 40);
+    EXPECT_EQ(cache->getBytesInUse(), (size_t)3 * 16 * 2 * 2 * 8 * sizeof(float));
 }
 
 TEST(AttentionLayer, rejectsWrongShapesAndFullContext)

@@ -7,6 +7,11 @@
 // phi3 (F32 / Q8_0 / Q4_K_M: fused attn_qkv, gate|up in one ffn_up, NEOX rotary over 48 of 64
 // head dimensions, LongRoPE long factors and attn_factor, a sliding_window key llama.cpp ignores)
 // in the same lists; rope_phi3_long / rope_phi3_short: LongRoPE's two regimes after 400 tokens.
+// gemma2 (4 layers: sliding window 4 on layers 0 and 2, soft-capped scores and logits, GELU
+// gate, post-norms, embeddings times sqrt(n_embd), tied output), gemma3 (6 layers: 5 local with
+// their own rotary base, 1 global; per-head Q/K norm, heads of 96) and olmo2 (norms after
+// attention and FFN only, Q/K norms over the whole projections) as well; their sliding windows
+// after 400 tokens are in test_sliding_window.cpp.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
@@ -82,7 +87,7 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 36u);
+    ASSERT_EQ(oracles.size(), 45u);
     std::printf("%-22s %12s %12s %10s %10s\n", "model", "max|dp| F32", "max|dp| q", "top1 ours", "top1 l.cpp");
     for (const String& path : oracles)
     {
@@ -97,11 +102,15 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
         ASSERT_EQ(p.size(), (size_t)(int)fs["n_vocab"]);
 
         // Exact math: llama.cpp on F32 weights (the model itself, or its twin holding our
-        // decoded weights) agrees with float64 math to ~1e-5; we allow 1e-4.
+        // decoded weights) agrees with float64 math to ~1e-5; we allow 1e-4. Gemma's gated GELU
+        // is the exception: llama.cpp (and we, to match it) round its input to half precision,
+        // so an input within float rounding of a half-precision boundary goes either way (a jump
+        // of 2^-11 in that element); through 4-6 layers such flips move p by up to 3e-4 (a
+        // 2-ulp change of every GELU input alone moves our own p by 1.7e-4), hence 5e-4 there.
         const FileNode twin = fs["twin"];
         const FileNode exactTopK = twin.empty() ? fs["top_k"] : twin["top_k"];
         const double exactDiff = maxDifference(exact, exactTopK);
-        EXPECT_LE(exactDiff, 1e-4);
+        EXPECT_LE(exactDiff, ((std::string)fs["arch"]).compare(0, 5, "gemma") == 0 ? 5e-4 : 1e-4);
 
         // The quantized run itself: llama.cpp rounds activations to 8 bits there (and so do we,
         // by default, where an integer kernel exists), which moves probabilities by up to ~0.05
@@ -140,7 +149,7 @@ TEST(GGUFSynthetic, greedyIdsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 36u);
+    ASSERT_EQ(oracles.size(), 45u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -177,7 +186,7 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 36u);
+    ASSERT_EQ(oracles.size(), 45u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);

@@ -131,7 +131,10 @@ INSTANTIATE_TEST_CASE_P(Models, BatchEqualsAlone, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_qwen2_Q4_K_M.gguf"),
     llm_test::testModel("synthetic/synthetic_qwen3_Q8_0.gguf"),          // per-head Q/K norm
     llm_test::testModel("synthetic/synthetic_gpt2_Q8_0.gguf"),          // learned positions
-    llm_test::testModel("synthetic/synthetic_phi3_Q8_0.gguf")));         // fused qkv, LongRoPE, attn_factor
+    llm_test::testModel("synthetic/synthetic_phi3_Q8_0.gguf"),          // fused qkv, LongRoPE, attn_factor
+    llm_test::testModel("synthetic/synthetic_gemma2_Q8_0.gguf"),        // window 4, soft-capping, GELU
+    llm_test::testModel("synthetic/synthetic_gemma3_Q4_K_M.gguf"),      // 5 local layers, 1 global
+    llm_test::testModel("synthetic/synthetic_olmo2_Q8_0.gguf")));       // post-norms, whole-projection Q/K norm
 
 // The plan is made before the Net plans its buffers, so batched forwards and plain ones mix
 // freely, whatever their token and sequence counts (stories260K's logits: bit-exact against a

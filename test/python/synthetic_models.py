@@ -46,7 +46,10 @@ def generate_matches_llama_cpp(oracle, out_dir, n):
     text = model.generate(prompt, config)
     ids = list(model.getGeneratedTokenIds())
     assert ids == oracle["greedy_ids"][:n]
-    assert text == tokenizer.decode(ids)
+    # (decoding ids alone drops the leading space of a first "▁word" piece; after the prompt
+    # the continuation keeps it)
+    decoded = tokenizer.decode(ids)
+    assert text in (decoded, " " + decoded)
     return text
 
 

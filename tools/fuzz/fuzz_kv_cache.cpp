@@ -4,7 +4,7 @@
 
 // libFuzzer target: arbitrary bytes as a sequence of KV-cache operations (ragged batches with
 // attention, rewind, fork, remove, context shift, budget and storage changes, clear) on a small
-// paged cache with 4-token pages. The cache and the attention kernel are compiled into the
+// paged cache with 4-token pages, one layer of which has a sliding window. The cache and the attention kernel are compiled into the
 // target (instrumented). Anything but a cv::Exception is a bug, and so is a broken invariant:
 // page accounting, sequence lengths, or a non-finite attention output.
 
@@ -31,7 +31,7 @@ struct Input
     bool done() const { return pos >= size; }
 };
 
-const int kLayers = 2, kKVHeads = 2, kHeads = 4, kHeadDim = 8, kMaxLength = 48, kPageSize = 4;
+const int kLayers = 3, kKVHeads = 2, kHeads = 4, kHeadDim = 8, kMaxLength = 48, kPageSize = 4;
 
 void check(bool ok, const char* what)
 {
@@ -55,6 +55,12 @@ void checkInvariants(const PagedKVCache& cache, const std::map<int, int>& length
     }
     check(cache.getSequenceIds().size() == lengths.size(), "sequence set");
     check(cache.getPagesInUse() >= pagesNeeded, "a sequence without its pages");
+    check(cache.getBytesInUse() <= cache.getMemoryBudget(), "bytes within the budget");
+    for (const auto& s : lengths)
+    {
+        const int resumable = cache.getResumableLength(s.first, s.second);
+        check(resumable == s.second || resumable == 0, "a sequence can be continued or restarted");
+    }
 }
 
 // discardTokens() re-rotates keys with the layers' rotary embedding.
@@ -87,11 +93,12 @@ void runBatch(PagedKVCache& cache, BatchPlanner& planner, PagedAttention& attent
                 k[i] = (in.next(256) - 128) / 16.f;
                 v[i] = (in.next(256) - 128) / 16.f;
             }
-            cache.store(layer, *plan.pageTables[plan.batchSequence[t]], plan.position[t], k.data(), v.data());
+            cache.store(layer, *plan.pageTables[cache.layerGroup(layer)][plan.batchSequence[t]], plan.position[t], k.data(), v.data());
         }
         for (float& x : q)
             x = (in.next(256) - 128) / 16.f;
-        attention.run(cache, layer, plan, q.data(), kHeads, 1.f / std::sqrt((float)kHeadDim), out.data());
+        attention.run(cache, layer, plan, q.data(), kHeads, 1.f / std::sqrt((float)kHeadDim), layer == 1 ? 5.f : 0.f,
+                      out.data());
         for (float x : out)
             // (to rounding: the softmax weights may sum to 1 + a few ulp)
             check(std::isfinite(x) && std::abs(x) <= 8.001f, "attention output is a convex mix of values in [-8, 8]");
@@ -104,6 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     cv::setNumThreads(1);
     PagedKVCache cache(kLayers, kKVHeads, kHeadDim, kMaxLength, kPageSize);
+    cache.setLayerWindows({0, 0, 6});  // the last layer attends to its last 6 positions only
     for (int l = 0; l < kLayers; l++)
         cache.setKeyPositionShift(l, makePtr<RotaryShift>(RotaryEmbedding(kHeadDim, 10000.f, l == 1)));
     BatchPlanner planner;

@@ -91,6 +91,10 @@ ARCH_DEFAULTS = {
     "qwen3": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True),
     "gpt2": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5),
     "phi3": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
+    "gemma2": dict(rope_base=10000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=False, post_norms=True),
+    "gemma3": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True, post_norms=True),
+    "olmo2": dict(rope_base=500000.0, rms_eps=1e-6, qkv_bias=False, qk_norm="whole", post_norms=True,
+                  pre_norms=False),
 }
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
@@ -155,28 +159,37 @@ def tensor_specs(shape, arch, tied):
     hd = s["head_dim"]
     E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
     q_out, kv_out = s["n_head"] * hd, s["n_head_kv"] * hd
+    ad = ARCH_DEFAULTS[arch]
+    whole = ad["qk_norm"] == "whole"  # olmo2: Q/K norms over the whole projections
+    pre, post = ad.get("pre_norms", True), ad.get("post_norms", False)
     specs = [("token_embd.weight", (V, E), "embd", -1)]
     for i in range(s["n_layer"]):
         p = "blk.%d." % i
-        specs.append((p + "attn_norm.weight", (E,), "norm", i))
+        if pre:
+            specs.append((p + "attn_norm.weight", (E,), "norm", i))
         specs.append((p + "attn_q.weight", (q_out, E), "wq", i))
-        if ARCH_DEFAULTS[arch]["qkv_bias"]:
+        if ad["qkv_bias"]:
             specs.append((p + "attn_q.bias", (q_out,), "bq", i))
-        if ARCH_DEFAULTS[arch]["qk_norm"]:
-            specs.append((p + "attn_q_norm.weight", (hd,), "norm", i))
+        if ad["qk_norm"]:
+            specs.append((p + "attn_q_norm.weight", (q_out if whole else hd,), "norm", i))
         specs.append((p + "attn_k.weight", (kv_out, E), "wk", i))
-        if ARCH_DEFAULTS[arch]["qkv_bias"]:
+        if ad["qkv_bias"]:
             specs.append((p + "attn_k.bias", (kv_out,), "bk", i))
-        if ARCH_DEFAULTS[arch]["qk_norm"]:
-            specs.append((p + "attn_k_norm.weight", (hd,), "norm", i))
+        if ad["qk_norm"]:
+            specs.append((p + "attn_k_norm.weight", (kv_out if whole else hd,), "norm", i))
         specs.append((p + "attn_v.weight", (kv_out, E), "wv", i))
-        if ARCH_DEFAULTS[arch]["qkv_bias"]:
+        if ad["qkv_bias"]:
             specs.append((p + "attn_v.bias", (kv_out,), "bv", i))
         specs.append((p + "attn_output.weight", (E, q_out), "wo", i))
-        specs.append((p + "ffn_norm.weight", (E,), "norm", i))
+        if post:
+            specs.append((p + "post_attention_norm.weight", (E,), "norm", i))
+        if pre:
+            specs.append((p + "ffn_norm.weight", (E,), "norm", i))
         specs.append((p + "ffn_gate.weight", (F, E), "wgate", i))
         specs.append((p + "ffn_up.weight", (F, E), "wup", i))
         specs.append((p + "ffn_down.weight", (E, F), "wdown", i))
+        if post:
+            specs.append((p + "post_ffw_norm.weight", (E,), "norm", i))
     specs.append(("output_norm.weight", (E,), "out_norm", -1))
     if not tied:
         specs.append(("output.weight", (V, E), "out", -1))
@@ -269,18 +282,18 @@ def make_values(name, npshape, kind, shape, seed, tied=False):
         return x
     if kind == "out_nbias":
         target = 1.4 * math.sqrt(2.0 * math.log(V))
-        g = target / math.sqrt(E) / (EMBD_SIGMA if tied else 1.0)
+        g = target / math.sqrt(E) / (shape.get("embd_sigma", EMBD_SIGMA) if tied else 1.0)
         return (rng.standard_normal(n, dtype=np.float32).reshape(npshape) * np.float32(0.3 * g))
     if kind == "norm":
         return rng.uniform(0.6, 1.4, size=npshape).astype(np.float32)
     if kind == "out_norm":
         # logits = W_out (unit-rms h * g); W_out entries have std s -> logit std ~ s*sqrt(E)*rms(g)
         target = 1.4 * math.sqrt(2.0 * math.log(V))
-        g = target / math.sqrt(E) / (EMBD_SIGMA if tied else 1.0)
+        g = target / math.sqrt(E) / (shape.get("embd_sigma", EMBD_SIGMA) if tied else 1.0)
         u = rng.uniform(0.5, 1.5, size=npshape).astype(np.float32)
         return (u * (g / float(np.sqrt(np.mean(u.astype(np.float64) ** 2))))).astype(np.float32)
     sigma = {
-        "embd": EMBD_SIGMA, "out": 1.0,
+        "embd": shape.get("embd_sigma", EMBD_SIGMA), "out": 1.0,
         # attention scores q.k/sqrt(hd) with std ~1.5 so attention is neither uniform nor one-hot
         # (score std = sigma_q * sigma_k * n_embd for unit-rms inputs)
         "wq": math.sqrt(1.5 / E), "wk": math.sqrt(1.5 / E),
@@ -336,11 +349,32 @@ def add_tokenizer(w, n_vocab, vocab_from):
     return "synthetic SentencePiece-style"
 
 
+def add_window_keys(w, arch, args):
+    """gemma2 / gemma3 / olmo2: sliding window, its layer pattern, the local layers' rotary
+    base and the soft-capping values, each written only when given (llama.cpp's defaults
+    apply otherwise: gemma2 window 4096, attention cap 50, final cap 30)."""
+    if args.sliding_window is not None:
+        w.add_uint32(arch + ".attention.sliding_window", args.sliding_window)
+    if args.swa_pattern is not None:
+        w.add_uint32(arch + ".attention.sliding_window_pattern", args.swa_pattern)
+    if args.rope_base_swa is not None:
+        w.add_float32(arch + ".rope.freq_base_swa", args.rope_base_swa)
+    if args.attn_softcap is not None:
+        w.add_float32(arch + ".attn_logit_softcapping", args.attn_softcap)
+    if args.final_softcap is not None:
+        w.add_float32(arch + ".final_logit_softcapping", args.final_softcap)
+
+
 def build(args):
     shape = dict(SHAPES[args.shape])
+    if args.layers:
+        shape["n_layer"] = args.layers
     arch = args.arch
     ad = ARCH_DEFAULTS[arch]
-    tied = args.tied
+    tied = args.tied or arch == "gemma2"  # llama.cpp's gemma2 always shares token_embd
+    if arch.startswith("gemma"):
+        # gemma scales the embeddings by sqrt(n_embd): keep them as small in the residual stream
+        shape["embd_sigma"] = EMBD_SIGMA / math.sqrt(shape["n_embd"])
     hd = args.head_dim or shape.get("head_dim", shape["n_embd"] // shape["n_head"])
     shape["head_dim"] = hd
     w = GGUFWriter(version=args.version, alignment=args.alignment,
@@ -385,6 +419,8 @@ def build(args):
             w.add_uint32(arch + ".attention.sliding_window", args.sliding_window)
     elif arch != "gpt2":
         w.add_uint32(arch + ".rope.dimension_count", hd)
+    if arch in ("gemma2", "gemma3", "olmo2"):
+        add_window_keys(w, arch, args)
     if args.rope_scaling == "linear":
         w.add_string(arch + ".rope.scaling.type", "linear")
         w.add_float32(arch + ".rope.scaling.factor", args.rope_factor)
@@ -441,7 +477,13 @@ def main(argv=None):
     ap.add_argument("--rope-original-context", type=int, default=8192)
     ap.add_argument("--rope-dim", type=int, default=0, help="phi3: rope.dimension_count (default 3/4 of the head)")
     ap.add_argument("--rope-attn-factor", type=float, default=None, help="phi3 longrope: attn_factor")
-    ap.add_argument("--sliding-window", type=int, default=None, help="phi3: attention.sliding_window")
+    ap.add_argument("--sliding-window", type=int, default=None,
+                    help="phi3, gemma2, gemma3, olmo2: attention.sliding_window")
+    ap.add_argument("--swa-pattern", type=int, default=None, help="gemma2/3, olmo2: attention.sliding_window_pattern")
+    ap.add_argument("--rope-base-swa", type=float, default=None, help="gemma2/3, olmo2: rope.freq_base_swa")
+    ap.add_argument("--attn-softcap", type=float, default=None, help="gemma2: attn_logit_softcapping")
+    ap.add_argument("--final-softcap", type=float, default=None, help="gemma2/3: final_logit_softcapping")
+    ap.add_argument("--layers", type=int, default=0, help="block count (default: the shape's)")
     ap.add_argument("--vocab-from", default=DEFAULT_VOCAB,
                     help="GGUF whose tokenizer.* keys are copied when the vocab size is 512")
     ap.add_argument("--out", required=True)
@@ -453,8 +495,14 @@ def main(argv=None):
         ap.error("gpt2 has no rotary embedding")
     if (args.rope_scaling == "longrope") != (args.arch == "phi3" and args.rope_scaling != "none"):
         ap.error("--rope-scaling longrope is phi3's (and phi3 takes no other scaling here)")
-    if args.arch != "phi3" and (args.rope_dim or args.rope_attn_factor is not None or args.sliding_window is not None):
-        ap.error("--rope-dim, --rope-attn-factor and --sliding-window are phi3 options")
+    if args.arch != "phi3" and (args.rope_dim or args.rope_attn_factor is not None):
+        ap.error("--rope-dim and --rope-attn-factor are phi3 options")
+    windowed = ("phi3", "gemma2", "gemma3", "olmo2")
+    if args.arch not in windowed and args.sliding_window is not None:
+        ap.error("--sliding-window is an option of " + ", ".join(windowed))
+    if args.arch not in windowed[1:] and (args.swa_pattern is not None or args.rope_base_swa is not None or
+                                          args.attn_softcap is not None or args.final_softcap is not None):
+        ap.error("--swa-pattern, --rope-base-swa, --attn-softcap and --final-softcap are gemma2/3 and olmo2 options")
     if args.rope_scaling != "none" and not args.rope_factor > 0:
         ap.error("--rope-factor must be positive")
     t0 = time.time()

@@ -59,13 +59,15 @@ public:
 };
 
 /** Element-wise operation. Parameter `operation`: binary "add" (a transformer block's residual
-    connections), "sub", "mul", "div", "swiglu" (silu(a) * b: the gated part of a SwiGLU MLP;
+    connections), "sub", "mul", "div", "swiglu" (silu(a) * b: the gated part of a SwiGLU MLP),
+    "geglu_f16" (gelu_tanh_f16(a) * b: Gemma's gated MLP, as ggml_geglu;
     two inputs of the same shape, or one input and a constant blobs[0] that is a scalar or has
     one value per feature; `constant_first` puts the constant on the left) or unary "sigmoid",
     "silu", "relu", "tanh", "neg", "gelu_tanh" (GELU's tanh approximation,
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))), "gelu_tanh_f16" (the same as ggml_gelu
     computes it on the CPU, llama.cpp's numbers: x rounded to float16, the result rounded to
-    float16, 0 below -10 and x above 10). */
+    float16, 0 below -10 and x above 10), "softcap" (`cap` * tanh(x / `cap`): Gemma 2's logit
+    soft-capping). */
 class LLMElementwiseLayer : public Layer
 {
 public:
@@ -79,7 +81,8 @@ public:
     Inputs: q (T x num_heads*head_dim), k and v (T x num_kv_heads*head_dim), before rotary;
     or one packed input whose rows are q|k|v. Output: T x num_heads*head_dim. Parameters:
     `num_heads`, `num_kv_heads`, `head_dim`, `max_context`, `scale` (of the scores; default
-    1/sqrt(head_dim)), and the rotary ones (see RotaryEmbedding): `rope_mode` "formula"
+    1/sqrt(head_dim)), `logit_softcap` (c > 0: scores become c * tanh(score / c)),
+    `sliding_window` (attend to the last n positions only; 0: all), and the rotary ones (see RotaryEmbedding): `rope_mode` "formula"
     (default: `rope_dim`, `rope_base`, `rope_neox`, `rope_freq_scale`; blobs[0], optional:
     per-pair frequency factors), "table" (blobs[0], blobs[1]: cos and sin, positions x pairs;
     `rope_neox`; max_context is capped at the tables' positions) or "none".
@@ -94,6 +97,8 @@ public:
     virtual int kvHeads() const = 0;
     virtual int headDim() const = 0;
     virtual int maxContext() const = 0;
+    //! Positions a token attends to, itself included (0: all; the KV cache releases the rest).
+    virtual int slidingWindow() const = 0;
 };
 
 /** Selects the rows whose logits a forward returns: the last token of each sequence of the batch

@@ -21,6 +21,8 @@ Memory is a pool of pages of getPageSize() tokens (all layers' keys and values o
 tokens); each sequence has a page table. A sequence grows by taking pages, so nothing is copied
 or moved as it grows. Sequences are named by non-negative ids of the caller's choice; a
 sequence exists once it holds a token (see setLLMBatch()) or is made by forkSequence().
+Models with sliding-window attention layers (Gemma 2/3) keep those layers in pages of their
+own, released once their tokens are out of the window.
 
 Memory is bounded by a budget (setMemoryBudget()); a forward that would exceed it, or a
 sequence that would exceed the model's context, raises a cv::Exception before anything in the
@@ -44,6 +46,10 @@ public:
     A budget below the pages in use is an error. */
     CV_WRAP virtual void setMemoryBudget(size_t bytes) = 0;
     CV_WRAP virtual size_t getMemoryBudget() const = 0;
+    /** @brief Bytes of the pages holding tokens. With sliding-window layers (Gemma 2/3) it
+    grows more slowly than getBytesPerToken() times the tokens: their pages are released once
+    out of every window. */
+    CV_WRAP virtual size_t getBytesInUse() const = 0;
 
     /** @brief Element type of the stored keys and values: CV_32F (default), CV_16F (half
     precision) or CV_8S (8-bit blocks with one float scale per head and token). Only while
@@ -56,10 +62,15 @@ public:
     CV_WRAP virtual bool hasSequence(int sequenceId) const = 0;
     //! Tokens a sequence holds (0 when it does not exist).
     CV_WRAP virtual int getSequenceLength(int sequenceId) const = 0;
+    /** @brief The longest length up to `length` that truncateSequence() can keep and a forward
+    can continue from: `length` (capped at the sequence's), or 0 when sliding-window layers
+    have already released positions that a token at `length` would attend to. */
+    CV_WRAP virtual int getResumableLength(int sequenceId, int length) const = 0;
 
     //! Forgets a sequence and frees the pages no other sequence shares.
     CV_WRAP virtual void removeSequence(int sequenceId) = 0;
-    //! Keeps the first `length` tokens of a sequence (rewind); a longer length changes nothing.
+    /** @brief Keeps the first `length` tokens of a sequence (rewind); a longer length changes
+    nothing. A length that getResumableLength() does not allow is an error. */
     CV_WRAP virtual void truncateSequence(int sequenceId, int length) = 0;
     /** @brief Makes `destinationId` a copy of `sourceId` that shares its pages (nothing is copied:
     a shared page that is partly filled is copied when one of them writes to it).
@@ -71,9 +82,9 @@ public:
     //! Removes every sequence.
     CV_WRAP virtual void clear() = 0;
 
-    //! Pages holding tokens.
+    //! Pages holding tokens (with sliding-window layers: the pages of every page group).
     CV_WRAP virtual int getPagesInUse() const = 0;
-    //! Pages the budget still allows.
+    //! Pages of getPageSize() tokens of every layer that the budget still allows.
     CV_WRAP virtual int getPagesFree() const = 0;
     //! Pages in use by more than one sequence.
     CV_WRAP virtual int getPagesShared() const = 0;

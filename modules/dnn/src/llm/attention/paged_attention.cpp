@@ -30,7 +30,9 @@ struct AttentionContext
     const PagedKVCache* cache;
     const BatchPlan* plan;
     int layer, heads, group, headDim, pageSize, kvHeads;
-    float scale;
+    int pageGroup;             // the layer's page group in the cache and the plan
+    int window;                // 0: every earlier position; else the last `window` ones
+    float scale, softCap;
     const float* q;
     float* out;
     size_t partialFloats;      // one partial: group * (2 + headDim)
@@ -40,16 +42,22 @@ struct AttentionContext
     const int* taskStart;      // split-KV: first partial of each (token, KV head)
     int stripes, tasks;
 
+    // The first position a token attends to; its chunks are those of [first, position].
+    int firstPosition(int token) const
+    {
+        return window > 0 ? std::max(0, plan->position[token] - window + 1) : 0;
+    }
+
     int chunks(int token) const
     {
-        return plan->position[token] / PagedAttention::kChunkTokens + 1;
+        return plan->position[token] / PagedAttention::kChunkTokens - firstPosition(token) / PagedAttention::kChunkTokens + 1;
     }
 
     /* Partial of positions [begin, end) of the token's sequence: per query head of the group,
        [max score, sum of exp(score - max), sum of exp(score - max) * value]. */
     void chunkPartial(int token, int kvHead, int begin, int end, float* scores, float* rowBuf, float* partial) const
     {
-        const std::vector<int>& pages = *plan->pageTables[plan->batchSequence[token]];
+        const std::vector<int>& pages = *plan->pageTables[pageGroup][plan->batchSequence[token]];
         const size_t qWidth = (size_t)heads * headDim;
         const float* qHead = q + token * qWidth + (size_t)kvHead * group * headDim;
         const int n = end - begin;
@@ -63,6 +71,13 @@ struct AttentionContext
             attentionScores(qHead, group, headDim, k, stride, count, scale, scores + (j - begin), n);
             j += count;
         }
+        if (softCap > 0.f)
+            for (int h = 0; h < group; h++)
+                for (int i = 0; i < n; i++)
+                {
+                    float& s = scores[(size_t)h * n + i];
+                    s = softCap * std::tanh(s / softCap);
+                }
         float maxes[kMaxGroup], sums[kMaxGroup];
         attentionSoftmaxRows(scores, group, n, n, maxes, sums);
         for (int h = 0; h < group; h++)
@@ -114,10 +129,14 @@ struct AttentionContext
         }
     }
 
+    // The c-th chunk of a token: positions [begin, end). Chunks are aligned to kChunkTokens
+    // positions, so a token's result does not depend on how many tokens share its forward.
     void chunkRange(int token, int c, int* begin, int* end) const
     {
-        *begin = c * PagedAttention::kChunkTokens;
-        *end = std::min(*begin + PagedAttention::kChunkTokens, plan->position[token] + 1);
+        const int first = firstPosition(token);
+        const int aligned = (first / PagedAttention::kChunkTokens + c) * PagedAttention::kChunkTokens;
+        *begin = std::max(aligned, first);
+        *end = std::min(aligned + PagedAttention::kChunkTokens, plan->position[token] + 1);
     }
 
     float* stripeScratch(int stripe) const { return scratch + (size_t)stripe * scratchFloats; }
@@ -149,7 +168,7 @@ struct AttentionContext
 } // namespace
 
 void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& plan, const float* q, int heads,
-                         float scale, float* out)
+                         float scale, float softCap, float* out)
 {
     AttentionContext ctx;
     ctx.cache = &cache;
@@ -162,6 +181,9 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     ctx.headDim = cache.headDim();
     ctx.pageSize = cache.getPageSize();
     ctx.scale = scale;
+    ctx.softCap = softCap;
+    ctx.pageGroup = cache.layerGroup(layer);
+    ctx.window = cache.layerWindow(layer);
     ctx.q = q;
     ctx.out = out;
     ctx.partialFloats = (size_t)ctx.group * (2 + ctx.headDim);

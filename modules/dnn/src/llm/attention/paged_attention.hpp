@@ -14,7 +14,8 @@ namespace llm {
 
 /** Causal grouped-query attention of a batch plan's tokens over their sequences' pages.
 
-    Each token attends to positions 0 .. its own of its sequence, in chunks of kChunkTokens
+    Each token attends to positions 0 .. its own of its sequence (a sliding-window layer: the
+    last window positions up to its own, PagedKVCache::layerWindow()), in chunks of kChunkTokens
     positions. A chunk gives a partial result per query head (max score, sum of exponentials,
     weighted sum of values; an online softmax, so no score row longer than a chunk exists); the
     partials are merged in chunk order with log-sum-exp rescaling. The chunking depends on
@@ -29,9 +30,10 @@ public:
     static constexpr int kChunkTokens = 256;
 
     /** q: tokens x heads*headDim, rotated. out: same shape. The keys and values of the plan's
-        tokens must be stored in the cache already. */
+        tokens must be stored in the cache already. A score is scale * q.k, or with a soft cap
+        c > 0 (Gemma 2) c * tanh(scale * q.k / c). */
     void run(const PagedKVCache& cache, int layer, const BatchPlan& plan, const float* q, int heads,
-             float scale, float* out);
+             float scale, float softCap, float* out);
 
 private:
     std::vector<float> partials_;   // split-KV scratch: per (token, KV head, chunk) task

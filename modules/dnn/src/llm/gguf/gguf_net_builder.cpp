@@ -2,16 +2,18 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Builds a cv::dnn::Net for a Llama-family GGUF (architectures `llama`, `qwen2`, `qwen3`) out
-// of ordinary dnn layers: token embedding, then per block
+// Builds a cv::dnn::Net for a GGUF language model out of ordinary dnn layers, as llama.cpp's
+// src/models/<arch>.cpp builds the graph: token embedding, then per block (block())
 //   x += o_proj(attention(rope(q_proj(norm(x))), rope(k_proj(..)), v_proj(..)))
-//   x += down(silu(gate(norm(x))) * up(norm(x)))
-// (qwen3: rope(head_norm(q_proj(..))), rope(head_norm(k_proj(..))), each head RMS-normalized)
-// (phi3: q|k|v from one fused projection, gate|up from one, LongRoPE: phi3Block)
-// then the final norm and the output projection (tied to the embedding when output.weight
-// is absent). Weights are wrapped from the mapping, not copied, except small norm vectors.
-// `gpt2` has a graph of its own (gpt2Block): learned positions added to the token embedding,
-// LayerNorm with bias, fused QKV with bias and no rotary, a GELU (tanh) FFN with biases.
+//   x += down(act(gate(norm(x))) * up(norm(x)))
+// with what kArchitectures says of each architecture: Q/K norms per head (qwen3, gemma3) or over
+// the whole projection (olmo2), norms after attention and FFN (gemma2/3, olmo2; olmo2 has none
+// before), GELU instead of SiLU (gemma), sliding-window layers (gemma2/3, olmo2 when the file
+// has a window); gemma also scales the embeddings and soft-caps scores and logits. phi3 (fused
+// q|k|v and gate|up, LongRoPE) and gpt2 (learned positions, LayerNorm with bias, no rotary) have
+// blocks of their own. Then the final norm and the output projection (tied to the embedding when
+// output.weight is absent). Weights are wrapped from the mapping, not copied, except small norm
+// vectors.
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -30,21 +32,35 @@ namespace {
 
 // What sets an architecture's graph apart, as llama.cpp's src/models/<arch>.cpp builds it.
 // Q/K/V biases are used where the file has them (qwen2 always does).
+enum class QKNorm
+{
+    None,
+    PerHead,  // RMSNorm of every Q and K head before rotary (blk.N.attn_q_norm / attn_k_norm, head_dim each)
+    Whole     // RMSNorm of the whole Q and K projections (olmo2: n_head * head_dim and n_head_kv * head_dim)
+};
+
 struct ArchInfo
 {
     const char* name;
     bool neoxRope;  // rotary pairs (i, i + rope_dim/2) instead of (2i, 2i+1)
-    bool qkNorm;    // RMSNorm of every Q and K head before rotary (blk.N.attn_q_norm / attn_k_norm,
-                    // head_dim elements each)
+    QKNorm qkNorm;
+    bool preNorms;  // attn_norm / ffn_norm on a block's inputs (olmo2 has none)
+    bool postNorms; // post_attention_norm / post_ffw_norm on the attention and FFN outputs
+    bool gelu;      // gated FFN with GELU (tanh) instead of SiLU
+    int swaPeriod;  // sliding-window pattern when the file names none: of every swaPeriod layers
+                    // the last is global (llama.cpp's set_swa_pattern); 0: no sliding window
 };
 
 const ArchInfo kArchitectures[] = {
-    // name     neox   qkNorm
-    {"llama",   false, false},  // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
-    {"qwen2",   true,  false},
-    {"qwen3",   true,  true},   // head size from attention.key_length (Qwen3-0.6B: 16 x 128 > n_embd 1024)
-    {"gpt2",    false, false},  // no rotary: see gpt2Block
-    {"phi3",    true,  false},  // Phi-3 / 3.5 / 4-mini: its own block, phi3Block()
+    // name     neox   qkNorm           pre    post   gelu   swaPeriod
+    {"llama",   false, QKNorm::None,    true,  false, false, 0},  // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
+    {"qwen2",   true,  QKNorm::None,    true,  false, false, 0},
+    {"qwen3",   true,  QKNorm::PerHead, true,  false, false, 0},  // head size from attention.key_length (Qwen3-0.6B: 16 x 128 > n_embd 1024)
+    {"gpt2",    false, QKNorm::None,    true,  false, false, 0},  // no rotary, LayerNorm, plain GELU FFN: gpt2Block
+    {"phi3",    true,  QKNorm::None,    true,  false, false, 0},  // Phi-3 / 3.5 / 4-mini: its own block, phi3Block()
+    {"gemma2",  true,  QKNorm::None,    true,  true,  true,  2},  // + embedding scale, soft-capping: readGemmaHyperParameters
+    {"gemma3",  true,  QKNorm::PerHead, true,  true,  true,  6},
+    {"olmo2",   true,  QKNorm::Whole,   false, true,  false, 4},  // OLMo 2 (OLMo 3 adds sliding windows)
 };
 
 std::string supportedArchitectures()
@@ -87,6 +103,8 @@ public:
         Pin x = add(lp, {Pin{0, 0}});
         if (gpt2_)
             x = positionEmbedding(x);
+        if (embeddingScale_ != 1.f)
+            x = scaleBy("token_embd_scale", embeddingScale_, x);
 
         if (!gpt2_)
             ropeFactors_ = readRopeFactors();
@@ -98,7 +116,8 @@ public:
         const int logitRows = add(lp, {x}).layer;
         x = Pin{logitRows, 0};
         x = gpt2_ ? layerNorm("output_norm", x) : rmsNorm("output_norm", "output_norm.weight", x);
-        const bool tied = !f_.findTensor("output.weight");
+        // (gemma2's output always shares token_embd: an output.weight is refused as unused)
+        const bool tied = !f_.findTensor("output.weight") || arch_ == "gemma2";
         lp = params("output", "LLMMatMul");
         const std::string outName = tied ? "token_embd.weight" : "output.weight";
         lp.set("ggml_type", (int)tensor(outName).type);
@@ -106,7 +125,14 @@ public:
         lp.set("out_features", vocab_);
         lp.set("integer_dot", integerDot_);
         lp.blobs.push_back(tied ? embd : weight(outName, nEmbd_, vocab_));
-        add(lp, {x});
+        x = add(lp, {x});
+        if (finalSoftCap_ > 0.f)
+        {
+            lp = params("output_softcap", "LLMElementwise");
+            lp.set("operation", "softcap");
+            lp.set("cap", finalSoftCap_);
+            add(lp, {x});
+        }
 
         // Like llama.cpp, refuse tensors the graph does not use: they belong to a variant of the
         // architecture (Q/K norms in a llama file, a fused attn_qkv, ...) that would
@@ -160,8 +186,8 @@ private:
                 info = &a;
         if (!info)
             fail("architecture '" + arch_ + "' is not supported (supported: " + supportedArchitectures() + ")");
+        info_ = info;
         neox_ = info->neoxRope;
-        qkNorm_ = info->qkNorm;
         if (f_.hasMetadata(arch_ + ".expert_count") && f_.getInt(arch_ + ".expert_count") > 0)
             fail("mixture-of-experts models are not supported");
 
@@ -216,6 +242,69 @@ private:
             readGPT2HyperParameters();
         if (arch_ == "phi3")
             readPhi3HyperParameters();
+        if (info->swaPeriod > 0)
+            readSlidingWindows(info->swaPeriod);
+        if (arch_ == "gemma2" || arch_ == "gemma3")
+            readGemmaHyperParameters();
+    }
+
+    /* Sliding-window attention as llama.cpp reads it (src/models/gemma2.cpp, gemma3.cpp,
+       olmo2.cpp): attention.sliding_window positions (gemma2: 4096 when absent; gemma3 and
+       olmo2: no sliding window when absent), on the layers of attention.sliding_window_pattern
+       (default: the architecture's period; of every period layers the last is global, 0: all
+       local), with rope.freq_base_swa as the rotary base of the local layers (default: gemma3
+       10000, others the global base) and their own frequency scale (gemma2 the global one;
+       gemma3 and olmo2 1: linear scaling or YaRN of the global layers does not apply). */
+    void readSlidingWindows(int defaultPeriod)
+    {
+        const std::string windowKey = arch_ + ".attention.sliding_window";
+        const bool gemma2 = arch_ == "gemma2";
+        if (!f_.hasMetadata(windowKey) && !gemma2)
+            return;
+        const int64 window = f_.hasMetadata(windowKey) ? f_.getInt(windowKey) : 4096;
+        if (window == 0 && !gemma2)
+            return;
+        if (window <= 0 || window > INT_MAX)
+            fail(format("metadata '%s' = %lld is out of range", windowKey.c_str(), (long long)window));
+        int period = defaultPeriod;
+        const std::string patternKey = arch_ + ".attention.sliding_window_pattern";
+        if (f_.hasMetadata(patternKey))
+        {
+            if (f_.value(patternKey).type == GGUF_ARRAY)
+                fail("metadata key '" + patternKey + "' as a per-layer array is not supported (an integer period is)");
+            const int64 v = f_.getInt(patternKey);
+            if (v < 0 || v > nLayer_)
+                fail(format("metadata '%s' = %lld is out of range", patternKey.c_str(), (long long)v));
+            period = (int)v;
+        }
+        slidingWindow_.assign(nLayer_, 0);
+        for (int i = 0; i < nLayer_; i++)
+            if (period == 0 || i % period < period - 1)
+                slidingWindow_[i] = (int)window;
+        ropeBaseLocal_ = hparamFloat("rope.freq_base_swa", arch_ == "gemma3" ? 10000.f : ropeBase_);
+        if (!(ropeBaseLocal_ > 1.f))
+            fail(format("rope.freq_base_swa %g is out of range", ropeBaseLocal_));
+        ropeFreqScaleLocal_ = gemma2 ? ropeFreqScale_ : 1.f;
+    }
+
+    /* gemma2 / gemma3 (llama.cpp's src/models/gemma2.cpp, gemma3.cpp): token embeddings times
+       sqrt(n_embd); queries scaled by 1/sqrt(head size), or 1/sqrt(n_embd / n_head) for the
+       27B models (the block counts 46 and 62, as llama.cpp tells them); gemma2 soft-caps the
+       attention scores (attn_logit_softcapping, default 50) and the logits
+       (final_logit_softcapping, default 30); gemma3 only the logits, when the file says so. */
+    void readGemmaHyperParameters()
+    {
+        const bool gemma2 = arch_ == "gemma2";
+        embeddingScale_ = std::sqrt((float)nEmbd_);
+        const bool is27B = nLayer_ == (gemma2 ? 46 : 62);
+        attentionScale_ = 1.f / std::sqrt(is27B ? (float)(nEmbd_ / nHead_) : (float)headDim_);
+        if (gemma2)
+            attnSoftCap_ = hparamFloat("attn_logit_softcapping", 50.f);
+        else if (f_.hasMetadata(arch_ + ".attn_logit_softcapping"))
+            fail("metadata key '" + arch_ + ".attn_logit_softcapping' is not supported for gemma3 (llama.cpp does not apply it)");
+        finalSoftCap_ = hparamFloat("final_logit_softcapping", gemma2 ? 30.f : 0.f);
+        if (!(attnSoftCap_ >= 0.f && attnSoftCap_ < 1e6f) || !(finalSoftCap_ >= 0.f && finalSoftCap_ < 1e6f))
+            fail(format("soft-capping values %g / %g are out of range", attnSoftCap_, finalSoftCap_));
     }
 
     // gpt2 as llama.cpp's src/models/gpt2.cpp builds it: LayerNorm epsilon from
@@ -308,11 +397,20 @@ private:
         return addConnectedLayer(net_, lp, inputs);
     }
 
-    Pin rmsNorm(const std::string& name, const std::string& tensorName, Pin x)
+    //! RMSNorm of `size` features (default: n_embd).
+    Pin rmsNorm(const std::string& name, const std::string& tensorName, Pin x, int size = -1)
     {
         LayerParams lp = params(name, "RMSNorm");
         lp.set("epsilon", eps_);
-        lp.blobs.push_back(vectorF32(tensorName, nEmbd_));
+        lp.blobs.push_back(vectorF32(tensorName, size < 0 ? nEmbd_ : size));
+        return add(lp, {x});
+    }
+
+    Pin scaleBy(const std::string& name, float factor, Pin x)
+    {
+        LayerParams lp = params(name, "LLMElementwise");
+        lp.set("operation", "mul");
+        lp.blobs.push_back(Mat(1, 1, CV_32F, Scalar(factor)));
         return add(lp, {x});
     }
 
@@ -382,15 +480,23 @@ private:
         return elementwise(name, "add", {a, b});
     }
 
-    /** The block's attention over `inputs` (q, k, v, or one packed q|k|v), with the
-        architecture's rotary embedding (none for gpt2); it becomes the next KV-cache layer. */
-    Pin attention(const std::string& name, const std::vector<Pin>& inputs)
+    /** Block `layer`'s attention over `inputs` (q, k, v, or one packed q|k|v), with the
+        architecture's rotary embedding (none for gpt2) and the layer's sliding window; it
+        becomes the next KV-cache layer. */
+    Pin attention(const std::string& name, int layer, const std::vector<Pin>& inputs)
     {
         LayerParams lp = params(name, "LLMAttention");
         lp.set("num_heads", nHead_);
         lp.set("num_kv_heads", nKV_);
         lp.set("head_dim", headDim_);
         lp.set("max_context", nCtx_);
+        if (attentionScale_ > 0.f)
+            lp.set("scale", attentionScale_);
+        if (attnSoftCap_ > 0.f)
+            lp.set("logit_softcap", attnSoftCap_);
+        const bool local = !slidingWindow_.empty() && slidingWindow_[layer] > 0;
+        if (local)
+            lp.set("sliding_window", slidingWindow_[layer]);
         if (gpt2_)
         {
             lp.set("rope_mode", "none");
@@ -398,9 +504,9 @@ private:
         else
         {
             lp.set("rope_dim", ropeDim_);
-            lp.set("rope_base", ropeBase_);
+            lp.set("rope_base", local ? ropeBaseLocal_ : ropeBase_);
             lp.set("rope_neox", neox_);
-            lp.set("rope_freq_scale", ropeFreqScale_);
+            lp.set("rope_freq_scale", local ? ropeFreqScaleLocal_ : ropeFreqScale_);
             lp.set("rope_attn_factor", ropeAttnFactor_);
             if (!ropeFactors_.empty())
                 lp.blobs.push_back(ropeFactors_);
@@ -431,30 +537,46 @@ private:
         return chosen;
     }
 
+    /* The block of llama, qwen2/3, gemma2/3 and olmo2, what ArchInfo says of each:
+         x += post_norm(o_proj(attention(rope(q_norm(q_proj(norm(x)))), rope(k_norm(..)), v_proj(..))))
+         x += post_norm(down(act(gate(norm(x))) * up(norm(x))))
+       where norm is absent for olmo2, post_norm only in gemma2/3 and olmo2, q_norm/k_norm per
+       head (qwen3, gemma3) or over the whole projection (olmo2), act SiLU or GELU (gemma). */
     Pin block(int i, Pin x)
     {
         const std::string p = format("blk.%d.", i);
         const int qWidth = nHead_ * headDim_, kvWidth = nKV_ * headDim_;
 
-        Pin h = rmsNorm(p + "attn_norm", p + "attn_norm.weight", x);
+        Pin h = info_->preNorms ? rmsNorm(p + "attn_norm", p + "attn_norm.weight", x) : x;
         Pin q = matmul(p + "attn_q", p + "attn_q", nEmbd_, qWidth, h);
         Pin k = matmul(p + "attn_k", p + "attn_k", nEmbd_, kvWidth, h);
         Pin v = matmul(p + "attn_v", p + "attn_v", nEmbd_, kvWidth, h);
-        if (qkNorm_)
+        if (info_->qkNorm == QKNorm::PerHead)
         {
             q = headNorm(p + "attn_q_norm", q);
             k = headNorm(p + "attn_k_norm", k);
         }
+        else if (info_->qkNorm == QKNorm::Whole)
+        {
+            q = rmsNorm(p + "attn_q_norm", p + "attn_q_norm.weight", q, qWidth);
+            k = rmsNorm(p + "attn_k_norm", p + "attn_k_norm.weight", k, kvWidth);
+        }
 
-        Pin a = attention(p + "attn", {q, k, v});
+        Pin a = attention(p + "attn", i, {q, k, v});
         Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
+        if (info_->postNorms)
+            o = rmsNorm(p + "post_attention_norm", p + "post_attention_norm.weight", o);
         x = residual(p + "attn_residual", x, o);
 
-        h = rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x);
+        h = info_->preNorms ? rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x) : x;
         Pin gate = matmul(p + "ffn_gate", p + "ffn_gate", nEmbd_, nFF_, h);
         Pin up = matmul(p + "ffn_up", p + "ffn_up", nEmbd_, nFF_, h);
-        Pin m = elementwise(p + "ffn_swiglu", "swiglu", {gate, up});
+        // GELU as llama.cpp's CPU backend computes it (ggml_geglu: half-precision table)
+        Pin m = info_->gelu ? elementwise(p + "ffn_geglu", "geglu_f16", {gate, up})
+                            : elementwise(p + "ffn_swiglu", "swiglu", {gate, up});
         Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
+        if (info_->postNorms)
+            d = rmsNorm(p + "post_ffw_norm", p + "post_ffw_norm.weight", d);
         return residual(p + "ffn_residual", x, d);
     }
 
@@ -479,7 +601,7 @@ private:
                    matmul(p + "attn_k", p + "attn_k", nEmbd_, kvWidth, h),
                    matmul(p + "attn_v", p + "attn_v", nEmbd_, kvWidth, h)};
 
-        Pin a = attention(p + "attn", qkv);
+        Pin a = attention(p + "attn", i, qkv);
         Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
         x = residual(p + "attn_residual", x, o);
 
@@ -506,7 +628,7 @@ private:
 
         Pin h = layerNorm(p + "attn_norm", x);
         Pin qkv = matmul(p + "attn_qkv", p + "attn_qkv", nEmbd_, nEmbd_ + 2 * kvWidth, h);
-        Pin a = attention(p + "attn", {qkv});
+        Pin a = attention(p + "attn", i, {qkv});
         Pin o = matmul(p + "attn_output", p + "attn_output", nEmbd_, nEmbd_, a);
         x = residual(p + "attn_residual", x, o);
 
@@ -526,12 +648,18 @@ private:
     mutable std::set<std::string> used_;  // tensors the graph reads
     Net net_;
     std::string arch_;
-    bool neox_ = false, qkNorm_ = false;
+    const ArchInfo* info_ = nullptr;
+    bool neox_ = false;
     int nEmbd_ = 0, nLayer_ = 0, nFF_ = 0, nHead_ = 0, nKV_ = 0, nCtx_ = 0, headDim_ = 0, ropeDim_ = 0, vocab_ = 0;
     float eps_ = 1e-5f, ropeBase_ = 10000.f, ropeFreqScale_ = 1.f;
     float ropeAttnFactor_ = 1.f;  // phi3
     bool phi3LongRope_ = false;   // phi3: rope_factors_long (else _short)
     Mat ropeFactors_;             // per-pair frequency factors of every layer (readRopeFactors)
+    std::vector<int> slidingWindow_;  // per layer, 0: global (readSlidingWindows; empty: none)
+    float ropeBaseLocal_ = 10000.f, ropeFreqScaleLocal_ = 1.f;  // of the sliding-window layers
+    float embeddingScale_ = 1.f;  // gemma: sqrt(n_embd)
+    float attentionScale_ = 0.f;  // of the scores (0: 1/sqrt(head size))
+    float attnSoftCap_ = 0.f, finalSoftCap_ = 0.f;  // gemma2 (final also gemma3): 0 = none
 };
 
 } // namespace

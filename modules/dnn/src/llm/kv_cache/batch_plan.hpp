@@ -26,7 +26,9 @@ struct BatchPlan
     std::vector<int> sequenceIds;
     std::vector<int> newTokens;      //!< tokens the batch appends to the sequence
     std::vector<int> lastToken;      //!< index of the sequence's last token in the batch: its logit row
-    std::vector<const std::vector<int>*> pageTables;  //!< the sequences' page tables, grown for the batch
+    //! The sequences' page tables, grown for the batch: pageTables[page group][sequence]
+    //! (PagedKVCache::layerGroup(); one group unless some layers have a sliding window).
+    std::vector<std::vector<const std::vector<int>*>> pageTables;
 
     int sequences() const { return (int)sequenceIds.size(); }
 };

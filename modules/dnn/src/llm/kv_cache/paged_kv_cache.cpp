@@ -5,6 +5,7 @@
 #include "../../precomp.hpp"
 #include "paged_kv_cache.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -21,33 +22,123 @@ PagedKVCache::PagedKVCache(int layers, int kvHeads, int headDim, int maxSequence
     CV_CheckGT(headDim, 0, "KVCache: head size must be positive");
     CV_CheckGT(maxSequenceLength, 0, "KVCache: context length must be positive");
     CV_CheckGT(pageSize, 0, "KVCache: page size must be positive");
-    setCodec(CV_32F);
-    // Default budget: the model's context or 4096 tokens, whichever is more (llama.cpp's
-    // default context); pages are only allocated as sequences grow.
-    const int64 tokens = std::max(maxSequenceLength, 4096);
-    maxPages_ = (int)std::min<int64>(INT_MAX / 2, (tokens + pageSize - 1) / pageSize);
     keyShift_.resize(layers);
+    setLayerWindows(std::vector<int>(layers, 0));
+    // Default budget: the model's context or 4096 tokens, whichever is more (llama.cpp's
+    // default context), in every layer; pages are only allocated as sequences grow.
+    const int64 pages = std::min<int64>(INT_MAX / 2, pagesFor(std::max(maxSequenceLength, 4096)));
+    budget_ = (size_t)pages * fullPageBytes();
+}
+
+void PagedKVCache::setLayerWindows(const std::vector<int>& windows)
+{
+    CV_CheckEQ((int)windows.size(), layers_, "KVCache: one window per layer");
+    if (!sequences_.empty())
+        CV_Error(Error::StsError, "KVCache: sliding windows can only be set while the cache is empty");
+    freeAllPages();
+    const size_t budget = budget_;
+    const size_t oldFull = groups_.empty() ? 0 : fullPageBytes();
+    groups_.clear();
+    layerGroup_.assign(layers_, -1);
+    layerSlot_.assign(layers_, 0);
+    // A window as long as the context is none. Sorted sizes: group 0 holds the full-context
+    // layers when there are any.
+    std::vector<int> window(windows);
+    for (int& w : window)
+    {
+        CV_CheckGE(w, 0, "KVCache: a sliding window must not be negative");
+        w = w >= maxSequenceLength_ ? 0 : w;
+    }
+    std::vector<int> sizes(window);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    for (int w : sizes)
+    {
+        PageGroup g;
+        g.window = w;
+        for (int l = 0; l < layers_; l++)
+            if (window[l] == w)
+            {
+                layerGroup_[l] = (int)groups_.size();
+                layerSlot_[l] = g.layers++;
+            }
+        groups_.push_back(g);
+    }
+    setCodec(codec_.type());
+    if (oldFull > 0)
+        budget_ = budget / oldFull * fullPageBytes();
 }
 
 void PagedKVCache::setCodec(int type)
 {
     codec_ = KVStorageCodec(type, headDim_);
-    pageBytes_ = (size_t)layers_ * 2 * kvHeads_ * pageSize_ * codec_.rowBytes();
+    for (PageGroup& g : groups_)
+        g.pageBytes = (size_t)g.layers * 2 * kvHeads_ * pageSize_ * codec_.rowBytes();
+}
+
+size_t PagedKVCache::fullPageBytes() const
+{
+    size_t bytes = 0;
+    for (const PageGroup& g : groups_)
+        bytes += g.pageBytes;
+    return bytes;
+}
+
+void PagedKVCache::freeAllPages()
+{
+    for (PageGroup& g : groups_)
+    {
+        for (uchar* p : g.pages)
+            fastFree(p);
+        g.pages.clear();
+        g.refCount.clear();
+        g.freePages.clear();
+    }
 }
 
 PagedKVCache::~PagedKVCache()
 {
-    for (uchar* p : pages_)
-        fastFree(p);
+    freeAllPages();
+}
+
+size_t PagedKVCache::getBytesInUse() const
+{
+    size_t bytes = 0;
+    for (const PageGroup& g : groups_)
+        bytes += (size_t)g.inUse() * g.pageBytes;
+    return bytes;
+}
+
+int PagedKVCache::getPagesInUse() const
+{
+    int n = 0;
+    for (const PageGroup& g : groups_)
+        n += g.inUse();
+    return n;
+}
+
+int PagedKVCache::getPagesFree() const
+{
+    return (int)((budget_ - std::min(budget_, getBytesInUse())) / fullPageBytes());
+}
+
+int PagedKVCache::getPagesShared() const
+{
+    int n = 0;
+    for (const PageGroup& g : groups_)
+        for (int c : g.refCount)
+            n += c > 1;
+    return n;
 }
 
 void PagedKVCache::setMemoryBudget(size_t bytes)
 {
-    const size_t pages = bytes / pageBytes_;
-    if (pages < (size_t)getPagesInUse())
-        CV_Error(Error::StsBadArg, format("KVCache: a budget of %zu bytes holds %zu pages; %d are in use",
-                                          bytes, pages, getPagesInUse()));
-    maxPages_ = (int)std::min<size_t>(pages, INT_MAX / 2);
+    const size_t full = fullPageBytes();
+    const size_t budget = std::min<size_t>(bytes / full, INT_MAX / 2) * full;
+    if (budget < getBytesInUse())
+        CV_Error(Error::StsBadArg, format("KVCache: a budget of %zu bytes holds %zu pages; %zu bytes (%d pages) are in use",
+                                          bytes, bytes / full, getBytesInUse(), getPagesInUse()));
+    budget_ = budget;
 }
 
 void PagedKVCache::setStorageType(int type)
@@ -57,14 +148,10 @@ void PagedKVCache::setStorageType(int type)
         return;
     if (!sequences_.empty())
         CV_Error(Error::StsError, "KVCache: the storage type can only change while the cache is empty");
-    const size_t budget = getMemoryBudget();
-    for (uchar* p : pages_)
-        fastFree(p);
-    pages_.clear();
-    refCount_.clear();
-    freePages_.clear();
+    const size_t pages = budget_ / fullPageBytes();
+    freeAllPages();
     setCodec(type);
-    maxPages_ = (int)std::min<size_t>(budget / pageBytes_, INT_MAX / 2);
+    budget_ = pages * fullPageBytes();
 }
 
 std::vector<int> PagedKVCache::getSequenceIds() const
@@ -86,6 +173,30 @@ int PagedKVCache::getSequenceLength(int sequenceId) const
     return it == sequences_.end() ? 0 : it->second.length;
 }
 
+// Whether a token appended at `length` finds every position it attends to (the released
+// pages of a window group are a prefix of its table).
+bool PagedKVCache::resumable(const Sequence& s, int length) const
+{
+    for (size_t g = 0; g < groups_.size(); g++)
+    {
+        const int first = firstAttended((int)g, length);
+        if (first < length && s.pages[g][first / pageSize_] == kReleased)
+            return false;
+    }
+    return true;
+}
+
+int PagedKVCache::getResumableLength(int sequenceId, int length) const
+{
+    CV_CheckGE(length, 0, "KVCache::getResumableLength: length must not be negative");
+    const auto it = sequences_.find(sequenceId);
+    if (it == sequences_.end())
+        return 0;
+    length = std::min(length, it->second.length);
+    // Resumable lengths are 0 and every length from some point on: the window moves forward.
+    return resumable(it->second, length) ? length : 0;
+}
+
 void PagedKVCache::checkId(int sequenceId, const char* what) const
 {
     if (sequenceId < 0)
@@ -101,50 +212,88 @@ PagedKVCache::Sequence& PagedKVCache::sequence(int sequenceId, const char* what)
     return it->second;
 }
 
-int PagedKVCache::takePage()
+PagedKVCache::Sequence PagedKVCache::newSequence() const
 {
-    if (!freePages_.empty())
+    Sequence s;
+    s.pages.resize(groups_.size());
+    return s;
+}
+
+int PagedKVCache::takePage(int group)
+{
+    PageGroup& g = groups_[group];
+    if (!g.freePages.empty())
     {
-        const int p = freePages_.back();
-        freePages_.pop_back();
-        refCount_[p] = 1;
+        const int p = g.freePages.back();
+        g.freePages.pop_back();
+        g.refCount[p] = 1;
         return p;
     }
-    CV_Assert(getPagesInUse() < maxPages_);  // callers check the budget first
-    pages_.push_back((uchar*)fastMalloc(pageBytes_));
-    refCount_.push_back(1);
-    return (int)pages_.size() - 1;
+    CV_Assert(getBytesInUse() + g.pageBytes <= budget_);  // callers check the budget first
+    g.pages.push_back((uchar*)fastMalloc(g.pageBytes));
+    g.refCount.push_back(1);
+    return (int)g.pages.size() - 1;
 }
 
-void PagedKVCache::releasePage(int page)
+void PagedKVCache::releasePage(int group, int page)
 {
-    CV_DbgAssert(refCount_[page] > 0);
-    if (--refCount_[page] == 0)
-        freePages_.push_back(page);
+    PageGroup& g = groups_[group];
+    CV_DbgAssert(g.refCount[page] > 0);
+    if (--g.refCount[page] == 0)
+        g.freePages.push_back(page);
 }
 
-void PagedKVCache::copyPage(int from, int to, int slots)
+void PagedKVCache::copyPage(int group, int from, int to, int slots)
 {
-    for (int l = 0; l < layers_; l++)
-        for (int kv = 0; kv < 2; kv++)
-            for (int g = 0; g < kvHeads_; g++)
-                std::memcpy(headRow(to, l, kv != 0, g, 0), headRow(from, l, kv != 0, g, 0), (size_t)slots * codec_.rowBytes());
+    const PageGroup& g = groups_[group];
+    const size_t headBytes = (size_t)pageSize_ * codec_.rowBytes();
+    for (size_t h = 0; h < (size_t)g.layers * 2 * kvHeads_; h++)
+        std::memcpy(g.pages[to] + h * headBytes, g.pages[from] + h * headBytes, (size_t)slots * codec_.rowBytes());
 }
 
 // Gives a sequence its own copy of a page it shares (the first `slots` slots are copied).
-void PagedKVCache::unsharePage(int& page, int slots)
+void PagedKVCache::unsharePage(int group, int& page, int slots)
 {
-    const int copy = takePage();
-    copyPage(page, copy, slots);
-    releasePage(page);
+    const int copy = takePage(group);
+    copyPage(group, page, copy, slots);
+    releasePage(group, page);
     page = copy;
+}
+
+// Releases the pages of window groups that no token appended at `length` or later attends to.
+void PagedKVCache::releaseOutOfWindow(Sequence& s, int length)
+{
+    for (size_t g = 0; g < groups_.size(); g++)
+    {
+        if (groups_[g].window == 0)
+            continue;
+        const int pages = firstAttended((int)g, length) / pageSize_;
+        for (int i = 0; i < pages && i < (int)s.pages[g].size(); i++)
+            if (s.pages[g][i] != kReleased)
+            {
+                releasePage((int)g, s.pages[g][i]);
+                s.pages[g][i] = kReleased;
+            }
+    }
+}
+
+// Drops the positions from `length` on.
+void PagedKVCache::shrink(Sequence& s, int length)
+{
+    for (size_t g = 0; g < groups_.size(); g++)
+    {
+        std::vector<int>& pages = s.pages[g];
+        for (size_t i = pagesFor(length); i < pages.size(); i++)
+            if (pages[i] != kReleased)
+                releasePage((int)g, pages[i]);
+        pages.resize(pagesFor(length));
+    }
+    s.length = length;
 }
 
 void PagedKVCache::removeSequence(int sequenceId)
 {
-    Sequence& s = sequence(sequenceId, "removeSequence");
-    for (int p : s.pages)
-        releasePage(p);
+    shrink(sequence(sequenceId, "removeSequence"), 0);
     sequences_.erase(sequenceId);
 }
 
@@ -154,11 +303,12 @@ void PagedKVCache::truncateSequence(int sequenceId, int length)
     Sequence& s = sequence(sequenceId, "truncateSequence");
     if (length >= s.length)
         return;
-    const int keepPages = (length + pageSize_ - 1) / pageSize_;
-    for (size_t i = keepPages; i < s.pages.size(); i++)
-        releasePage(s.pages[i]);
-    s.pages.resize(keepPages);
-    s.length = length;
+    if (!resumable(s, length))
+        CV_Error(Error::StsBadArg, format(
+            "KVCache::truncateSequence: sequence %d cannot be truncated to %d tokens: its sliding-window layers "
+            "have released positions a token at %d attends to (see getResumableLength; 0 is always possible)",
+            sequenceId, length, length));
+    shrink(s, length);
 }
 
 void PagedKVCache::forkSequence(int sourceId, int destinationId)
@@ -167,8 +317,10 @@ void PagedKVCache::forkSequence(int sourceId, int destinationId)
     if (sequences_.count(destinationId))
         CV_Error(Error::StsBadArg, format("KVCache::forkSequence: sequence %d exists already", destinationId));
     const Sequence src = sequence(sourceId, "forkSequence");
-    for (int p : src.pages)
-        refCount_[p]++;
+    for (size_t g = 0; g < groups_.size(); g++)
+        for (int p : src.pages[g])
+            if (p != kReleased)
+                groups_[g].refCount[p]++;
     sequences_[destinationId] = src;
 }
 
@@ -183,52 +335,70 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
     for (int l = 0; l < layers_; l++)
         if (!keyShift_[l])
             CV_Error(Error::StsError, "KVCache::discardTokens: the attention layers did not register their rotary embedding");
-    // Pages from the one holding `first` on are rewritten: unshare them first.
     const int newLength = s.length - count;
-    for (size_t i = first / pageSize_; i < s.pages.size(); i++)
+    // The rows a token at newLength attends to, per group: kept ones (before `first`) must
+    // still be there; moved ones come from positions the window still holds.
+    size_t needed = 0;
+    for (size_t g = 0; g < groups_.size(); g++)
     {
-        int& p = s.pages[i];
-        if (refCount_[p] > 1)
+        const int attended = firstAttended((int)g, newLength);
+        if (attended < std::min(first, newLength) && s.pages[g][attended / pageSize_] == kReleased)
+            CV_Error(Error::StsBadArg, format(
+                "KVCache::discardTokens: sequence %d's sliding-window layers have released position %d, which the "
+                "shifted sequence would attend to; discard fewer tokens", sequenceId, attended));
+        // Pages that receive moved rows are rewritten: unshare them (or take back a released one).
+        for (int i = std::max(first, attended) / pageSize_; i < pagesFor(newLength); i++)
         {
-            if (getPagesFree() <= 0)
-                CV_Error(Error::StsNoMem, "KVCache::discardTokens: the budget has no page left to unshare a page");
-            unsharePage(p, pageSize_);
+            const int p = s.pages[g][i];
+            if (p == kReleased || groups_[g].refCount[p] > 1)
+                needed += groups_[g].pageBytes;
         }
     }
+    if (getBytesInUse() + needed > budget_)
+        CV_Error(Error::StsNoMem, "KVCache::discardTokens: the budget has no room left to unshare the pages it rewrites");
     std::vector<float> buf(headDim_);
     const int delta = -count;
-    for (int j = first; j < newLength; j++)
+    for (size_t g = 0; g < groups_.size(); g++)
     {
-        const int src = j + count;
-        const int sp = s.pages[src / pageSize_], ss = src % pageSize_;
-        const int dp = s.pages[j / pageSize_], ds = j % pageSize_;
-        for (int l = 0; l < layers_; l++)
-            for (int g = 0; g < kvHeads_; g++)
+        const int from = std::max(first, firstAttended((int)g, newLength));
+        for (int i = from / pageSize_; i < pagesFor(newLength); i++)
+        {
+            int& p = s.pages[g][i];
+            if (p == kReleased)
+                p = takePage((int)g);
+            else if (groups_[g].refCount[p] > 1)
+                unsharePage((int)g, p, pageSize_);
+        }
+        for (int j = from; j < newLength; j++)
+        {
+            const int src = j + count;
+            const int sp = s.pages[g][src / pageSize_], ss = src % pageSize_;
+            const int dp = s.pages[g][j / pageSize_], ds = j % pageSize_;
+            CV_Assert(sp != kReleased);
+            for (int l = 0; l < layers_; l++)
             {
-                // Keys carry their position's rotation: turn them back by `count` positions.
-                codec_.decode(headRow(sp, l, false, g, ss), buf.data());
-                keyShift_[l]->shift(buf.data(), delta);
-                codec_.encode(buf.data(), headRow(dp, l, false, g, ds));
-                std::memmove(headRow(dp, l, true, g, ds), headRow(sp, l, true, g, ss), codec_.rowBytes());
+                if (layerGroup_[l] != (int)g)
+                    continue;
+                for (int h = 0; h < kvHeads_; h++)
+                {
+                    // Keys carry their position's rotation: turn them back by `count` positions.
+                    codec_.decode(headRow((int)g, sp, l, false, h, ss), buf.data());
+                    keyShift_[l]->shift(buf.data(), delta);
+                    codec_.encode(buf.data(), headRow((int)g, dp, l, false, h, ds));
+                    std::memmove(headRow((int)g, dp, l, true, h, ds), headRow((int)g, sp, l, true, h, ss), codec_.rowBytes());
+                }
             }
+        }
     }
-    truncateSequence(sequenceId, newLength);
+    shrink(s, newLength);
+    releaseOutOfWindow(s, newLength);
 }
 
 void PagedKVCache::clear()
 {
     for (auto& s : sequences_)
-        for (int p : s.second.pages)
-            releasePage(p);
+        shrink(s.second, 0);
     sequences_.clear();
-}
-
-int PagedKVCache::getPagesShared() const
-{
-    int n = 0;
-    for (int c : refCount_)
-        n += c > 1;
-    return n;
 }
 
 void PagedKVCache::setKeyPositionShift(int layer, const Ptr<const KeyPositionShift>& shift)
@@ -238,70 +408,95 @@ void PagedKVCache::setKeyPositionShift(int layer, const Ptr<const KeyPositionShi
 }
 
 void PagedKVCache::reserve(const std::vector<int>& sequenceIds, const std::vector<int>& newTokens,
-                           std::vector<const std::vector<int>*>& pageTables)
+                           std::vector<std::vector<const std::vector<int>*>>& pageTables)
 {
     CV_Assert(sequenceIds.size() == newTokens.size());
-    // Check the context and the budget before anything changes.
-    int needed = 0;
-    cowPages_.clear();
+    // Check the context and the budget before anything changes (but the release of pages the
+    // new tokens do not attend to, which frees room and loses nothing that can be used).
     for (size_t b = 0; b < sequenceIds.size(); b++)
     {
         const int id = sequenceIds[b];
         checkId(id, "reserve");
-        const int length = getSequenceLength(id), grown = length + newTokens[b];
+        const int length = getSequenceLength(id);
         if (newTokens[b] > maxSequenceLength_ - length)
             CV_Error(Error::StsOutOfRange, format(
                 "KVCache: the context is full for sequence %d: %d cached + %d new tokens exceed the maximum of %d "
                 "(rewind, discard tokens or start a new sequence)", id, length, newTokens[b], maxSequenceLength_));
-        needed += (grown + pageSize_ - 1) / pageSize_ - (length + pageSize_ - 1) / pageSize_;
-        if (length % pageSize_ != 0)
+        const auto it = sequences_.find(id);
+        if (it != sequences_.end())
+            releaseOutOfWindow(it->second, length);
+    }
+    size_t needed = 0;
+    cowPages_.clear();
+    for (size_t b = 0; b < sequenceIds.size(); b++)
+    {
+        const int id = sequenceIds[b];
+        const int length = getSequenceLength(id), grown = length + newTokens[b];
+        for (size_t g = 0; g < groups_.size(); g++)
         {
-            // Copy-on-write of a partly filled shared page; when all its sharers write in this
-            // batch, the last one finds it unshared (counted by lowering the count as we go).
-            const int last = sequences_.find(id)->second.pages.back();
-            if (refCount_[last] > 1)
+            PageGroup& group = groups_[g];
+            needed += (size_t)(pagesFor(grown) - pagesFor(length)) * group.pageBytes;
+            if (length % pageSize_ != 0)
             {
-                needed++;
-                refCount_[last]--;
-                cowPages_.push_back(last);
+                // Copy-on-write of a partly filled shared page; when all its sharers write in
+                // this batch, the last one finds it unshared (counted by lowering the count as
+                // we go).
+                const int last = sequences_.find(id)->second.pages[g].back();
+                if (group.refCount[last] > 1)
+                {
+                    needed += group.pageBytes;
+                    group.refCount[last]--;
+                    cowPages_.emplace_back((int)g, last);
+                }
             }
         }
     }
-    for (int page : cowPages_)
-        refCount_[page]++;
-    if (needed > getPagesFree())
+    for (const auto& gp : cowPages_)
+        groups_[gp.first].refCount[gp.second]++;
+    if (getBytesInUse() + needed > budget_)
         CV_Error(Error::StsNoMem, format(
-            "KVCache: the memory budget is exhausted: this batch needs %d more pages of %d tokens, %d are free "
-            "(budget %zu bytes, %d pages in use; raise it with KVCache::setMemoryBudget or remove sequences)",
-            needed, pageSize_, getPagesFree(), getMemoryBudget(), getPagesInUse()));
+            "KVCache: the memory budget is exhausted: this batch needs %zu more bytes (pages of %d tokens), %d pages "
+            "are free (budget %zu bytes, %zu in use; raise it with KVCache::setMemoryBudget or remove sequences)",
+            needed, pageSize_, getPagesFree(), getMemoryBudget(), getBytesInUse()));
 
-    pageTables.resize(sequenceIds.size());
+    pageTables.resize(groups_.size());
+    for (size_t g = 0; g < groups_.size(); g++)
+        pageTables[g].resize(sequenceIds.size());
     for (size_t b = 0; b < sequenceIds.size(); b++)
     {
-        Sequence& s = sequences_[sequenceIds[b]];
-        if (s.length % pageSize_ != 0 && refCount_[s.pages.back()] > 1)
-            unsharePage(s.pages.back(), s.length % pageSize_);
+        auto it = sequences_.find(sequenceIds[b]);
+        if (it == sequences_.end())
+            it = sequences_.emplace(sequenceIds[b], newSequence()).first;
+        Sequence& s = it->second;
+        for (size_t g = 0; g < groups_.size(); g++)
+        {
+            std::vector<int>& pages = s.pages[g];
+            if (s.length % pageSize_ != 0 && groups_[g].refCount[pages.back()] > 1)
+                unsharePage((int)g, pages.back(), s.length % pageSize_);
+            while ((int)pages.size() < pagesFor(s.length + newTokens[b]))
+                pages.push_back(takePage((int)g));
+            pageTables[g][b] = &pages;
+        }
         s.length += newTokens[b];
-        while ((int)s.pages.size() * pageSize_ < s.length)
-            s.pages.push_back(takePage());
-        pageTables[b] = &s.pages;
     }
 }
 
 void PagedKVCache::store(int layer, const std::vector<int>& pageTable, int position, const float* key, const float* value)
 {
+    const int group = layerGroup_[layer];
     const int page = pageTable[position / pageSize_], slot = position % pageSize_;
-    for (int g = 0; g < kvHeads_; g++)
+    CV_DbgAssert(page != kReleased);
+    for (int h = 0; h < kvHeads_; h++)
     {
-        codec_.encode(key + (size_t)g * headDim_, headRow(page, layer, false, g, slot));
-        codec_.encode(value + (size_t)g * headDim_, headRow(page, layer, true, g, slot));
+        codec_.encode(key + (size_t)h * headDim_, headRow(group, page, layer, false, h, slot));
+        codec_.encode(value + (size_t)h * headDim_, headRow(group, page, layer, true, h, slot));
     }
 }
 
 const float* PagedKVCache::rows(int layer, bool values, int page, int kvHead, int count,
                                 float* buffer, size_t* stride) const
 {
-    const uchar* first = headRow(page, layer, values, kvHead, 0);
+    const uchar* first = headRow(layerGroup_[layer], page, layer, values, kvHead, 0);
     *stride = headDim_;
     if (codec_.storesFloat32())
         return reinterpret_cast<const float*>(first);

@@ -12,6 +12,7 @@
 #include <opencv2/dnn/kv_cache.hpp>
 #include "kv_storage_codec.hpp"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -40,73 +41,111 @@ public:
     int getMaxSequenceLength() const CV_OVERRIDE { return maxSequenceLength_; }
     size_t getBytesPerToken() const CV_OVERRIDE { return (size_t)layers_ * 2 * kvHeads_ * codec_.rowBytes(); }
     void setMemoryBudget(size_t bytes) CV_OVERRIDE;
-    size_t getMemoryBudget() const CV_OVERRIDE { return (size_t)maxPages_ * pageBytes_; }
+    size_t getMemoryBudget() const CV_OVERRIDE { return budget_; }
+    size_t getBytesInUse() const CV_OVERRIDE;
     void setStorageType(int type) CV_OVERRIDE;
     int getStorageType() const CV_OVERRIDE { return codec_.type(); }
     std::vector<int> getSequenceIds() const CV_OVERRIDE;
     bool hasSequence(int sequenceId) const CV_OVERRIDE;
     int getSequenceLength(int sequenceId) const CV_OVERRIDE;
+    int getResumableLength(int sequenceId, int length) const CV_OVERRIDE;
     void removeSequence(int sequenceId) CV_OVERRIDE;
     void truncateSequence(int sequenceId, int length) CV_OVERRIDE;
     void forkSequence(int sourceId, int destinationId) CV_OVERRIDE;
     void discardTokens(int sequenceId, int first, int count) CV_OVERRIDE;
     void clear() CV_OVERRIDE;
-    int getPagesInUse() const CV_OVERRIDE { return (int)pages_.size() - (int)freePages_.size(); }
-    int getPagesFree() const CV_OVERRIDE { return maxPages_ - getPagesInUse(); }
+    int getPagesInUse() const CV_OVERRIDE;
+    int getPagesFree() const CV_OVERRIDE;
     int getPagesShared() const CV_OVERRIDE;
 
     int layers() const { return layers_; }
     int kvHeads() const { return kvHeads_; }
     int headDim() const { return headDim_; }
 
+    /** Sliding-window attention: layer l attends only to its last windows[l] positions (the
+        token itself included; 0: all). Layers of each window size keep their keys and values
+        in a page group of their own, whose pages go back to the pool once no token that can
+        still come attends to them (llama.cpp's SWA cache). Only while the cache is empty. */
+    void setLayerWindows(const std::vector<int>& windows);
+    int layerWindow(int layer) const { return groups_[layerGroup_[layer]].window; }
+    //! The page group holding a layer's keys and values: the index into BatchPlan::pageTables.
+    int layerGroup(int layer) const { return layerGroup_[layer]; }
+    int pageGroups() const { return (int)groups_.size(); }
+
     //! Each attention layer gives the shift of its keys (its rotary embedding) for discardTokens().
     void setKeyPositionShift(int layer, const Ptr<const KeyPositionShift>& shift);
 
     /** Grows sequences sequenceIds[i] by newTokens[i] slots (a sequence that does not exist
         starts empty; a shared, partly filled last page is copied first) and gives their page
-        tables. The context of every sequence and the memory budget are checked before
-        anything changes. */
+        tables, pageTables[group][i]. Pages of sliding-window groups that the new tokens no
+        longer attend to are released first. The context of every sequence and the memory
+        budget are checked before anything else changes. */
     void reserve(const std::vector<int>& sequenceIds, const std::vector<int>& newTokens,
-                 std::vector<const std::vector<int>*>& pageTables);
+                 std::vector<std::vector<const std::vector<int>*>>& pageTables);
 
-    //! Stores the keys and values (kvHeads * headDim floats each) of one token at `position` of a page table.
+    //! Stores the keys and values (kvHeads * headDim floats each) of one token at `position` of
+    //! the page table of the layer's group.
     void store(int layer, const std::vector<int>& pageTable, int position, const float* key, const float* value);
-    /** Keys or values of the first `count` slots of a page for one KV head, as float rows of
-        headDim with stride `*stride`: points into the page (float32 storage) or decodes into
-        `buffer` (pageSize * headDim floats). */
+    /** Keys or values of the first `count` slots of a page of the layer's group for one KV
+        head, as float rows of headDim with stride `*stride`: points into the page (float32
+        storage) or decodes into `buffer` (pageSize * headDim floats). */
     const float* rows(int layer, bool values, int page, int kvHead, int count, float* buffer, size_t* stride) const;
 
 private:
+    // The pages of the layers that share a window size. A page holds, for each of the group's
+    // layers, keys then values, for each KV head its pageSize rows of headDim elements: one
+    // head's rows are contiguous, as attention reads them.
+    struct PageGroup
+    {
+        int window = 0;          // 0: the whole context
+        int layers = 0;
+        size_t pageBytes = 0;
+        std::vector<uchar*> pages;  // allocated pages (never moved or freed before the cache)
+        std::vector<int> refCount;  // sequences using each page (0: free)
+        std::vector<int> freePages;
+        int inUse() const { return (int)pages.size() - (int)freePages.size(); }
+    };
+    static const int kReleased = -1;  // a page-table entry whose positions left the window
     struct Sequence
     {
-        std::vector<int> pages;
+        std::vector<std::vector<int>> pages;  // per group, one entry per pageSize positions
         int length = 0;
     };
 
-    // A page holds, for each layer, keys then values, for each KV head its pageSize rows of
-    // headDim elements: one head's rows are contiguous, as attention reads them.
-    uchar* headRow(int page, int layer, bool values, int kvHead, int slot) const
+    uchar* headRow(int group, int page, int layer, bool values, int kvHead, int slot) const
     {
-        return pages_[page] + ((((size_t)layer * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * pageSize_ + slot) * codec_.rowBytes();
+        const PageGroup& g = groups_[group];
+        return g.pages[page] + ((((size_t)layerSlot_[layer] * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * pageSize_ + slot) * codec_.rowBytes();
     }
-    int takePage();
-    void releasePage(int page);
-    void copyPage(int from, int to, int slots);
-    void unsharePage(int& page, int slots);
+    int pagesFor(int positions) const { return (positions + pageSize_ - 1) / pageSize_; }
+    //! The first position a token appended at `length` attends to in a group.
+    int firstAttended(int group, int length) const
+    {
+        const int w = groups_[group].window;
+        return w > 0 ? std::max(0, length - w + 1) : 0;
+    }
+    size_t fullPageBytes() const;  // a page's worth of tokens in every layer
+    bool resumable(const Sequence& s, int length) const;
+    void releaseOutOfWindow(Sequence& s, int length);
+    void shrink(Sequence& s, int length);
+    Sequence newSequence() const;
+    int takePage(int group);
+    void releasePage(int group, int page);
+    void copyPage(int group, int from, int to, int slots);
+    void unsharePage(int group, int& page, int slots);
     void checkId(int sequenceId, const char* what) const;
     Sequence& sequence(int sequenceId, const char* what);
+    void freeAllPages();
     void setCodec(int type);
 
     int layers_, kvHeads_, headDim_, maxSequenceLength_, pageSize_;
     KVStorageCodec codec_;
-    size_t pageBytes_ = 0;
-    int maxPages_ = 0;
-    std::vector<uchar*> pages_;      // allocated pages (never moved or freed before the cache)
-    std::vector<int> refCount_;      // sequences using each page (0: free)
-    std::vector<int> freePages_;
+    size_t budget_ = 0;               // whole pages of every layer
+    std::vector<PageGroup> groups_;
+    std::vector<int> layerGroup_, layerSlot_;  // per layer: its group and its place in the group's pages
     std::map<int, Sequence> sequences_;
     std::vector<Ptr<const KeyPositionShift>> keyShift_;  // per layer
-    std::vector<int> cowPages_;      // reserve()'s scratch: shared pages counted for copying
+    std::vector<std::pair<int, int>> cowPages_;  // reserve()'s scratch: (group, shared page) counted for copying
 };
 
 }}} // namespace cv::dnn::llm

@@ -57,6 +57,12 @@ public:
         CV_CheckGT(maxContext_, 0, "LLMAttention: max_context must be positive");
         scale_ = params.get<float>("scale", 1.f / std::sqrt((float)headDim_));
         CV_Check(scale_, scale_ > 0.f && std::isfinite(scale_), "LLMAttention: scale must be positive");
+        // Gemma 2: scores soft-capped, c * tanh(s / c); sliding-window layers attend to their
+        // last `sliding_window` positions (the token itself included).
+        softCap_ = params.get<float>("logit_softcap", 0.f);
+        CV_Check(softCap_, softCap_ >= 0.f && std::isfinite(softCap_), "LLMAttention: logit_softcap must not be negative");
+        window_ = params.get<int>("sliding_window", 0);
+        CV_CheckGE(window_, 0, "LLMAttention: sliding_window must not be negative");
         // llama.cpp's attn_factor (ggml_rope_ext's mscale): cos and sin are multiplied by it, so
         // the rotated dimensions of q and k come out scaled (GGUF rope.scaling.attn_factor).
         ropeAttnFactor_ = params.get<float>("rope_attn_factor", 1.f);
@@ -127,6 +133,8 @@ public:
         CV_Assert(state && layerIndex >= 0 && layerIndex < state->cache().layers());
         CV_CheckEQ(state->cache().kvHeads(), kvHeads_, "LLMAttention: the KV cache has another KV head count");
         CV_CheckEQ(state->cache().headDim(), headDim_, "LLMAttention: the KV cache has another head size");
+        CV_CheckEQ(state->cache().layerWindow(layerIndex), window_ < state->cache().getMaxSequenceLength() ? window_ : 0,
+                   "LLMAttention: the KV cache layer has another sliding window");
         state_ = state;
         layerIndex_ = layerIndex;
         state_->cache().setKeyPositionShift(layerIndex_, makePtr<RotaryKeyShift>(rope_, headDim_));
@@ -135,6 +143,7 @@ public:
     int kvHeads() const CV_OVERRIDE { return kvHeads_; }
     int headDim() const CV_OVERRIDE { return headDim_; }
     int maxContext() const CV_OVERRIDE { return maxContext_; }
+    int slidingWindow() const CV_OVERRIDE { return window_; }
 
     void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
     {
@@ -175,11 +184,12 @@ public:
             scaleRotated(query_.data(), (size_t)tokens * heads_);
             scaleRotated(keys_.data(), (size_t)tokens * kvHeads_);
         }
+        const auto& pageTables = plan.pageTables[cache.layerGroup(layerIndex_)];
         for (int t = 0; t < tokens; t++)
-            cache.store(layerIndex_, *plan.pageTables[plan.batchSequence[t]], plan.position[t],
+            cache.store(layerIndex_, *pageTables[plan.batchSequence[t]], plan.position[t],
                         keys_.data() + (size_t)t * kvWidth, vData + t * vStride);
 
-        attention_.run(cache, layerIndex_, plan, query_.data(), heads_, scale_, out.ptr<float>());
+        attention_.run(cache, layerIndex_, plan, query_.data(), heads_, scale_, softCap_, out.ptr<float>());
     }
 
 private:
@@ -193,8 +203,8 @@ private:
                 x[h * headDim_ + d] *= ropeAttnFactor_;
     }
 
-    int heads_, kvHeads_, headDim_, maxContext_;
-    float scale_, ropeAttnFactor_ = 1.f;
+    int heads_, kvHeads_, headDim_, maxContext_, window_ = 0;
+    float scale_, softCap_ = 0.f, ropeAttnFactor_ = 1.f;
     llm::RotaryEmbedding rope_;
     Ptr<llm::LLMNetState> state_;
     int layerIndex_ = 0;

@@ -2,8 +2,8 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Element-wise operations of language models: the residual connections (add), SwiGLU's gate
-// (silu(gate) * up), and the element-wise nodes of imported graphs (ONNX Add/Sub/Mul/Div
+// Element-wise operations of language models: the residual connections (add), SwiGLU's and
+// GeGLU's gates (silu(gate) * up, gelu(gate) * up), soft-capping, and the element-wise nodes of imported graphs (ONNX Add/Sub/Mul/Div
 // between activations or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg), GELU.
 // Allocation-free, unlike dnn's Eltwise / NaryEltwise, so a decode step stays free of heap
 // allocations.
@@ -19,7 +19,7 @@ CV__DNN_INLINE_NS_BEGIN
 
 namespace {
 
-enum class ElementwiseOp { Add, Sub, Mul, Div, SwiGLU, Sigmoid, Silu, Relu, Tanh, Neg, GeluTanh, GeluTanhF16 };
+enum class ElementwiseOp { Add, Sub, Mul, Div, SwiGLU, GeGLUF16, Sigmoid, Silu, Relu, Tanh, Neg, GeluTanh, GeluTanhF16, SoftCap };
 
 struct OpName
 {
@@ -31,11 +31,29 @@ struct OpName
 const OpName kOps[] = {
     {"add", ElementwiseOp::Add, true}, {"sub", ElementwiseOp::Sub, true}, {"mul", ElementwiseOp::Mul, true},
     {"div", ElementwiseOp::Div, true}, {"swiglu", ElementwiseOp::SwiGLU, true},
+    {"geglu_f16", ElementwiseOp::GeGLUF16, true},
     {"sigmoid", ElementwiseOp::Sigmoid, false},
     {"silu", ElementwiseOp::Silu, false}, {"relu", ElementwiseOp::Relu, false},
     {"tanh", ElementwiseOp::Tanh, false}, {"neg", ElementwiseOp::Neg, false},
     {"gelu_tanh", ElementwiseOp::GeluTanh, false}, {"gelu_tanh_f16", ElementwiseOp::GeluTanhF16, false},
+    {"softcap", ElementwiseOp::SoftCap, false},
 };
+
+inline float geluTanh(float x)
+{
+    return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * x * (1.f + 0.044715f * x * x)));
+}
+
+// ggml_gelu on the CPU (GGML_GELU_FP16): x rounded to half precision, the result looked up in a
+// half-precision table of the same formula; saturated outside (-10, 10)
+inline float geluTanhF16(float x)
+{
+    if (x <= -10.f)
+        return 0.f;
+    if (x >= 10.f)
+        return x;
+    return (float)hfloat(geluTanh((float)hfloat(x)));
+}
 
 inline float binaryOp(ElementwiseOp op, float a, float b)
 {
@@ -45,13 +63,9 @@ inline float binaryOp(ElementwiseOp op, float a, float b)
     case ElementwiseOp::Sub: return a - b;
     case ElementwiseOp::Mul: return a * b;
     case ElementwiseOp::SwiGLU: return a / (1.f + std::exp(-a)) * b;  // silu(gate) * up
+    case ElementwiseOp::GeGLUF16: return geluTanhF16(a) * b;            // gelu(gate) * up (Gemma), as ggml_geglu
     default: return a / b;
     }
-}
-
-inline float geluTanh(float x)
-{
-    return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * x * (1.f + 0.044715f * x * x)));
 }
 
 inline float unaryOp(ElementwiseOp op, float x)
@@ -64,14 +78,7 @@ inline float unaryOp(ElementwiseOp op, float x)
     case ElementwiseOp::Tanh: return std::tanh(x);
     case ElementwiseOp::GeluTanh:  // GELU's tanh approximation (GPT-2's FFN)
         return geluTanh(x);
-    case ElementwiseOp::GeluTanhF16:
-        // ggml_gelu on the CPU (GGML_GELU_FP16): x rounded to half precision, the result looked up
-        // in a half-precision table of the same formula; saturated outside (-10, 10)
-        if (x <= -10.f)
-            return 0.f;
-        if (x >= 10.f)
-            return x;
-        return (float)hfloat(geluTanh((float)hfloat(x)));
+    case ElementwiseOp::GeluTanhF16: return geluTanhF16(x);
     default: return -x;
     }
 }
@@ -94,6 +101,11 @@ public:
         op_ = found->op;
         binary_ = found->binary;
         constantFirst_ = params.get<bool>("constant_first", false);
+        if (op_ == ElementwiseOp::SoftCap)
+        {
+            cap_ = params.get<float>("cap");
+            CV_Check(cap_, cap_ > 0.f && std::isfinite(cap_), "LLMElementwise: softcap needs a positive `cap`");
+        }
         if (!blobs.empty())
         {
             CV_Check(name, binary_, "LLMElementwise: only binary operations take a constant");
@@ -157,7 +169,14 @@ public:
 private:
     void run(const float* pa, const float* pb, float* py, int begin, int end) const
     {
-        if (!binary_)
+        if (op_ == ElementwiseOp::SoftCap)
+        {
+            // c * tanh(x / c), as ggml_scale(1/c), ggml_tanh, ggml_scale(c) compute it (Gemma 2's logits)
+            const float inv = 1.f / cap_;
+            for (int i = begin; i < end; i++)
+                py[i] = cap_ * std::tanh(pa[i] * inv);
+        }
+        else if (!binary_)
         {
             for (int i = begin; i < end; i++)
                 py[i] = unaryOp(op_, pa[i]);
@@ -182,6 +201,7 @@ private:
 
     ElementwiseOp op_ = ElementwiseOp::Add;
     bool binary_ = true, constantFirst_ = false;
+    float cap_ = 0.f;  // softcap
 };
 
 Ptr<LLMElementwiseLayer> LLMElementwiseLayer::create(const LayerParams& params)

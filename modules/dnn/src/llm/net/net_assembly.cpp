@@ -41,6 +41,10 @@ void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logi
     }
     Ptr<PagedKVCache> cache = makePtr<PagedKVCache>((int)attention.size(), attention[0]->kvHeads(),
                                                     attention[0]->headDim(), context);
+    std::vector<int> windows;
+    for (const Ptr<LLMAttentionLayer>& layer : attention)
+        windows.push_back(layer->slidingWindow());
+    cache->setLayerWindows(windows);
     Ptr<LLMNetState> state = makePtr<LLMNetState>(cache, tokenWidth, allLogits, sourcePath);
     for (size_t i = 0; i < attention.size(); i++)
         attention[i]->attachState(state, (int)i);
