@@ -10,6 +10,7 @@
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
 #include <opencv2/dnn/llm.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -122,6 +123,40 @@ TEST(SlidingWindow, matchesLlamaCppAndReleasesPages)
         std::printf("%-22s %10.2e %10.2e %12.2e %12.3f %14.0f %14zu\n", file.substr(0, file.size() - 5).c_str(), diff,
                     stepsDiff, plainDiff, ignoredDiff, (double)used / length, cache->getBytesPerToken());
     }
+}
+
+// TextGenerationModel on a model whose local layers have released pages: a second prompt that
+// shares only an early prefix with the first is fed again from the start (the cache cannot
+// rewind there) and gives what a fresh model gives; context shifting keeps a window's worth of
+// tokens after the kept BOS (gemma3-shaped synthetic model: window 40, context 512).
+TEST(SlidingWindow, textGenerationReusesOnlyWhatTheWindowHolds)
+{
+    const std::string model = llm_test::testModel("synthetic/swa_gemma3_window40.gguf");
+    GenerationConfig config;
+    config.maxNewTokens = 60;
+    config.ignoreEndOfGeneration = true;
+    TextGenerationModel reused(model);
+    const std::string first = "Once upon a time there was a little girl named Lily. She liked to play outside.";
+    reused.generate(first, config);
+    const std::string second = "Once upon a time there was a big dog.";
+    const String text = reused.generate(second, config);
+    EXPECT_EQ(reused.getLastPrefillTokenCount(), (int)reused.getPromptTokenIds().size());  // fed from 0
+    TextGenerationModel fresh(model);
+    EXPECT_EQ(fresh.generate(second, config), text);
+    EXPECT_EQ(fresh.getGeneratedTokenIds(), reused.getGeneratedTokenIds());
+
+    config.maxNewTokens = 700;
+    config.contextShift = true;
+    reused.start(first, config);
+    Net net = reused.getNetwork();
+    int maxLength = 0;
+    while (!reused.isDone())
+    {
+        reused.next();
+        maxLength = std::max(maxLength, getLLMSequenceLength(net));
+    }
+    EXPECT_EQ(reused.getGeneratedTokenIds().size(), 700u);
+    EXPECT_LE(maxLength, 512);
 }
 
 } // namespace

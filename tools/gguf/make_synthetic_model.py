@@ -35,7 +35,8 @@
 Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256),
         tinyllama (2048, 22 layers, 32/4 heads, FFN 5632, vocab 32000, ctx 2048),
         qwen2.5-0.5b (896, 24 layers, 14/2 heads, FFN 4864, vocab 151936, ctx 32768, rope 1e6),
-        qwen3-0.6b (1024, 28 layers, 16/8 heads of 128, FFN 3072, vocab 151936, ctx 40960, rope 1e6).
+        qwen3-0.6b (1024, 28 layers, 16/8 heads of 128, FFN 3072, vocab 151936, ctx 40960, rope 1e6),
+        gemma3-1b (1152, 26 layers, 4/1 heads of 256, FFN 6912, vocab 262144, ctx 32768).
 phi3 (llama.cpp's phi3 graph): one fused blk.N.attn_qkv.weight (rows q, k, v), ffn_up.weight of
 2*n_ff rows holding gate then up (no ffn_gate), NEOX RoPE base 1e4, eps 1e-5, over --rope-dim
 dimensions (default 3/4 of the head, like Phi-4-mini's partial rotary), and
@@ -84,6 +85,9 @@ SHAPES = {
                          n_ctx=32768),
     "qwen3-0.6b": dict(n_embd=1024, n_layer=28, n_head=16, n_head_kv=8, n_ff=3072, n_vocab=151936,
                        n_ctx=40960, head_dim=128),
+    # Gemma 3 1B (use --sliding-window 512 as its file has)
+    "gemma3-1b": dict(n_embd=1152, n_layer=26, n_head=4, n_head_kv=1, n_ff=6912, n_vocab=262144,
+                      n_ctx=32768, head_dim=256),
 }
 ARCH_DEFAULTS = {
     "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),

@@ -110,6 +110,9 @@ struct TextGenerationModel::Impl
         while (common < fed.size() && common < prompt.size() && fed[common] == prompt[common])
             common++;
         common = std::min(common, prompt.size() - 1);  // the last token must be fed for its logits
+        // Sliding-window layers may have released what a shorter sequence would attend to:
+        // then the prompt is fed again from the start.
+        common = (size_t)cache->getResumableLength(0, (int)common);
         truncateLLMState(net, (int)common);
         fed.resize(common);
         lastPrefillCount = (int)(prompt.size() - common);
@@ -156,7 +159,12 @@ struct TextGenerationModel::Impl
     void shiftContext()
     {
         const int keep = tokenizer->addBos() ? 1 : 0;
-        const int discard = ((int)fed.size() - keep) / 2;
+        int discard = ((int)fed.size() - keep) / 2;
+        // Sliding-window layers have released the kept tokens' pages: keep the window's worth of
+        // tokens after them, so the next token attends to none of the released ones.
+        const int window = cache->largestWindow();
+        if (window > 0)
+            discard = std::max(1, std::min(discard, (int)fed.size() - keep - window + 1));
         cache->discardTokens(0, keep, discard);
         fed.erase(fed.begin() + keep, fed.begin() + keep + discard);
     }

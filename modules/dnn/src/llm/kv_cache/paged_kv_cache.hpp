@@ -71,6 +71,14 @@ public:
     //! The page group holding a layer's keys and values: the index into BatchPlan::pageTables.
     int layerGroup(int layer) const { return layerGroup_[layer]; }
     int pageGroups() const { return (int)groups_.size(); }
+    //! The longest sliding window of the layers (0: none).
+    int largestWindow() const
+    {
+        int w = 0;
+        for (const PageGroup& g : groups_)
+            w = std::max(w, g.window);
+        return w;
+    }
 
     //! Each attention layer gives the shift of its keys (its rotary embedding) for discardTokens().
     void setKeyPositionShift(int layer, const Ptr<const KeyPositionShift>& shift);
