@@ -27,7 +27,8 @@ static const char* keys =
     "{top-p          | 1     | nucleus sampling threshold, in (0, 1] }"
     "{seed           | 0     | random seed }"
     "{max-new-tokens | 256   | reply length limit in tokens }"
-    "{threads        | -1    | threads (-1: OpenCV's default) }";
+    "{threads        | -1    | threads (-1: OpenCV's default) }"
+    "{context        | 0     | tokens the conversation may hold (0: the model's training context) }";
 
 int main(int argc, char** argv)
 {
@@ -47,7 +48,7 @@ int main(int argc, char** argv)
     {
         if (threads > 0)
             setNumThreads(threads);
-        TextGenerationModel model(modelPath);
+        TextGenerationModel model(modelPath, cl.getInt("context", 0));
         if (!templateName.empty())
             model.setChatTemplate(templateName);
         model.resetConversation(system);

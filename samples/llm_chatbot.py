@@ -44,6 +44,8 @@ def main():
     ap.add_argument("--seed", type=number(int, -2**31, 2**31 - 1), default=0, metavar="S", help="random seed")
     ap.add_argument("--max-new-tokens", type=number(int, 0, 2**31 - 1), default=256, metavar="N", help="reply length limit in tokens")
     ap.add_argument("--threads", type=number(int, -1, 1024), default=-1, metavar="N", help="threads (-1: OpenCV's default)")
+    ap.add_argument("--context", type=number(int, 0, 2**31 - 1), default=0, metavar="N",
+                    help="tokens the conversation may hold (0: the model's training context)")
     args = ap.parse_args()
     if args.threads == 0:
         ap.error("--threads must be -1 (OpenCV's default) or positive, got 0")
@@ -52,7 +54,7 @@ def main():
 
     if args.threads > 0:
         cv.setNumThreads(args.threads)
-    model = cv.dnn.TextGenerationModel(args.model)
+    model = cv.dnn.TextGenerationModel(args.model, args.context)
     if args.template:
         model.setChatTemplate(args.template)
     model.resetConversation(args.system)

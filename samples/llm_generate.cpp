@@ -1,7 +1,7 @@
 // Text generation from the command line with cv::dnn::TextGenerationModel.
 //
 //   llm_generate --model=FILE (--prompt=TEXT | --prompt-ids=1,403,407) [--max-new-tokens=N]
-//                [--threads=N] [--print-token-ids] [--tokenize-only]
+//                [--threads=N] [--context=N] [--print-token-ids] [--tokenize-only]
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
 //                [--seed=S] [--stop=TEXT]... [--parallel=N]
 //
@@ -34,6 +34,7 @@ const char* const keys =
     "{prompt-ids      |      | the prompt as comma-separated token ids, instead of --prompt }"
     "{max-new-tokens  | 32   | generated tokens at most }"
     "{threads         | -1   | threads (-1: OpenCV's default) }"
+    "{context         | 0    | tokens a sequence may hold (0: the model's training context) }"
     "{print-token-ids | false| print the lines prompt_ids: and generated_ids: before the text }"
     "{tokenize-only   | false| print prompt_ids: and stop (works on vocabulary-only GGUF files) }"
     "{temperature     | 0    | 0: greedy; otherwise sample at this temperature }"
@@ -52,6 +53,7 @@ struct Options
     std::vector<int> promptIds;
     bool hasPromptIds = false;
     int threads = -1;
+    int context = 0;
     bool printIds = false;
     bool tokenizeOnly = false;
     int parallel = 0;
@@ -73,6 +75,7 @@ Options parseOptions(int argc, char** argv)
     }
     o.config.maxNewTokens = cl.getInt("max-new-tokens", 0);
     o.threads = cl.getThreads();
+    o.context = cl.getInt("context", 0);
     o.printIds = cl.getFlag("print-token-ids");
     o.tokenizeOnly = cl.getFlag("tokenize-only");
     o.config.temperature = (float)cl.getReal("temperature", 0);
@@ -119,7 +122,7 @@ int main(int argc, char** argv)
 
         TickMeter load;
         load.start();
-        TextGenerationModel model(opt.model);
+        TextGenerationModel model(opt.model, opt.context);
         load.stop();
 
         if (opt.parallel > 0)

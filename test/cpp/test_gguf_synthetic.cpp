@@ -15,6 +15,10 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
+#include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/kv_cache.hpp>
+#include <opencv2/dnn/llm.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -283,6 +287,34 @@ TEST(GGUFSynthetic, ropeScalingMatchesLlamaCpp)
         std::printf("%-18s %10.2e %10.2e %10.2e %12.2e %12.3f\n", file.substr(0, file.size() - 5).c_str(), diff,
                     maxLogDifference(p, topK), stepsDiff, unscaledDiff, ignoredDiff);
     }
+}
+
+// A context chosen at load time, as llama.cpp's n_ctx: the phi3 model (training context 512,
+// original context 256) at a context of 256 uses LongRoPE's short factors, as llama.cpp does
+// with -c 256 (context_phi3_256.nlc.json), while its default context picks the long ones
+// (synthetic_phi3_F32); the two differ by 0.29 in p. A context beyond gpt2's learned positions
+// and a negative one are errors.
+TEST(GGUFSynthetic, contextLengthAtLoadTime)
+{
+    FileStorage fs(llm_test::projectRoot() + "/test/data/oracle/context_phi3_256.nlc.json",
+                   FileStorage::READ | FileStorage::FORMAT_JSON);
+    std::vector<int> prompt;
+    fs["prompt_ids"] >> prompt;
+    const std::string model = llm_test::testModel("synthetic/" + (std::string)fs["model_file"]);
+    setenv("OPENCV_DNN_LLM_INTEGER_DOT", "0", 1);
+    Net net = readNetFromGGUF(model, false, 256);
+    unsetenv("OPENCV_DNN_LLM_INTEGER_DOT");
+    EXPECT_EQ(getLLMKVCache(net)->getMaxSequenceLength(), 256);
+    net.setInput(llm_test::idsToMat(prompt));
+    const std::vector<double> p = softmax(net.forward());
+    EXPECT_LE(maxDifference(p, fs["top_k"]), 1e-4);
+    FileStorage longFactors(llm_test::projectRoot() + "/test/data/oracle/synthetic_phi3_F32.nlc.json",
+                            FileStorage::READ | FileStorage::FORMAT_JSON);
+    EXPECT_GE(maxDifference(p, longFactors["top_k"]), 0.1);
+    EXPECT_EQ(TextGenerationModel(model, 300).getNetwork().empty(), false);
+
+    EXPECT_THROW(readNetFromGGUF(llm_test::testModel("synthetic/synthetic_gpt2_F32.gguf"), false, 257), cv::Exception);
+    EXPECT_THROW(readNetFromGGUF(model, false, -1), cv::Exception);
 }
 
 } // namespace

@@ -6,7 +6,7 @@ Usage: make_synthetic_models.py OUTPUT_DIR
 Each oracle file records the exact tools/gguf/make_synthetic_model.py command and the sha256 of
 the model llama.cpp was run on; the model is made again here and must have the same bytes, so
 the stored llama.cpp outputs apply to it. The same for test/data/oracle/rope_*.nlc.json (RoPE
-scaling) and swa_*.nlc.json (sliding windows), and the model without scaling / window that each
+scaling), swa_*.nlc.json (sliding windows) and context_*.nlc.json (a chosen context length), and the model without scaling / window that each
 of those records under "unscaled". Also writes
 a GGUF v2 / alignment 64 variant of the llama F32 model (same weights, so llama.cpp's F32 outputs
 apply to it as well).
@@ -42,7 +42,8 @@ def main():
     oracle_dir = os.path.join(ROOT, "test", "data", "oracle")
     oracles = sorted(glob.glob(os.path.join(oracle_dir, "synthetic_*.nlc.json")) +
                      glob.glob(os.path.join(oracle_dir, "rope_*.nlc.json")) +
-                     glob.glob(os.path.join(oracle_dir, "swa_*.nlc.json")))
+                     glob.glob(os.path.join(oracle_dir, "swa_*.nlc.json")) +
+                     glob.glob(os.path.join(oracle_dir, "context_*.nlc.json")))
     for oracle in oracles:
         with open(oracle) as f:
             ref = json.load(f)

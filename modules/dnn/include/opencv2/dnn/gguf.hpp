@@ -58,7 +58,8 @@ public:
     virtual size_t getTensorBytes(const String& name) const = 0;
 };
 
-/** @brief Reads a GGUF language model (architectures `llama` and `qwen2`) into a Net.
+/** @brief Reads a GGUF language model (architectures `llama`, `qwen2`, `qwen3`, `gpt2`, `phi3`,
+`gemma2`, `gemma3`, `olmo2`) into a Net.
 
 The Net's input is a 1 x T matrix of token ids (as float); its output the logits of the last
 token (1 x vocabulary). Each forward continues the sequence where the previous one stopped (the
@@ -67,8 +68,11 @@ Weights stay in their (quantized) GGUF form, mapped from the file.
 
 @param path GGUF file.
 @param allLogits when true, the output holds the logits of every new token (T x vocabulary).
+@param contextLength tokens one sequence may hold (0: the model's training context). It also
+decides context-dependent rotary scaling as in llama.cpp (phi3's LongRoPE: the long factors
+when it exceeds the original context).
 */
-CV_EXPORTS_W Net readNetFromGGUF(const String& path, bool allLogits = false);
+CV_EXPORTS_W Net readNetFromGGUF(const String& path, bool allLogits = false, int contextLength = 0);
 
 //! @}
 

@@ -57,6 +57,10 @@ public:
     CV_WRAP TextGenerationModel();
     //! Loads a GGUF model and its tokenizer.
     CV_WRAP explicit TextGenerationModel(const String& modelPath);
+    /** Loads a model with a context of `contextLength` tokens instead of its training context
+        (0: that one), as llama.cpp's n_ctx: the KV cache's limit per sequence and what
+        context-dependent rotary scaling (phi3's LongRoPE) chooses by. */
+    CV_WRAP TextGenerationModel(const String& modelPath, int contextLength);
     //! Uses a Net made by readNet/readNetFromGGUF (its tokenizer is read from the same file).
     CV_WRAP explicit TextGenerationModel(const Net& network);
 

@@ -240,11 +240,13 @@ TextGenerationModel::TextGenerationModel() : impl(makePtr<Impl>()) {}
 // constructor threw, after C++ has already destroyed the members: a failing constructor
 // leaves `impl` empty first, so that second destructor finds nothing to free (AddressSanitizer
 // saw a use-after-free there otherwise).
-TextGenerationModel::TextGenerationModel(const String& modelPath) : impl(makePtr<Impl>())
+TextGenerationModel::TextGenerationModel(const String& modelPath) : TextGenerationModel(modelPath, 0) {}
+
+TextGenerationModel::TextGenerationModel(const String& modelPath, int contextLength) : impl(makePtr<Impl>())
 {
     try
     {
-        impl->load(llm::loadModelBundle(modelPath));
+        impl->load(llm::loadModelBundle(modelPath, contextLength));
     }
     catch (...)
     {

@@ -84,7 +84,8 @@ class NetBuilder
 {
 public:
     NetBuilder(const GGUFModelFile& file, const LoadOptions& options)
-        : f_(file), allLogits_(options.allLogits), integerDot_(options.integerDot)
+        : f_(file), allLogits_(options.allLogits), integerDot_(options.integerDot),
+          contextLength_(options.contextLength)
     {
     }
 
@@ -196,7 +197,10 @@ private:
         nFF_ = hparam("feed_forward_length");
         nHead_ = hparam("attention.head_count");
         nKV_ = hparam("attention.head_count_kv", nHead_);
-        nCtx_ = hparam("context_length");
+        // The context in use: the file's training context unless the caller chose another
+        // (llama.cpp's n_ctx; more than the training context is allowed, as there).
+        nCtxTrain_ = hparam("context_length");
+        nCtx_ = contextLength_ > 0 ? contextLength_ : nCtxTrain_;
         if (nHead_ % nKV_ != 0)
             fail(format("head_count %d is not a multiple of head_count_kv %d", nHead_, nKV_));
         headDim_ = hparam("attention.key_length", nEmbd_ / nHead_);
@@ -343,7 +347,7 @@ private:
         ropeAttnFactor_ = hparamFloat("rope.scaling.attn_factor", 1.f);
         if (!(ropeAttnFactor_ > 0.f && ropeAttnFactor_ < 1e3f))
             fail(format("metadata '%s.rope.scaling.attn_factor' = %g is out of range", arch_.c_str(), ropeAttnFactor_));
-        const int nCtxOrig = hparam("rope.scaling.original_context_length", nCtx_);
+        const int nCtxOrig = hparam("rope.scaling.original_context_length", nCtxTrain_);
         phi3LongRope_ = nCtx_ > nCtxOrig;
     }
 
@@ -440,8 +444,10 @@ private:
         LayerParams lp = params("position_embd", "LLMPositionEmbedding");
         lp.set("ggml_type", (int)tensor("position_embd.weight").type);
         lp.set("embedding_length", nEmbd_);
-        lp.set("max_positions", nCtx_);
-        lp.blobs.push_back(weight("position_embd.weight", nEmbd_, nCtx_));
+        if (nCtx_ > nCtxTrain_)
+            fail(format("a context of %d tokens: gpt2's learned positions cover %d", nCtx_, nCtxTrain_));
+        lp.set("max_positions", nCtxTrain_);
+        lp.blobs.push_back(weight("position_embd.weight", nEmbd_, nCtxTrain_));
         Pin p = add(lp, {x});
         positionLayer_ = p.layer;
         return p;
@@ -644,12 +650,14 @@ private:
     int positionLayer_ = -1;
     bool gpt2_ = false;
     bool allLogits_, integerDot_;
+    int contextLength_;  // chosen by the caller (0: the file's)
     std::vector<int> attentionIds_;
     mutable std::set<std::string> used_;  // tensors the graph reads
     Net net_;
     std::string arch_;
     const ArchInfo* info_ = nullptr;
     bool neox_ = false;
+    int nCtxTrain_ = 0;
     int nEmbd_ = 0, nLayer_ = 0, nFF_ = 0, nHead_ = 0, nKV_ = 0, nCtx_ = 0, headDim_ = 0, ropeDim_ = 0, vocab_ = 0;
     float eps_ = 1e-5f, ropeBase_ = 10000.f, ropeFreqScale_ = 1.f;
     float ropeAttnFactor_ = 1.f;  // phi3
@@ -675,11 +683,11 @@ namespace cv {
 namespace dnn {
 CV__DNN_INLINE_NS_BEGIN
 
-Net readNetFromGGUF(const String& path, bool allLogits)
+Net readNetFromGGUF(const String& path, bool allLogits, int contextLength)
 {
     CV_TRACE_FUNCTION();
     llm::GGUFModelFile file(path);
-    return llm::buildNetFromGGUF(file, llm::LoadOptions::fromEnvironment(allLogits));
+    return llm::buildNetFromGGUF(file, llm::LoadOptions::fromEnvironment(allLogits, contextLength));
 }
 
 CV__DNN_INLINE_NS_END

@@ -120,7 +120,7 @@ bool isONNXPath(const std::string& path)
 }
 
 // `net` is used when given (TextGenerationModel(net)); otherwise the file's Net is built.
-ModelBundle loadGGUF(const std::string& path, const Net& net)
+ModelBundle loadGGUF(const std::string& path, const Net& net, int contextLength)
 {
     ModelBundle b;
     const GGUFModelFile file(path);
@@ -128,14 +128,14 @@ ModelBundle loadGGUF(const std::string& path, const Net& net)
     if (file.hasMetadata("tokenizer.chat_template"))
         b.chatTemplate = file.getString("tokenizer.chat_template");
     b.generationDefaults = ggufGenerationDefaults(file);
-    b.net = net.empty() ? buildNetFromGGUF(file, LoadOptions::fromEnvironment()) : net;
+    b.net = net.empty() ? buildNetFromGGUF(file, LoadOptions::fromEnvironment(false, contextLength)) : net;
     b.format = "gguf";
     return b;
 }
 
 // An ONNX Runtime GenAI model folder: model.onnx, tokenizer.json (+ tokenizer_config.json
 // with the chat template) and genai_config.json (end-of-generation ids, context length).
-ModelBundle loadONNX(const std::string& path, const Net& net)
+ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
 {
     ModelBundle b;
     const size_t slash = path.find_last_of("/\\");
@@ -156,7 +156,7 @@ ModelBundle loadONNX(const std::string& path, const Net& net)
         if (!isONNXLanguageModel(file))
             CV_Error(Error::StsBadArg, "TextGenerationModel: " + path + " is not a decoder with a KV cache "
                                        "(no attention operator fed by past key/value inputs)");
-        b.net = buildNetFromONNXLanguageModel(file, config, LoadOptions::fromEnvironment());
+        b.net = buildNetFromONNXLanguageModel(file, config, LoadOptions::fromEnvironment(false, contextLength));
     }
     else
     {
@@ -166,18 +166,18 @@ ModelBundle loadONNX(const std::string& path, const Net& net)
     return b;
 }
 
-ModelBundle load(const std::string& path, const Net& net)
+ModelBundle load(const std::string& path, const Net& net, int contextLength = 0)
 {
-    ModelBundle b = isONNXPath(path) ? loadONNX(path, net) : loadGGUF(path, net);
+    ModelBundle b = isONNXPath(path) ? loadONNX(path, net, contextLength) : loadGGUF(path, net, contextLength);
     b.sourcePath = path;
     return b;
 }
 
 } // namespace
 
-ModelBundle loadModelBundle(const std::string& path)
+ModelBundle loadModelBundle(const std::string& path, int contextLength)
 {
-    return load(path, Net());
+    return load(path, Net(), contextLength);
 }
 
 ModelBundle loadModelBundle(const Net& net)

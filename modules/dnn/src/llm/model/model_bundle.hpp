@@ -37,7 +37,7 @@ struct ModelBundle
 /** Reads a model file: a .gguf file (one parse serves the Net, the tokenizer and the chat
     template), or an ONNX decoder whose folder holds tokenizer.json (and tokenizer_config.json,
     genai_config.json, read once). */
-ModelBundle loadModelBundle(const std::string& path);
+ModelBundle loadModelBundle(const std::string& path, int contextLength = 0);
 
 /** The bundle of a Net that readNet() made from a language model: the tokenizer and template
     come from the file the Net was read from. */

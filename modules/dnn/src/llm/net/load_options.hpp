@@ -19,11 +19,14 @@ struct LoadOptions
         kernel exists (llama.cpp's path: faster, activations rounded to ~1/254); false keeps
         every matmul on the exact float path. */
     bool integerDot = true;
+    /** Tokens one sequence may hold (the KV cache's limit and what context-dependent rotary
+        scaling, phi3's LongRoPE, chooses by); 0: the model's training context. */
+    int contextLength = 0;
 
     /** The defaults, with integerDot from the environment variable OPENCV_DNN_LLM_INTEGER_DOT
         ("0": false), read at each call so that one process can build both kinds of Net.
         readNet() and TextGenerationModel use these. */
-    static LoadOptions fromEnvironment(bool allLogits = false);
+    static LoadOptions fromEnvironment(bool allLogits = false, int contextLength = 0);
 };
 
 }}} // namespace cv::dnn::llm

@@ -93,7 +93,8 @@ class ONNXNetBuilder
 {
 public:
     ONNXNetBuilder(const OnnxModelFile& file, const GenAIConfig& config, const LoadOptions& options)
-        : f_(file), allLogits_(options.allLogits), integerDot_(options.integerDot), config_(config)
+        : f_(file), allLogits_(options.allLogits), integerDot_(options.integerDot),
+          contextLength_(options.contextLength), config_(config)
     {
     }
 
@@ -778,9 +779,10 @@ private:
         defineTensor(n, 0, out, heads * headDim);
     }
 
+    // The caller's choice, else genai_config.json's.
     int contextLength() const
     {
-        return config_.contextLength > 0 ? config_.contextLength : kDefaultContext;
+        return contextLength_ > 0 ? contextLength_ : config_.contextLength > 0 ? config_.contextLength : kDefaultContext;
     }
 
     void attachCache()
@@ -806,6 +808,7 @@ private:
 
     const OnnxModelFile& f_;
     bool allLogits_, integerDot_;
+    int contextLength_;
     GenAIConfig config_;
     Net net_;
     std::map<std::string, Value> values_;
