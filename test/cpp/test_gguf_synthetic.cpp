@@ -12,6 +12,10 @@
 // their own rotary base, 1 global; per-head Q/K norm, heads of 96) and olmo2 (norms after
 // attention and FFN only, Q/K norms over the whole projections) as well; their sliding windows
 // after 400 tokens are in test_sliding_window.cpp.
+// granite (embedding, residual, attention and logit scales), smollm3 (4 layers, the fourth without
+// rotary) and mistral3 (YaRN with its own beta_fast / beta_slow / yarn_log_multiplier, attention
+// temperature after an 85-token prompt past original_context_length 64), F32 / Q8_0 / Q4_K_M, in
+// the same lists; rope_llama_yarn: YaRN after 400 tokens.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
@@ -68,7 +72,7 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 45u);
+    ASSERT_EQ(oracles.size(), 54u);
     std::printf("%-22s %12s %12s %10s %10s\n", "model", "max|dp| F32", "max|dp| q", "top1 ours", "top1 l.cpp");
     for (const String& path : oracles)
     {
@@ -130,7 +134,7 @@ TEST(GGUFSynthetic, greedyIdsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 45u);
+    ASSERT_EQ(oracles.size(), 54u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -167,7 +171,7 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 45u);
+    ASSERT_EQ(oracles.size(), 54u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -207,8 +211,9 @@ double maxLogDifference(const std::vector<double>& p, const FileNode& topK)
 }
 
 // RoPE scaling end to end against llama.cpp: F32 models with linear scaling (llama, qwen2:
-// <arch>.rope.scaling.type / .factor) and with Llama-3 scaling (llama: per-pair frequency
-// factors in rope_freqs.weight, as llama.cpp's converter writes them for Llama 3.1), after a
+// <arch>.rope.scaling.type / .factor), with Llama-3 scaling (llama: per-pair frequency
+// factors in rope_freqs.weight, as llama.cpp's converter writes them for Llama 3.1), with YaRN
+// (llama: factor 4, original_context_length 128) and phi3's LongRoPE, after a
 // 400-token prompt (positions 0..399, then 3 decode steps) where the scaled angles are far
 // from the unscaled ones. Each oracle also holds llama.cpp's outputs for the same weights
 // without the scaling ("unscaled"): the test checks that ignoring the scaling would be seen,
@@ -218,7 +223,7 @@ TEST(GGUFSynthetic, ropeScalingMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/rope_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 5u);
+    ASSERT_EQ(oracles.size(), 6u);
     std::printf("%-18s %10s %10s %10s %12s %12s\n", "model", "max|dp|", "max|dlogp|", "steps|dp|",
                 "unscaled|dp|", "ignored|dp|");
     for (const String& path : oracles)

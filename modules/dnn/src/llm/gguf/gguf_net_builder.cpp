@@ -14,13 +14,20 @@
 // blocks of their own. Then the final norm and the output projection (tied to the embedding when
 // output.weight is absent). Weights are wrapped from the mapping, not copied, except small norm
 // vectors.
+// granite, smollm3 and mistral3 are llama's block with what their metadata adds: granite's
+// embedding, residual, attention and logit scales (readGraniteHyperParameters), smollm3's layers
+// without rotary (ropeOnLayer), mistral3's attention temperature (readMistral3HyperParameters).
+// YaRN rope scaling (any rotary architecture) goes into each layer's per-pair frequency factors
+// and rotary magnitude (setRotaryScaling).
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
 #include "gguf_net_builder.hpp"
 #include "../net/net_assembly.hpp"
 #include "../net/llm_net_state.hpp"
+#include "../attention/rotary_embedding.hpp"
 
+#include <cmath>
 #include <set>
 
 
@@ -61,6 +68,9 @@ const ArchInfo kArchitectures[] = {
     {"gemma2",  true,  QKNorm::None,    true,  true,  true,  2},  // + embedding scale, soft-capping: readGemmaHyperParameters
     {"gemma3",  true,  QKNorm::PerHead, true,  true,  true,  6},
     {"olmo2",   true,  QKNorm::Whole,   false, true,  false, 4},  // OLMo 2 (OLMo 3 adds sliding windows)
+    {"granite", false, QKNorm::None,    true,  false, false, 0},  // Granite 3.x: scales, readGraniteHyperParameters
+    {"smollm3", false, QKNorm::None,    true,  false, false, 0},  // no rotary on every fourth layer: ropeOnLayer
+    {"mistral3", false, QKNorm::None,   true,  false, false, 0},  // Ministral 3 / Mistral Small 3.x: temperature
 };
 
 std::string supportedArchitectures()
@@ -116,7 +126,10 @@ public:
         lp.set("all_logits", allLogits_);
         const int logitRows = add(lp, {x}).layer;
         x = Pin{logitRows, 0};
-        x = gpt2_ ? layerNorm("output_norm", x) : rmsNorm("output_norm", "output_norm.weight", x);
+        // (granite's logits / logit_scale: folded into the final norm's weights; the output
+        // projection is linear, and on 8-bit activations their rounding scales with them)
+        x = gpt2_ ? layerNorm("output_norm", x)
+                  : rmsNorm("output_norm", "output_norm.weight", x, -1, logitScale_ != 0.f ? 1.f / logitScale_ : 1.f);
         // (gemma2's output always shares token_embd: an output.weight is refused as unused)
         const bool tied = !f_.findTensor("output.weight") || arch_ == "gemma2";
         lp = params("output", "LLMMatMul");
@@ -231,13 +244,18 @@ private:
                 fail(format("rope scaling factor %g is out of range", factor));
             ropeFreqScale_ = 1.f / factor;
         }
+        else if (scaling == "yarn")
+            readYarnHyperParameters(factor);
         else if (scaling != "none" && scaling != "llama3")
-            fail("rope scaling type '" + scaling + "' is not supported (none, linear, llama3 are)");
+            fail("rope scaling type '" + scaling + "' is not supported (none, linear, llama3, yarn are)");
+        // llama.cpp multiplies cos and sin by rope.scaling.attn_factor in every architecture
+        // (llama_context's yarn_attn_factor; with YaRN's magnitude: setRotaryScaling).
+        ropeAttnFactor_ = hparamFloat("rope.scaling.attn_factor", 1.f);
+        if (!(ropeAttnFactor_ > 0.f && ropeAttnFactor_ < 1e3f))
+            fail(format("metadata '%s.rope.scaling.attn_factor' = %g is out of range", arch_.c_str(), ropeAttnFactor_));
 
         // Keys llama.cpp reads for every architecture that would change the result and that
         // are not implemented here.
-        if (arch_ != "phi3" && hparamFloat("rope.scaling.attn_factor", 1.f) != 1.f)
-            fail("metadata key '" + arch_ + ".rope.scaling.attn_factor' (rotary magnitude scaling) is not supported");
         const std::string causalKey = arch_ + ".attention.causal";
         if (f_.hasMetadata(causalKey) && !f_.getBool(causalKey))
             fail("metadata key '" + causalKey + "' = false (bidirectional attention) is not supported");
@@ -250,6 +268,80 @@ private:
             readSlidingWindows(info->swaPeriod);
         if (arch_ == "gemma2" || arch_ == "gemma3")
             readGemmaHyperParameters();
+        if (arch_ == "granite")
+            readGraniteHyperParameters();
+        if (arch_ == "smollm3")
+            noRopeLayerStep_ = 4;  // llama.cpp's smollm3.cpp sets n_no_rope_layer_step = 4 (no key)
+        if (arch_ == "mistral3")
+            readMistral3HyperParameters();
+        if ((arch_ == "granite" || arch_ == "smollm3" || arch_ == "mistral3") && ropeDim_ != headDim_)
+            fail(format("rope.dimension_count %d != head size %d (llama.cpp's %s graph requires them equal)",
+                        ropeDim_, headDim_, arch_.c_str()));
+    }
+
+    // YaRN as llama.cpp runs it (llama-context.cpp, ggml's rope_yarn): ext_factor 1, frequency
+    // scale 1/factor (factor 0 or absent: 1), the ramp between the pairs that turn beta_fast and
+    // beta_slow times over original_context_length (default: the training context_length),
+    // beta_fast 32 and beta_slow 1 unless the architecture reads its own (mistral3). llama.cpp
+    // reads the rope.scaling.yarn_* keys only for some architectures (of ours, mistral3's
+    // beta_fast, beta_slow, yarn_log_multiplier); elsewhere they are ignored here too, as there.
+    void readYarnHyperParameters(float factor)
+    {
+        if (!(factor >= 0.f && factor < 1e6f))
+            fail(format("rope scaling factor %g is out of range", factor));
+        ropeFreqScale_ = factor == 0.f ? 1.f : 1.f / factor;
+        yarn_.extFactor = 1.f;
+        yarn_.originalContext = hparam("rope.scaling.original_context_length", nCtxTrain_);
+    }
+
+    // granite (llama.cpp's src/models/granite.cpp, llama-graph.cpp's build_inp_embd): logit_scale
+    // required (logits are divided by it); embedding_scale, residual_scale (both branches'
+    // outputs before their residual add) and attention.scale (instead of 1/sqrt(head size))
+    // optional, 0 or absent meaning "not applied"; rope.scaling.finetuned (default true) turns
+    // the rotary of every layer on or off. deepstack_mapping (Granite Vision) is refused.
+    void readGraniteHyperParameters()
+    {
+        const std::string logitKey = arch_ + ".logit_scale";
+        if (!f_.hasMetadata(logitKey))
+            fail("metadata key '" + logitKey + "' is missing");
+        logitScale_ = (float)f_.getNumber(logitKey);
+        if (!(std::isfinite(logitScale_) && logitScale_ != 0.f))
+            fail(format("metadata '%s' = %g is out of range", logitKey.c_str(), logitScale_));
+        const float embeddingScale = finiteHparam("embedding_scale");
+        if (embeddingScale != 0.f)
+            embeddingScale_ = embeddingScale;
+        residualScale_ = finiteHparam("residual_scale");
+        attentionScale_ = finiteHparam("attention.scale");
+        if (attentionScale_ < 0.f)
+            fail(format("metadata '%s.attention.scale' = %g is out of range", arch_.c_str(), attentionScale_));
+        const std::string finetunedKey = arch_ + ".rope.scaling.finetuned";
+        ropeEnabled_ = !f_.hasMetadata(finetunedKey) || f_.getBool(finetunedKey);
+        if (f_.hasMetadata(arch_ + ".deepstack_mapping"))
+            fail("metadata key '" + arch_ + ".deepstack_mapping' (Granite Vision's deepstack inputs) is not supported");
+    }
+
+    // mistral3 (llama.cpp's src/models/mistral3.cpp): yarn_beta_fast / yarn_beta_slow /
+    // yarn_log_multiplier for YaRN; attention.temperature_scale: each query times
+    // 1 + scale * ln(1 + floor(pos / original_context_length)) after rotary (Llama 4 scaling).
+    void readMistral3HyperParameters()
+    {
+        yarn_.betaFast = hparamFloat("rope.scaling.yarn_beta_fast", yarn_.betaFast);
+        yarn_.betaSlow = hparamFloat("rope.scaling.yarn_beta_slow", yarn_.betaSlow);
+        if (!(yarn_.betaFast > 0.f && yarn_.betaFast < 1e6f && yarn_.betaSlow > 0.f && yarn_.betaSlow < 1e6f))
+            fail(format("rope.scaling.yarn_beta_fast %g / yarn_beta_slow %g are out of range", yarn_.betaFast, yarn_.betaSlow));
+        yarnLogMultiplier_ = finiteHparam("rope.scaling.yarn_log_multiplier");
+        temperatureScale_ = finiteHparam("attention.temperature_scale");
+        if (temperatureScale_ != 0.f)
+            temperatureLength_ = hparam("rope.scaling.original_context_length", nCtxTrain_);
+    }
+
+    // A float `<arch>.<key>` that must be finite; 0 when absent.
+    float finiteHparam(const std::string& key) const
+    {
+        const float v = hparamFloat(key, 0.f);
+        if (!std::isfinite(v))
+            fail(format("metadata '%s.%s' = %g is out of range", arch_.c_str(), key.c_str(), v));
+        return v;
     }
 
     /* Sliding-window attention as llama.cpp reads it (src/models/gemma2.cpp, gemma3.cpp,
@@ -326,7 +418,7 @@ private:
                         nHead_, headDim_, nEmbd_));
         // Keys that change other architectures' results and that this graph does not apply.
         for (const char* key : {"rope.scaling.type", "rope.scaling.factor", "attention.scale", "logit_scale",
-                                "embedding_scale", "residual_scale", "attention.clamp_kqv",
+                                "embedding_scale", "residual_scale", "attention.clamp_kqv", "rope.scaling.attn_factor",
                                 "attn_logit_softcapping", "final_logit_softcapping", "attention.sliding_window"})
             if (f_.hasMetadata(arch_ + "." + key))
                 fail("metadata key '" + arch_ + "." + key + "' is not supported for gpt2");
@@ -344,9 +436,6 @@ private:
     //   currently disabled", llama.cpp PR 13676): every layer attends to the whole context.
     void readPhi3HyperParameters()
     {
-        ropeAttnFactor_ = hparamFloat("rope.scaling.attn_factor", 1.f);
-        if (!(ropeAttnFactor_ > 0.f && ropeAttnFactor_ < 1e3f))
-            fail(format("metadata '%s.rope.scaling.attn_factor' = %g is out of range", arch_.c_str(), ropeAttnFactor_));
         const int nCtxOrig = hparam("rope.scaling.original_context_length", nCtxTrain_);
         phi3LongRope_ = nCtx_ > nCtxOrig;
     }
@@ -401,12 +490,15 @@ private:
         return addConnectedLayer(net_, lp, inputs);
     }
 
-    //! RMSNorm of `size` features (default: n_embd).
-    Pin rmsNorm(const std::string& name, const std::string& tensorName, Pin x, int size = -1)
+    //! RMSNorm of `size` features (default: n_embd), its weights times `weightScale`.
+    Pin rmsNorm(const std::string& name, const std::string& tensorName, Pin x, int size = -1, float weightScale = 1.f)
     {
         LayerParams lp = params(name, "RMSNorm");
         lp.set("epsilon", eps_);
-        lp.blobs.push_back(vectorF32(tensorName, size < 0 ? nEmbd_ : size));
+        Mat w = vectorF32(tensorName, size < 0 ? nEmbd_ : size);
+        if (weightScale != 1.f)
+            w *= weightScale;
+        lp.blobs.push_back(w);
         return add(lp, {x});
     }
 
@@ -500,10 +592,15 @@ private:
             lp.set("scale", attentionScale_);
         if (attnSoftCap_ > 0.f)
             lp.set("logit_softcap", attnSoftCap_);
+        if (temperatureScale_ != 0.f)
+        {
+            lp.set("attn_temperature_scale", temperatureScale_);
+            lp.set("attn_temperature_length", temperatureLength_);
+        }
         const bool local = !slidingWindow_.empty() && slidingWindow_[layer] > 0;
         if (local)
             lp.set("sliding_window", slidingWindow_[layer]);
-        if (gpt2_)
+        if (gpt2_ || !ropeOnLayer(layer))
         {
             lp.set("rope_mode", "none");
         }
@@ -512,14 +609,38 @@ private:
             lp.set("rope_dim", ropeDim_);
             lp.set("rope_base", local ? ropeBaseLocal_ : ropeBase_);
             lp.set("rope_neox", neox_);
-            lp.set("rope_freq_scale", local ? ropeFreqScaleLocal_ : ropeFreqScale_);
-            lp.set("rope_attn_factor", ropeAttnFactor_);
-            if (!ropeFactors_.empty())
-                lp.blobs.push_back(ropeFactors_);
+            setRotaryScaling(lp, local ? ropeBaseLocal_ : ropeBase_, local ? ropeFreqScaleLocal_ : ropeFreqScale_);
         }
         Pin a = add(lp, inputs);
         attentionIds_.push_back(a.layer);
         return a;
+    }
+
+    //! Whether layer i rotates q and k (llama.cpp's has_rope / smollm3's n_no_rope_layer_step).
+    bool ropeOnLayer(int i) const
+    {
+        return ropeEnabled_ && (noRopeLayerStep_ == 0 || (i + 1) % noRopeLayerStep_ != 0);
+    }
+
+    /** A rotary layer's frequency scale, magnitude (rope.scaling.attn_factor) and per-pair factors
+        (readRopeFactors), for its base and frequency scale; with YaRN its angles are folded into
+        the factors (divided by yarnAngleFactors, frequency scale 1) and its magnitude into
+        rope_attn_factor (yarnMagnitude), as llama.cpp computes them for that layer. */
+    void setRotaryScaling(LayerParams& lp, float base, float freqScale) const
+    {
+        Mat factors = ropeFactors_;
+        lp.set("rope_attn_factor", yarnMagnitude(ropeFreqScale_, freqScale, yarn_, ropeAttnFactor_, yarnLogMultiplier_));
+        if (yarn_.extFactor != 0.f)
+        {
+            const std::vector<float> m = yarnAngleFactors(ropeDim_, base, freqScale, yarn_);
+            factors = Mat(1, (int)m.size(), CV_32F);
+            for (int i = 0; i < factors.cols; i++)
+                factors.at<float>(i) = (ropeFactors_.empty() ? 1.f : ropeFactors_.at<float>(i)) / m[i];
+            freqScale = 1.f;
+        }
+        lp.set("rope_freq_scale", freqScale);
+        if (!factors.empty())
+            lp.blobs.push_back(factors);
     }
 
     /** Per-pair rotary frequency factors, read once: rope_freqs.weight (Llama 3) where present,
@@ -529,6 +650,8 @@ private:
     {
         const int pairs = ropeDim_ / 2;
         Mat chosen;
+        if (arch_ == "smollm3")
+            return chosen;  // llama.cpp's smollm3 graph takes no factors (a rope_freqs tensor is refused)
         if (arch_ == "phi3")
         {
             Mat longF, shortF;
@@ -572,6 +695,8 @@ private:
         Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, nEmbd_, a);
         if (info_->postNorms)
             o = rmsNorm(p + "post_attention_norm", p + "post_attention_norm.weight", o);
+        if (residualScale_ != 0.f)  // granite
+            o = scaleBy(p + "attn_residual_scale", residualScale_, o);
         x = residual(p + "attn_residual", x, o);
 
         h = info_->preNorms ? rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x) : x;
@@ -583,6 +708,8 @@ private:
         Pin d = matmul(p + "ffn_down", p + "ffn_down", nFF_, nEmbd_, m);
         if (info_->postNorms)
             d = rmsNorm(p + "post_ffw_norm", p + "post_ffw_norm.weight", d);
+        if (residualScale_ != 0.f)
+            d = scaleBy(p + "ffn_residual_scale", residualScale_, d);
         return residual(p + "ffn_residual", x, d);
     }
 
@@ -660,7 +787,7 @@ private:
     int nCtxTrain_ = 0;
     int nEmbd_ = 0, nLayer_ = 0, nFF_ = 0, nHead_ = 0, nKV_ = 0, nCtx_ = 0, headDim_ = 0, ropeDim_ = 0, vocab_ = 0;
     float eps_ = 1e-5f, ropeBase_ = 10000.f, ropeFreqScale_ = 1.f;
-    float ropeAttnFactor_ = 1.f;  // phi3
+    float ropeAttnFactor_ = 1.f;  // rope.scaling.attn_factor (with YaRN's magnitude: setRotaryScaling)
     bool phi3LongRope_ = false;   // phi3: rope_factors_long (else _short)
     Mat ropeFactors_;             // per-pair frequency factors of every layer (readRopeFactors)
     std::vector<int> slidingWindow_;  // per layer, 0: global (readSlidingWindows; empty: none)
@@ -668,6 +795,13 @@ private:
     float embeddingScale_ = 1.f;  // gemma: sqrt(n_embd)
     float attentionScale_ = 0.f;  // of the scores (0: 1/sqrt(head size))
     float attnSoftCap_ = 0.f, finalSoftCap_ = 0.f;  // gemma2 (final also gemma3): 0 = none
+    YarnSettings yarn_;             // extFactor 0: no YaRN
+    float yarnLogMultiplier_ = 0.f; // mistral3: rope.scaling.yarn_log_multiplier
+    float residualScale_ = 0.f, logitScale_ = 0.f;  // granite: 0 = none
+    bool ropeEnabled_ = true;       // granite: rope.scaling.finetuned
+    int noRopeLayerStep_ = 0;       // smollm3: 4 (layers 3, 7, ... have no rotary); 0: every layer rotates
+    float temperatureScale_ = 0.f;  // mistral3: attention.temperature_scale (0: none)
+    int temperatureLength_ = 0;
 };
 
 } // namespace
