@@ -51,8 +51,9 @@ gpt2 (llama.cpp's graph): token_embd + position_embd (n_ctx rows), per block Lay
 attn_output with bias, ffn_up / ffn_down with biases (GELU between), output_norm weight and bias;
 <arch>.attention.layer_norm_epsilon 1e-5, no rotary keys; attn_qkv is quantized like an attn_v
 (llama.cpp's quantizer, category_is_attn_v).
-Vocab 512 copies the tokenizer from stories260K.gguf (--vocab-from); other sizes get a synthetic
-SentencePiece-style vocab.
+Vocab 512 copies the tokenizer from stories260K.gguf; other sizes get a synthetic
+SentencePiece-style vocab. --vocab-from FILE copies the tokenizer of any GGUF (e.g.
+ggml-vocab-gpt-2.gguf) and makes the vocabulary that size.
 
 Weights are N(0, sigma^2) from a per-tensor generator seeded by (seed, crc32(name)), scaled so
 that the next-token distribution is peaked (logit std about 1.4*sqrt(2 ln n_vocab)).
@@ -316,7 +317,7 @@ def synthetic_spm_vocab(n_vocab):
 
 
 def add_tokenizer(w, n_vocab, vocab_from):
-    if n_vocab == 512 and vocab_from:
+    if vocab_from:
         src = read_gguf(vocab_from)
         n = len(src.kv("tokenizer.ggml.tokens"))
         if n != n_vocab:
@@ -354,6 +355,8 @@ def build(args):
     w.add_uint32("general.file_type", 0 if args.dequant_f32 else FILE_TYPE[args.type])
     if args.type not in ("F32", "F16", "BF16") and not args.dequant_f32:
         w.add_uint32("general.quantization_version", 2)
+    if args.vocab_from:  # the model takes that vocabulary, whatever its size
+        shape["n_vocab"] = len(read_gguf(args.vocab_from).kv("tokenizer.ggml.tokens"))
     w.add_uint32(arch + ".vocab_size", shape["n_vocab"])
     if args.context_length:
         shape["n_ctx"] = args.context_length
@@ -388,7 +391,7 @@ def build(args):
     if args.rope_scaling == "linear":
         w.add_string(arch + ".rope.scaling.type", "linear")
         w.add_float32(arch + ".rope.scaling.factor", args.rope_factor)
-    tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from)
+    tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from or (DEFAULT_VOCAB if shape["n_vocab"] == 512 else None))
 
     hist = {}
     if args.rope_scaling == "llama3":
@@ -442,8 +445,9 @@ def main(argv=None):
     ap.add_argument("--rope-dim", type=int, default=0, help="phi3: rope.dimension_count (default 3/4 of the head)")
     ap.add_argument("--rope-attn-factor", type=float, default=None, help="phi3 longrope: attn_factor")
     ap.add_argument("--sliding-window", type=int, default=None, help="phi3: attention.sliding_window")
-    ap.add_argument("--vocab-from", default=DEFAULT_VOCAB,
-                    help="GGUF whose tokenizer.* keys are copied when the vocab size is 512")
+    ap.add_argument("--vocab-from", default=None,
+                    help="GGUF whose tokenizer.* keys are copied; the vocab size becomes its token count "
+                         "(default: stories260K.gguf's for the 512-token shapes, else a synthetic vocab)")
     ap.add_argument("--out", required=True)
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
