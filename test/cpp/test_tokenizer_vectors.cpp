@@ -5,11 +5,13 @@
 //     make_tokenizer_vocabs from Llama's vocabulary), GPT-2 with special-token parsing;
 //   - every tokenizer.ggml.pre name llama.cpp knows, on GPT-2's and Llama 3's vocabularies,
 //     and names it refuses;
+//   - TextGenerationModel on a random-weight gpt2 model with GPT-2's real tokenizer;
 //   - the tokenizer.ggml.model values that are refused by name.
 
 #include <gtest/gtest.h>
 #include <opencv2/core.hpp>
 #include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <fstream>
 #include <map>
@@ -264,6 +266,49 @@ INSTANTIATE_TEST_SUITE_P(LlamaCpp, TokenizerOraclePre, testing::Values("gpt-2", 
                                 c = isalnum((unsigned char)c) ? c : '_';
                             return name;
                         });
+
+// ---------------------------------------------------------------------------------------------
+// A gpt2 model with GPT-2's tokenizer (tools/gguf/make_synthetic_model.py --vocab-from
+// ggml-vocab-gpt-2.gguf, made by the fixture): TextGenerationModel encodes prompts as llama.cpp
+// does on that file (the generator checked that llama.cpp's ids on it are vocab/gpt-2*.out),
+// and its first greedy token is llama.cpp's.
+
+TEST(TokenizerOracleModel, gpt2_model_with_gpt2_vocabulary_encodes_prompts_as_llama_cpp)
+{
+    const std::string path = llm_test::testModel("tokenizer_vocabs/gpt2-synthetic-Q8_0.gguf");
+    cv::dnn::TextGenerationModel model(path);
+    Ptr<cv::dnn::Tokenizer> tokenizer = model.getTokenizer();
+    ASSERT_FALSE(tokenizer.empty());
+    EXPECT_EQ(50257, tokenizer->getVocabSize());
+    EXPECT_EQ(50256, tokenizer->getBosId());
+
+    const std::vector<std::string> inputs = llm_test::readInputFile(vectorPath("corpus.inp"));
+    const std::vector<std::vector<int>> plain = llm_test::readIdFile(vectorPath("vocab/gpt-2.out"));
+    const std::vector<std::vector<int>> special = llm_test::readIdFile(vectorPath("vocab/gpt-2.special.out"));
+    ASSERT_EQ(inputs.size(), plain.size());
+    ASSERT_EQ(inputs.size(), special.size());
+    // No tokenizer.ggml.add_bos_token in GPT-2's vocabulary: llama.cpp adds no BOS (vocab/gpt-2.meta.json).
+    int failed = 0;
+    for (size_t i = 0; i < inputs.size(); i++)
+    {
+        const bool same = tokenizer->encode(inputs[i], true, false) == plain[i] &&
+                          tokenizer->encode(inputs[i], true, true) == special[i];
+        if (!same && ++failed <= 3)
+            ADD_FAILURE() << "input " << i << " '" << inputs[i] << "' is not encoded as llama.cpp encodes it";
+    }
+    EXPECT_EQ(0, failed);
+
+    FileStorage oracle(vectorPath("gpt2-synthetic-Q8_0.nlc.json"), FileStorage::READ | FileStorage::FORMAT_JSON);
+    ASSERT_TRUE(oracle.isOpened());
+    std::vector<int> promptIds, greedy;
+    oracle["prompt_ids"] >> promptIds;
+    oracle["greedy_ids"] >> greedy;
+    const std::string prompt = (std::string)oracle["prompt"];
+    EXPECT_EQ(promptIds, tokenizer->encode(prompt, true, false));
+    // llama.cpp's first step has a clear winner (README: top-1 / top-2 probabilities).
+    ASSERT_FALSE(greedy.empty());
+    EXPECT_EQ(tokenizer->decode({greedy[0]}), model.generate(prompt, 1));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Refused tokenizers

@@ -17,6 +17,11 @@ Writes:
                         (fixed seed).
   vocab/<set>.out       llama.cpp's ids for every input (add_special false), one line each, for
                         the vocabularies of SETS below; <set>.meta.json: its BOS / EOS / add_bos.
+  gpt2-synthetic-Q8_0.nlc.json  llama.cpp's next-token probabilities and greedy ids after
+                        GPT2_PROMPT (tools/oracle/nlc_logits.mjs) on make_vocab_variants.py's
+                        random-weight gpt2 model with GPT-2's tokenizer; on that model llama.cpp
+                        tokenizes the corpus exactly as under ggml-vocab-gpt-2.gguf (checked here),
+                        so vocab/gpt-2*.out hold its ids too.
   pre/<vocab>/<name>.out  the same for the vocabulary of GPT-2 (50257 tokens) and of Llama 3
                         (llama-bpe, 128256 tokens, many CJK and digit merges) with
                         tokenizer.ggml.pre = <name>, for every name llama.cpp knows (PRE_NAMES)
@@ -63,6 +68,8 @@ UNKNOWN_PRE_NAMES = ["hy_v4", "no-such-pre-tokenizer", "GPT-2", "qwen3"]
 # Also known to llama.cpp, but not run here: "whitespace" (jina-embeddings-v2-base-zh) splits at
 # spaces and merges raw UTF-8, and llama.cpp aborts (GGML_ASSERT in find_bpe_rank) on any input
 # with two spaces in a row. The project refuses it by name.
+
+GPT2_PROMPT = "Once upon a time, there was a cat named Ca\u00f1a. It's 3.14 o'clock!"
 
 # The vocabularies every pre-tokenizer name runs on.
 PRE_VOCABS = ["gpt-2", "llama-bpe"]
@@ -203,11 +210,37 @@ def main():
                 write_pre_variant(src, name, path)
                 pre_outs[base, name] = os.path.join(tmp, "pre-%s-%s.out" % (base, name))
                 jobs.append({"vocab": path, "inp": inp, "out": pre_outs[base, name]})
+        model = os.path.join(tmp, "gpt2-synthetic-Q8_0.gguf")
+        for special in (False, True):
+            jobs.append({"vocab": model, "inp": inp, "out": os.path.join(tmp, "gpt2-synthetic%s.out" % (".special" if special else "")),
+                         "parse_special": special})
+        prompt_inp = os.path.join(tmp, "prompt.inp")
+        with open(prompt_inp, "w", encoding="utf-8", newline="") as f:
+            f.write(GPT2_PROMPT + SEPARATOR)
+        jobs.append({"vocab": model, "inp": prompt_inp, "out": os.path.join(tmp, "prompt.out")})
         with open(os.path.join(tmp, "jobs.json"), "w") as f:
             json.dump(jobs, f)
         env = dict(os.environ, NLC_DIR=args.nlc_dir)
         subprocess.check_call(["node", os.path.join(ROOT, "tools", "oracle", "nlc_tokenize.mjs"),
                                os.path.join(tmp, "jobs.json")], env=env)
+
+        # The synthetic gpt2 model tokenizes as GPT-2's vocabulary does; llama.cpp's outputs on it.
+        for suffix in ("", ".special"):
+            with open(os.path.join(tmp, "gpt2-synthetic%s.out" % suffix)) as a, \
+                    open(os.path.join(args.out, "vocab", "gpt-2%s.out" % suffix)) as b:
+                if a.read() != b.read():
+                    raise SystemExit("llama.cpp tokenizes differently on the gpt2 model and on GPT-2's vocabulary")
+        with open(os.path.join(tmp, "prompt.out")) as f:
+            prompt_ids = f.read().strip()
+        sys.path.insert(0, HERE)
+        from make_vocab_variants import GPT2_MODEL_ARGS
+        generator = ("python3 tools/gguf/make_synthetic_model.py %s --vocab-from "
+                     "../shared/testdata/llama.cpp-vocab/ggml-vocab-gpt-2.gguf --out gpt2-synthetic-Q8_0.gguf" % GPT2_MODEL_ARGS)
+        subprocess.check_call(["node", os.path.join(ROOT, "tools", "oracle", "nlc_logits.mjs"), model, "--ids", prompt_ids,
+                               "--n", "8", "--top", "10", "--generator", generator, "--label", "prompt=" + GPT2_PROMPT,
+                               "--seed", GPT2_MODEL_ARGS.split("--seed ")[1].split()[0],
+                               "--out", os.path.join(args.out, "gpt2-synthetic-Q8_0.nlc.json")],
+                              env=env, stdout=subprocess.DEVNULL)
 
         # One file per distinct result, named after the first name that gives it.
         shutil.rmtree(os.path.join(args.out, "pre"))

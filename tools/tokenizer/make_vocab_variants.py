@@ -18,12 +18,16 @@ shared llama.cpp vocabularies (../shared/testdata/llama.cpp-vocab) by changing t
                     SentencePiece BPE models; none for runs of more than two newlines, which
                     llama.cpp's Gemma 4 rule looks up whole), add_bos false (which llama.cpp
                     overrides).
+  gpt2-synthetic-Q8_0.gguf  a random-weight gpt2 model (tools/gguf/make_synthetic_model.py,
+                    GPT2_MODEL_ARGS) with GPT-2's real tokenizer (50257 tokens), for the
+                    TextGenerationModel test.
 
     /usr/bin/python3 tools/tokenizer/make_vocab_variants.py SHARED_VOCAB_DIR OUT_DIR
 
 Deterministic (same bytes on every run). llama.cpp (tools/oracle/nlc_tokenize.mjs) loads both.
 """
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -123,6 +127,15 @@ def gemma4_bpe(src):
 
 VARIANTS = {"gemma-spm": gemma_spm, "gemma4-bpe": gemma4_bpe}
 
+# make_synthetic_model.py's arguments for gpt2-synthetic-Q8_0.gguf (--vocab-from and --out added).
+GPT2_MODEL_ARGS = "--arch gpt2 --type Q8_0 --shape tiny --seed 27 --tied"
+
+
+def gpt2_model(vocab_dir, path):
+    generator = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gguf", "make_synthetic_model.py")
+    subprocess.check_call([sys.executable, generator] + GPT2_MODEL_ARGS.split() +
+                          ["--vocab-from", os.path.join(vocab_dir, "ggml-vocab-gpt-2.gguf"), "--out", path, "-q"])
+
 
 def main(argv):
     if len(argv) != 3:
@@ -134,6 +147,9 @@ def main(argv):
         path = os.path.join(out_dir, name + ".gguf")
         make(src).write(path)
         print("wrote", path)
+    path = os.path.join(out_dir, "gpt2-synthetic-Q8_0.gguf")
+    gpt2_model(vocab_dir, path)
+    print("wrote", path)
 
 
 if __name__ == "__main__":
