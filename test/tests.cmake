@@ -32,6 +32,10 @@ add_test(NAME make_hf_tokenizers
          COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/gguf_vocab_to_tokenizer_json.py" --all
                  "${shared_testdata}/llama.cpp-vocab" "${test_models}/hf_tokenizers")
 set_tests_properties(make_hf_tokenizers PROPERTIES FIXTURES_SETUP generated_test_data)
+add_test(NAME make_tokenizer_vocabs
+         COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/make_vocab_variants.py"
+                 "${shared_testdata}/llama.cpp-vocab" "${test_models}/tokenizer_vocabs")
+set_tests_properties(make_tokenizer_vocabs PROPERTIES FIXTURES_SETUP generated_test_data)
 
 # Builder-style ONNX decoders (test/data/oracle/onnx/README.md): remade and checked byte for
 # byte against the models ONNX Runtime's stored outputs were computed on.

@@ -67,8 +67,9 @@ only when given) and --logit-scale (granite.logit_scale, required by llama.cpp).
 key of its own: llama.cpp leaves out the rotary of every fourth layer (layers 3, 7, ...), so give
 it --layers 4 or more. mistral3: --attn-temperature-scale writes attention.temperature_scale
 (llama.cpp then scales q by 1 + scale * ln(1 + floor(pos / original_context_length))).
-Vocab 512 copies the tokenizer from stories260K.gguf (--vocab-from); other sizes get a synthetic
-SentencePiece-style vocab.
+Vocab 512 copies the tokenizer from stories260K.gguf; other sizes get a synthetic
+SentencePiece-style vocab. --vocab-from FILE copies the tokenizer of any GGUF (e.g.
+ggml-vocab-gpt-2.gguf) and makes the vocabulary that size.
 
 Weights are N(0, sigma^2) from a per-tensor generator seeded by (seed, crc32(name)), scaled so
 that the next-token distribution is peaked (logit std about 1.4*sqrt(2 ln n_vocab)).
@@ -352,7 +353,7 @@ def synthetic_spm_vocab(n_vocab):
 
 
 def add_tokenizer(w, n_vocab, vocab_from):
-    if n_vocab == 512 and vocab_from:
+    if vocab_from:
         src = read_gguf(vocab_from)
         n = len(src.kv("tokenizer.ggml.tokens"))
         if n != n_vocab:
@@ -409,6 +410,8 @@ def build(args):
     w.add_uint32("general.file_type", 0 if args.dequant_f32 else FILE_TYPE[args.type])
     if args.type not in ("F32", "F16", "BF16") and not args.dequant_f32:
         w.add_uint32("general.quantization_version", 2)
+    if args.vocab_from:  # the model takes that vocabulary, whatever its size
+        shape["n_vocab"] = len(read_gguf(args.vocab_from).kv("tokenizer.ggml.tokens"))
     w.add_uint32(arch + ".vocab_size", shape["n_vocab"])
     if args.context_length:
         shape["n_ctx"] = args.context_length
@@ -465,7 +468,7 @@ def build(args):
                        ("residual_scale", args.residual_scale), ("logit_scale", args.logit_scale)):
         if value is not None:  # granite (convert_hf_to_gguf.py's GraniteModel order)
             w.add_float32(arch + "." + key, value)
-    tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from)
+    tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from or (DEFAULT_VOCAB if shape["n_vocab"] == 512 else None))
 
     hist = {}
     if args.rope_scaling == "llama3":
@@ -532,8 +535,9 @@ def main(argv=None):
                     help="mistral3: attention.temperature_scale")
     for key in ("embedding", "residual", "attention", "logit"):
         ap.add_argument("--%s-scale" % key, type=float, default=None, help="granite: %s scale" % key)
-    ap.add_argument("--vocab-from", default=DEFAULT_VOCAB,
-                    help="GGUF whose tokenizer.* keys are copied when the vocab size is 512")
+    ap.add_argument("--vocab-from", default=None,
+                    help="GGUF whose tokenizer.* keys are copied; the vocab size becomes its token count "
+                         "(default: stories260K.gguf's for the 512-token shapes, else a synthetic vocab)")
     ap.add_argument("--out", required=True)
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
