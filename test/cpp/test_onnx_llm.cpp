@@ -170,7 +170,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 16u);
+    ASSERT_GE(refs.size(), 19u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -211,6 +211,30 @@ TEST(ONNXLanguageModels, multiHeadAttentionAppendMatchesOnnxRuntime)
     ASSERT_GE(ref.branchPrefix, 0) << "the oracle has no append branch";
     ASSERT_GT(ref.branch.steps.at(0).fedIds.size(), 1u);
     expectSyntheticModelMatches(ref);
+}
+
+// Qwen3's per-head Q/K norms (Reshape to rows of one head, SimplifiedLayerNormalization with a
+// [head_size] scale, Reshape back: RMSNorm with group_size), Gemma's (1 + w) norm scales
+// written as Add(w, 1) (folded at import), embedding scale and FastGelu / Gelu MLPs. Float32
+// graphs: the float32 tolerance (measured 1e-5), greedy ids equal, the append branch included.
+TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
+{
+    for (const char* name : {"qwen3_qk_norm", "gemma_fast_gelu", "gemma3_qk_norm_gelu"})
+    {
+        const OrtReference ref = syntheticReference(name);
+        ASSERT_GE(ref.branchPrefix, 0) << name;
+        EXPECT_EQ(logitTolerance(ref), 1e-4) << name;
+        expectSyntheticModelMatches(ref);
+    }
+    Net net = readNet(syntheticModel(syntheticReference("gemma3_qk_norm_gelu")));
+    int grouped = 0;
+    for (const String& layerName : net.getLayerNames())
+    {
+        Ptr<Layer> layer = net.getLayer(layerName);
+        if (layer->type == "RMSNorm" && layerName.find("q_norm") != std::string::npos)
+            grouped++;
+    }
+    EXPECT_EQ(grouped, 2) << "one per-head q norm per layer";
 }
 
 TEST(ONNXLanguageModels, readNetFromONNXAndPlainForwardAgree)
@@ -289,8 +313,22 @@ TEST(ONNXLanguageModels, sharedBuilderLlamaMatchesOnnxRuntime)
 TEST(ONNXLanguageModelErrors, unsupportedOperatorNamesNodeAndOperator)
 {
     const std::string msg = llm_test::onnxLlmError("unsupported_op");
-    EXPECT_NE(msg.find("(Erf): operator not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(Softplus): operator not supported"), std::string::npos) << msg;
     EXPECT_NE(msg.find("node '/model/layers.0/mlp/act_fn/Sigmoid'"), std::string::npos) << msg;
+}
+
+// Shape operators on activations: only views that keep each token's features together.
+TEST(ONNXLanguageModelErrors, transposeOfActivationsNamesTheNode)
+{
+    const std::string msg = llm_test::onnxLlmError("transpose_activation");
+    EXPECT_NE(msg.find("node 'bad_transpose' (Transpose): operator not supported"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, viewIntoMatMulNamesTheNode)
+{
+    const std::string msg = llm_test::onnxLlmError("view_into_matmul");
+    EXPECT_NE(msg.find("node '/model/layers.0/attn/q_proj/MatMul' (MatMul): input 0 ('viewed') is a view"),
+              std::string::npos) << msg;
 }
 
 TEST(ONNXLanguageModelErrors, externalDataOutsideTheModelFolder)

@@ -91,6 +91,19 @@ VARIANTS = {
     # so ONNX Runtime runs the append step (mha_fp16's builder mask refuses it).
     "mha_fp32_offset_mask": "--attention mha --heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 "
                             "--vocab 256 --mha-mask offset --seed 9",
+    # Qwen3 (builder.py's make_qk_norm): per-head Q and K RMS norms reached through Reshape to
+    # [batch, seq * heads, head_size] and back, then RotaryEmbedding nodes and GQA; rope theta 1e6.
+    "qwen3_qk_norm": "--attention gqa --qk-norm 3d --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 "
+                     "--vocab 256 --rope-theta 1000000 --model-type qwen3 --seed 13",
+    # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
+    # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
+    "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "
+                       "--kv-heads 1 --head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gemma --seed 3",
+    # Gemma 3 style: Gemma's forms plus per-head Q/K norms (Reshape to [0, 0, heads, head_size]) with
+    # the (1 + w) scales, exact (erf) com.microsoft Gelu, rotary in GQA.
+    "gemma3_qk_norm_gelu": "--attention gqa-rotary --qk-norm 4d --norm-offset runtime --embed-scale --activation gelu "
+                           "--heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gemma3 "
+                           "--seed 24",
 }
 
 

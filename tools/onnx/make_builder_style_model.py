@@ -38,6 +38,17 @@ Attention kinds:
               implementation and ONNX Runtime do it), so the graph has no attention_mask input
               (inputs: input_ids, position_ids, past_key_values.N.key|value).
 
+Forms of other model families (builder.py's, off by default):
+  --qk-norm 3d|4d     Qwen3 / Gemma 3 per-head Q and K RMS norms before the rotary: Reshape_1 to
+                      [0, -1, head_size] (3d, builder.py's make_qk_norm) or [0, 0, heads, head_size],
+                      SimplifiedLayerNormalization with a [head_size] scale, Reshape_2 to [0, -1, heads * head_size].
+  --norm-offset runtime  every norm scale stored as w and computed as Add(w, 1) in the graph (Gemma's
+                      (1 + w), as builder.py's OffsetRMSNorm writes it); baked (default) stores 1 + w.
+  --embed-scale       Gemma: the embedding rows times sqrt(hidden) (Mul by a scalar constant).
+  --activation gelu-tanh|gelu  the MLP gate through com.microsoft FastGelu (gelu_pytorch_tanh) or Gelu
+                      (erf), as builder.py's make_gelu, instead of SiLU.
+Without them the output is byte-identical to what the generator wrote before they existed.
+
 Weights: --precision's float type, or MatMulNBits with --bits 2 / 4 / 8 (2 bits: four elements
 per byte, element k of a block in bits 2*(k%4) of byte k/4, as the contrib-op spec packs them), or
 --bf16-weights: every float initializer but cos/sin_cache stored as bfloat16 and Cast to float32
@@ -95,6 +106,17 @@ def parse_args(argv):
                         "them (default: the 2-D [N, ...] shapes of the operator spec)")
     p.add_argument("--external-data", action="store_true", help="initializers in model.onnx.data")
     p.add_argument("--model-type", default="llama", help="genai_config model.type (llama, qwen2, phi3, ...)")
+    p.add_argument("--qk-norm", choices=["none", "3d", "4d"], default="none",
+                   help="Qwen3 / Gemma 3 per-head Q and K RMS norms before the rotary: Reshape to [0, -1, head] (3d, "
+                        "builder.py's form) or [0, 0, heads, head] (4d), SimplifiedLayerNormalization, Reshape back")
+    p.add_argument("--norm-offset", choices=["baked", "runtime"], default="baked",
+                   help="norm scales near 1: stored as 1 + w (baked) or as w with an Add of the constant 1 in the "
+                        "graph (runtime: Gemma's (1 + w), as builder.py's OffsetRMSNorm writes it)")
+    p.add_argument("--embed-scale", action="store_true",
+                   help="Gemma: the embedding rows multiplied by sqrt(hidden) (a Mul by a scalar constant)")
+    p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu"], default="silu",
+                   help="MLP gate activation: SiLU (Sigmoid, Mul), gelu-tanh (com.microsoft FastGelu, Gemma's "
+                        "gelu_pytorch_tanh) or gelu (com.microsoft Gelu, erf)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -111,6 +133,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rotary_dim = a.rotary_dim or a.head_size
+    if a.qk_norm != "none" and a.packed_qkv:
+        p.error("--qk-norm needs separate q/k/v projections (not --packed-qkv)")
     if a.packed_qkv and a.attention != "gqa-rotary":
         p.error("--packed-qkv needs --attention gqa-rotary (the builder only packs when attention does the rotary)")
     if a.attention == "mha" and a.kv_heads != a.heads:
@@ -364,6 +388,10 @@ class GraphBuilder:
         else:
             q, k, v = (self.linear(f"model.layers.{i}.attn.{p}_proj", normed, w[p], b[p]) for p in "qkv")
 
+        if a.qk_norm != "none":
+            q = self.qk_norm(f"{pre}/q_norm", f"model.layers.{i}.attn.q_norm.layernorm.weight", q, a.heads)
+            k = self.qk_norm(f"{pre}/k_norm", f"model.layers.{i}.attn.k_norm.layernorm.weight", k, a.kv_heads)
+
         past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
         present = [f"present.{i}.key", f"present.{i}.value"]
         scale = float(1.0 / np.sqrt(a.head_size))
@@ -390,18 +418,40 @@ class GraphBuilder:
                              rotary_interleaved=a.rotary_interleaved if a.attention == "gqa-rotary" else 0)[0]
         return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
 
+    def qk_norm(self, name, weight_name, x, heads):
+        """builder.py's make_qk_norm: Reshape_1 to rows of one head, SimplifiedLayerNormalization with a
+        [head_size] scale, Reshape_2 back to [batch, seq, heads * head_size]."""
+        a = self.a
+        if a.qk_norm == "3d":
+            shape = self.constant(np.array([0, -1, a.head_size], np.int64))
+        else:
+            shape = self.constant(np.array([0, 0, heads, a.head_size], np.int64))
+        rows = self.node("Reshape", f"{name}/Reshape_1", [x, shape])
+        weight = self.norm_weight(weight_name, a.head_size)
+        normed = self.rms_norm(name, rows, weight)
+        return self.node("Reshape", f"{name}/Reshape_2", [normed, self.constant(np.array([0, -1, heads * a.head_size], np.int64))])
+
     def mlp(self, i, x):
         a = self.a
         pre = f"/model/layers.{i}/mlp"
         gate = self.linear(f"model.layers.{i}.mlp.gate_proj", x, self.normal((a.hidden, a.ffn), 0.1))
         up = self.linear(f"model.layers.{i}.mlp.up_proj", x, self.normal((a.hidden, a.ffn), 0.1))
-        sig = self.node("Sigmoid", f"{pre}/act_fn/Sigmoid", [gate])
-        silu = self.node("Mul", f"{pre}/act_fn/Mul", [gate, sig])
-        prod = self.node("Mul", f"{pre}/Mul", [silu, up])
+        if a.activation == "silu":
+            sig = self.node("Sigmoid", f"{pre}/act_fn/Sigmoid", [gate])
+            act = self.node("Mul", f"{pre}/act_fn/Mul", [gate, sig])
+        else:  # builder.py's make_gelu: com.microsoft FastGelu (tanh approximation) or Gelu (erf)
+            op = "FastGelu" if a.activation == "gelu-tanh" else "Gelu"
+            act = self.node(op, f"{pre}/act_fn/{op}", [gate], domain=MS_DOMAIN)
+        prod = self.node("Mul", f"{pre}/Mul", [act, up])
         return self.linear(f"model.layers.{i}.mlp.down_proj", prod, self.normal((a.ffn, a.hidden), 0.1))
 
-    def norm_weight(self, name):
-        return self.float_weight(name, 1.0 + self.normal(self.a.hidden, 0.1))
+    def norm_weight(self, name, size=None):
+        w = self.normal(size or self.a.hidden, 0.1)
+        if self.a.norm_offset == "baked":
+            return self.float_weight(name, 1.0 + w)
+        # w stored, 1 + w computed in the graph (an Add of two constants)
+        one = self.constant(np.array([1.0], self.np_float))
+        return self.node("Add", f"{name}/Add_offset", [self.float_weight(name, w), one])
 
     def rms_norm(self, name, x, weight, output=None):
         """RMS norm without a residual Add: SimplifiedLayerNormalization (ai.onnx domain, onnxruntime's)
@@ -443,6 +493,9 @@ class GraphBuilder:
         else:
             embed = self.initializer("model.embed_tokens.weight", table.astype(self.np_float))
             residual = self.node("Gather", "/model/embed_tokens/Gather", [embed, "input_ids"])
+        if a.embed_scale:  # Gemma: rows times sqrt(hidden), a Mul by a scalar constant
+            scale = self.constant(np.array(np.sqrt(a.hidden), self.np_float))
+            residual = self.node("Mul", "/model/embed_tokens/Mul", [residual, scale])
         normed = self.rms_norm("/model/layers.0/input_layernorm", residual,
                                self.norm_weight("model.layers.0.input_layernorm.weight"))
         for i in range(a.layers):

@@ -3,7 +3,8 @@
 // of this distribution and at http://opencv.org/license.html.
 
 // The ONNX LLM importer: element-wise operators (Add / Sub / Mul / Div, SiLU and SwiGLU written out,
-// Sigmoid, Relu, Tanh, Neg) and the RMS norms.
+// Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, the GELU family) and the norms (RMS norms, also per row of
+// a view such as Qwen3's per-head Q / K norms; LayerNormalization).
 
 #include "../../precomp.hpp"
 #include "onnx_llm_importer.hpp"
@@ -61,30 +62,38 @@ void ONNXNetBuilder::importBinary(const NodeProto& n)
     if (constA || constB)
     {
         const int x = constA ? 1 : 0;
-        const Pin pin = tensorInput(n, x);
-        const int w = values_.at(n.input(x)).width;
+        const Pin pin = tensorInput(n, x, true);
+        const Value& t = values_.at(n.input(x));
+        const int w = t.width, inner = innerOf(t);
         const OnnxTensor& c = *(constA ? a : b).constant;
-        if (c.total() != 1 && c.total() != w)
+        if (c.total() != 1 && c.total() != w && c.total() != inner)
             failNode(n, format("the constant has %lld values; only a scalar or one value per feature (%d) "
-                               "broadcasts over the activations", (long long)c.total(), w));
+                               "broadcasts over the activations", (long long)c.total(), inner));
+        for (size_t d = 0; d + 1 < c.shape.size(); d++)
+            if (c.shape[d] != 1)
+                failNode(n, "the constant must be a scalar or a row (leading dimensions 1)");
+        Mat values = c.toFloat().reshape(1, 1);
+        if (c.total() == inner && inner != w)
+            values = repeat(values, 1, w / inner);  // one value per feature of each row of the view
         lp.set("constant_first", constA);
-        lp.blobs.push_back(c.toFloat().reshape(1, 1));
-        defineTensor(n, 0, add(lp, {pin}), w);
+        lp.blobs.push_back(values);
+        defineTensor(n, 0, add(lp, {pin}), w, inner);
         return;
     }
-    const Pin pa = tensorInput(n, 0), pb = tensorInput(n, 1);
-    const int w = values_.at(n.input(0)).width;
-    if (values_.at(n.input(1)).width != w)
-        failNode(n, "the operands have different widths (broadcasting between activations is not supported)");
-    defineTensor(n, 0, add(lp, {pa, pb}), w);
+    const Pin pa = tensorInput(n, 0, true), pb = tensorInput(n, 1, true);
+    const Value &va = values_.at(n.input(0)), &vb = values_.at(n.input(1));
+    if (va.width != vb.width || innerOf(va) != innerOf(vb))
+        failNode(n, "the operands have different shapes (broadcasting between activations is not supported)");
+    defineTensor(n, 0, add(lp, {pa, pb}), va.width, innerOf(va));
 }
 
 void ONNXNetBuilder::importSigmoid(const NodeProto& n)
 {
     Value v;
     v.kind = Value::Sigmoid;
-    v.pin = tensorInput(n, 0);
+    v.pin = tensorInput(n, 0, true);
     v.width = values_.at(n.input(0)).width;
+    v.inner = values_.at(n.input(0)).inner;
     define(n, 0, v);
 }
 
@@ -92,9 +101,69 @@ void ONNXNetBuilder::importUnary(const NodeProto& n)
 {
     const std::string& op = n.op_type();
     LayerParams lp = params(n.name(), "LLMElementwise");
-    lp.set("operation", op == "Relu" ? "relu" : op == "Tanh" ? "tanh" : "neg");
+    lp.set("operation", op == "Relu" ? "relu" : op == "Tanh" ? "tanh" : op == "Erf" ? "erf" : op == "Sqrt" ? "sqrt" : "neg");
+    const Pin x = tensorInput(n, 0, true);
+    const Value& v = values_.at(n.input(0));
+    defineTensor(n, 0, add(lp, {x}), v.width, innerOf(v));
+}
+
+// GELU: ai.onnx Gelu (approximate "none" / "tanh"), com.microsoft Gelu (erf), FastGelu (tanh,
+// optional bias), BiasGelu (erf of x + bias).
+void ONNXNetBuilder::importGelu(const NodeProto& n)
+{
+    const std::string& op = n.op_type();
+    bool tanhForm = op == "FastGelu";
+    if (op == "Gelu")
+        for (const auto& a : n.attribute())
+            if (a.name() == "approximate")
+            {
+                if (a.s() != "none" && a.s() != "tanh")
+                    failNode(n, "approximate must be \"none\" or \"tanh\"");
+                tanhForm = a.s() == "tanh";
+            }
+    Pin x = tensorInput(n, 0, true);
+    const Value& v = values_.at(n.input(0));
+    const int w = v.width, inner = innerOf(v);
+    if (op == "BiasGelu" && !hasInput(n, 1))
+        failNode(n, "BiasGelu needs its bias input");
+    if (op != "Gelu" && hasInput(n, 1))
+    {
+        const OnnxTensor& bias = constantInput(n, 1);
+        if (bias.total() != inner)
+            failNode(n, format("the bias has %lld values, the input %d features", (long long)bias.total(), inner));
+        LayerParams b = params(n.name() + "/bias", "LLMElementwise");
+        b.set("operation", "add");
+        b.blobs.push_back(repeat(bias.toFloat().reshape(1, 1), 1, w / inner));
+        x = add(b, {x});
+    }
+    LayerParams lp = params(n.name(), "LLMElementwise");
+    lp.set("operation", tanhForm ? "gelu_tanh" : "gelu");
+    defineTensor(n, 0, add(lp, {x}), w, inner);
+}
+
+// LayerNormalization over the features (ai.onnx; the bias optional) -> LLMLayerNorm.
+void ONNXNetBuilder::importLayerNorm(const NodeProto& n)
+{
+    normAxisCheck(n);
+    if (outputNeeded(n, 1) || outputNeeded(n, 2))
+        failNode(n, "only the normalized output is supported (not Mean / InvStdDev)");
     const Pin x = tensorInput(n, 0);
-    defineTensor(n, 0, add(lp, {x}), values_.at(n.input(0)).width);
+    const int w = values_.at(n.input(0)).width;
+    const Mat scale = constantInput(n, 1).toFloat().reshape(1, 1);
+    if ((int)scale.total() != w)
+        failNode(n, format("the scale has %zu values, the input %d features", scale.total(), w));
+    Mat bias = Mat::zeros(1, w, CV_32F);
+    if (hasInput(n, 2))
+    {
+        bias = constantInput(n, 2).toFloat().reshape(1, 1);
+        if ((int)bias.total() != w)
+            failNode(n, format("the bias has %zu values, the input %d features", bias.total(), w));
+    }
+    LayerParams lp = params(n.name(), "LLMLayerNorm");
+    lp.set("epsilon", onnxFloatAttribute(n, "epsilon", 1e-5f));
+    lp.blobs.push_back(scale);
+    lp.blobs.push_back(bias);
+    defineTensor(n, 0, add(lp, {x}), w);
 }
 
 int ONNXNetBuilder::normAxisCheck(const NodeProto& n)
@@ -106,25 +175,32 @@ int ONNXNetBuilder::normAxisCheck(const NodeProto& n)
 }
 
 // RMSNorm of x with the node's scale input; returns the layer (output 1: inv_std_var).
-int ONNXNetBuilder::rmsNorm(const NodeProto& n, Pin x, int w, int scaleInput)
+int ONNXNetBuilder::rmsNorm(const NodeProto& n, Pin x, int w, int scaleInput, int group)
 {
     normAxisCheck(n);
     const Mat scale = constantInput(n, scaleInput).toFloat().reshape(1, 1);
-    if ((int)scale.total() != w)
-        failNode(n, format("the scale has %zu values, the input %d features", scale.total(), w));
+    const int size = group > 0 ? group : w;
+    if ((int)scale.total() != size)
+        failNode(n, format("the scale has %zu values, the input %d features", scale.total(), size));
     LayerParams lp = params(n.name(), "RMSNorm");
     lp.set("epsilon", onnxFloatAttribute(n, "epsilon", 1e-5f));
+    if (group > 0)
+        lp.set("group_size", group);  // each row of the view (e.g. each head) normalized on its own
     lp.blobs.push_back(scale);
     return add(lp, {x}).layer;
 }
 
 void ONNXNetBuilder::importRMSNorm(const NodeProto& n)
 {
-    const Pin x = tensorInput(n, 0);
-    const int w = values_.at(n.input(0)).width;
-    const int id = rmsNorm(n, x, w, 1);
-    defineTensor(n, 0, Pin{id, 0}, w);
-    defineTensor(n, 1, Pin{id, 1}, 1);  // inv_std_var
+    const Pin x = tensorInput(n, 0, true);
+    const Value& v = values_.at(n.input(0));
+    const int w = v.width, inner = innerOf(v);
+    if (inner != w && outputNeeded(n, 1))
+        failNode(n, "the inv_std_var output of a per-row norm of a view is not supported");
+    const int id = rmsNorm(n, x, w, 1, inner != w ? inner : 0);
+    defineTensor(n, 0, Pin{id, 0}, w, inner);
+    if (inner == w)
+        defineTensor(n, 1, Pin{id, 1}, 1);  // inv_std_var
 }
 
 void ONNXNetBuilder::importSkipRMSNorm(const NodeProto& n)

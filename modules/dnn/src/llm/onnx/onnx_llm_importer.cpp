@@ -15,6 +15,12 @@
 //   RotaryEmbedding                       -> folded into the attention that consumes it
 //   GroupQueryAttention, MultiHeadAttention, Attention -> LLMAttention on the shared cache
 //   Mul(Mul(x, Sigmoid(x)), y)            -> LLMElementwise swiglu; other element-wise ops -> LLMElementwise
+//   Gelu, FastGelu, BiasGelu, Erf, Sqrt   -> LLMElementwise (gelu, gelu_tanh, erf, sqrt; bias add)
+//   LayerNormalization                    -> LLMLayerNorm
+//   Reshape / Squeeze / Unsqueeze of an activation that keeps each token's features together
+//                                         -> nothing: a view (Value::inner); an RMS norm of a view
+//                                            of heads is RMSNorm with group_size (Qwen3's q/k norms)
+//   nodes whose inputs are all constants  -> folded at import (onnx_import_shapes.cpp)
 //   Cast, Identity                        -> nothing (the Net computes in float32)
 // Activations are 2-D in the Net (tokens x features): ONNX's [batch, sequence, features] with
 // the batch's sequences laid out as the cache's batch plan says. Anything else on the path to
@@ -123,10 +129,15 @@ const Value& ONNXNetBuilder::input(const NodeProto& n, int i)
 }
 
 // An activation input; a pending sigmoid or SiLU is computed now.
-Pin ONNXNetBuilder::tensorInput(const NodeProto& n, int i)
+Pin ONNXNetBuilder::tensorInput(const NodeProto& n, int i, bool allowView)
 {
     const Value& v = input(n, i);
-    return tensor(v, "node " + onnxNodeLabel(n) + format(" input %d ('%s')", i, n.input(i).c_str()));
+    const Pin pin = tensor(v, "node " + onnxNodeLabel(n) + format(" input %d ('%s')", i, n.input(i).c_str()));
+    if (!allowView && innerOf(v) != v.width)
+        failNode(n, format("input %d ('%s') is a view of each token's %d features as rows of %d; this operator "
+                           "needs them as one row (Reshape back to [batch, sequence, %d])",
+                           i, n.input(i).c_str(), v.width, innerOf(v), v.width));
+    return pin;
 }
 
 Pin ONNXNetBuilder::tensor(const Value& v, const std::string& where)
@@ -180,12 +191,13 @@ void ONNXNetBuilder::define(const NodeProto& n, int output, Value v)
     values_[v.name] = v;
 }
 
-void ONNXNetBuilder::defineTensor(const NodeProto& n, int output, Pin pin, int width)
+void ONNXNetBuilder::defineTensor(const NodeProto& n, int output, Pin pin, int width, int inner)
 {
     Value v;
     v.kind = Value::Tensor;
     v.pin = pin;
     v.width = width;
+    v.inner = inner == width ? 0 : inner;
     define(n, output, v);
 }
 
@@ -223,10 +235,13 @@ Pin ONNXNetBuilder::addLogitRows(Pin x)
 void ONNXNetBuilder::importNode(const NodeProto& n)
 {
     const std::string& op = n.op_type();
+    const bool microsoft = n.domain() == "com.microsoft";
     if (op == "Constant")
         importConstant(n);
-    else if (op == "Identity" || op == "Cast")
+    else if ((op == "Identity" || op == "Cast") && castPassesThrough(n))
         define(n, 0, input(n, 0));
+    else if (foldConstantNode(n))
+        return;
     else if (op == "Gather")
         importGather(n);
     else if (op == "MatMul")
@@ -237,21 +252,43 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importBinary(n);
     else if (op == "Sigmoid")
         importSigmoid(n);
-    else if (op == "Relu" || op == "Tanh" || op == "Neg")
+    else if (op == "Relu" || op == "Tanh" || op == "Neg" || op == "Erf" || op == "Sqrt")
         importUnary(n);
+    else if (op == "Gelu" || op == "FastGelu" || op == "BiasGelu")
+        importGelu(n);
     else if (op == "SimplifiedLayerNormalization" || op == "RMSNormalization")
         importRMSNorm(n);
     else if (op == "SkipSimplifiedLayerNormalization")
         importSkipRMSNorm(n);
+    else if (op == "LayerNormalization" && !microsoft)
+        importLayerNorm(n);
+    else if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze")
+        importReshape(n);
     else if (op == "RotaryEmbedding")
         importRotary(n);
     else if (isAttentionOp(n))
         importAttention(n);
     else
-        failNode(n, "operator not supported by the LLM importer (supported: Gather, MatMul, MatMulNBits, "
-                    "Add, Sub, Mul, Div, Sigmoid, Relu, Tanh, Neg, Cast, Identity, Constant, "
-                    "SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization, RMSNormalization, "
-                    "RotaryEmbedding, GroupQueryAttention, MultiHeadAttention, Attention)");
+        failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, "
+                    "MatMulNBits, Add, Sub, Mul, Div, Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
+                    "Cast, Identity, Reshape, Squeeze, Unsqueeze, SimplifiedLayerNormalization, "
+                    "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, RotaryEmbedding, "
+                    "GroupQueryAttention, MultiHeadAttention, Attention; on constants also Shape, Size, Concat, "
+                    "Slice, Gather, Expand, Where, Range, ConstantOfShape, Equal, Less, Greater, Not, Pow, "
+                    "Reciprocal, Transpose, Flatten)");
+}
+
+// Cast and Identity leave activations as they are (the Net computes in float32) and keep a
+// float constant's storage type (a bfloat16 or float16 weight stays one); casts to or from
+// integers and bools of constants are folded.
+bool ONNXNetBuilder::castPassesThrough(const NodeProto& n)
+{
+    const Value& v = input(n, 0);
+    if (v.kind != Value::Constant || n.op_type() == "Identity")
+        return true;
+    const int to = (int)onnxIntAttribute(n, "to", ONNX_FLOAT);
+    auto isFloat = [](int t) { return t == ONNX_FLOAT || t == ONNX_FLOAT16 || t == ONNX_BFLOAT16; };
+    return isFloat(to) && isFloat(v.constant->dataType);
 }
 
 void ONNXNetBuilder::importConstant(const NodeProto& n)

@@ -64,6 +64,9 @@ struct Value
     Kind kind = Tensor;
     Pin pin;
     int width = 0;
+    // The ONNX tensor's last dimension when a Reshape viewed the token's `width` features as
+    // rows of fewer (Qwen3's per-head norms: [batch, seq * heads, head_dim]); 0: `width` itself.
+    int inner = 0;
     std::shared_ptr<const OnnxTensor> constant;
     std::shared_ptr<RotaryTables> rotary;
     std::string name;
@@ -111,7 +114,9 @@ private:
     const Value& input(const NodeProto& n, int i);
 
     // An activation input; a pending sigmoid or SiLU is computed now.
-    Pin tensorInput(const NodeProto& n, int i);
+    // A view (Value::inner) is accepted only where `allowView` says so (element-wise operators,
+    // norms, reshapes); elsewhere the input must be [batch, seq, features].
+    Pin tensorInput(const NodeProto& n, int i, bool allowView = false);
 
     Pin tensor(const Value& v, const std::string& where);
 
@@ -121,7 +126,13 @@ private:
 
     void define(const NodeProto& n, int output, Value v);
 
-    void defineTensor(const NodeProto& n, int output, Pin pin, int width);
+    void defineTensor(const NodeProto& n, int output, Pin pin, int width, int inner = 0);
+
+    // Last dimension of an activation value (its `inner` or else its `width`).
+    static int innerOf(const Value& v)
+    {
+        return v.inner > 0 ? v.inner : v.width;
+    }
 
     bool outputNeeded(const NodeProto& n, int output) const;
 
@@ -138,6 +149,8 @@ private:
     void importNode(const NodeProto& n);
 
     void importConstant(const NodeProto& n);
+
+    bool castPassesThrough(const NodeProto& n);
 
     static GGMLType ggmlFloatType(int onnxType)
     {
@@ -162,11 +175,24 @@ private:
     int normAxisCheck(const NodeProto& n);
 
     // RMSNorm of x with the node's scale input; returns the layer (output 1: inv_std_var).
-    int rmsNorm(const NodeProto& n, Pin x, int w, int scaleInput);
+    int rmsNorm(const NodeProto& n, Pin x, int w, int scaleInput, int group = 0);
 
     void importRMSNorm(const NodeProto& n);
 
     void importSkipRMSNorm(const NodeProto& n);
+
+    void importGelu(const NodeProto& n);
+
+    void importLayerNorm(const NodeProto& n);
+
+    // ---- shapes and constants (onnx_import_shapes.cpp) -------------------------------
+
+    // Folds a node whose inputs are all constants into constant outputs; false if the operator
+    // is not one that folds or an input is not constant.
+    bool foldConstantNode(const NodeProto& n);
+
+    // Reshape / Squeeze / Unsqueeze / Flatten of an activation: a view of the same rows.
+    void importReshape(const NodeProto& n);
 
     std::shared_ptr<RotaryTables> rotaryTables(const NodeProto& n, int cosInput, int sinInput, bool interleaved);
 
