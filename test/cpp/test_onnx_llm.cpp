@@ -170,7 +170,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 19u);
+    ASSERT_GE(refs.size(), 20u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -219,7 +219,7 @@ TEST(ONNXLanguageModels, multiHeadAttentionAppendMatchesOnnxRuntime)
 // graphs: the float32 tolerance (measured 1e-5), greedy ids equal, the append branch included.
 TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
 {
-    for (const char* name : {"qwen3_qk_norm", "gemma_fast_gelu", "gemma3_qk_norm_gelu"})
+    for (const char* name : {"qwen3_qk_norm", "qwen3_qk_norm_dynamic_shapes", "gemma_fast_gelu", "gemma3_qk_norm_gelu"})
     {
         const OrtReference ref = syntheticReference(name);
         ASSERT_GE(ref.branchPrefix, 0) << name;
@@ -322,6 +322,13 @@ TEST(ONNXLanguageModelErrors, transposeOfActivationsNamesTheNode)
 {
     const std::string msg = llm_test::onnxLlmError("transpose_activation");
     EXPECT_NE(msg.find("node 'bad_transpose' (Transpose): operator not supported"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, arithmeticOnTheTokenCountNamesTheNode)
+{
+    const std::string msg = llm_test::onnxLlmError("token_count_arithmetic");
+    EXPECT_NE(msg.find("node 'token_count_times_two' (Mul): input 0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("holds the batch size or token count"), std::string::npos) << msg;
 }
 
 TEST(ONNXLanguageModelErrors, viewIntoMatMulNamesTheNode)

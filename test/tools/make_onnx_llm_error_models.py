@@ -5,6 +5,8 @@
   unsupported_op      the MLP's Sigmoid replaced by Softplus (an operator the importer does not know)
   transpose_activation a Transpose of the embedding output (shape operators on activations other
                       than Reshape / Squeeze / Unsqueeze are refused; on constants they fold)
+  token_count_arithmetic  --qk-norm dynamic, the token count from Shape(q) doubled by a Mul before
+                      the Concat of the Reshape's shape (computing with it is refused)
   view_into_matmul    the first q_proj MatMul fed [batch, seq * 4, 16] (a Reshape of the normed
                       input into rows of 16): a view where a matmul needs whole tokens
   external_escape     an external-data location that leaves the model's folder ("../...")
@@ -65,6 +67,17 @@ def main(out_root):
             if x == gather.output[0]:
                 n.input[i] = "transposed"
     m.graph.node.insert(list(m.graph.node).index(gather) + 1, t)
+    onnx.save(m, path)
+
+    d = folder("token_count_arithmetic", extra=["--qk-norm", "dynamic"])
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    un = next(n for n in m.graph.node if n.name == "/model/layers.0/attn/q_norm/Unsqueeze_1")
+    two = onnx.numpy_helper.from_array(__import__("numpy").array(2, "int64"), "two")
+    m.graph.initializer.append(two)
+    mul = helper.make_node("Mul", [un.input[0], "two"], ["doubled"], name="token_count_times_two")
+    un.input[0] = "doubled"
+    m.graph.node.insert(list(m.graph.node).index(un), mul)
     onnx.save(m, path)
 
     d = folder("view_into_matmul")

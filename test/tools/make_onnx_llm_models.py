@@ -95,6 +95,11 @@ VARIANTS = {
     # [batch, seq * heads, head_size] and back, then RotaryEmbedding nodes and GQA; rope theta 1e6.
     "qwen3_qk_norm": "--attention gqa --qk-norm 3d --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 "
                      "--vocab 256 --rope-theta 1000000 --model-type qwen3 --seed 13",
+    # qwen3_qk_norm's model with the Reshape shapes computed from Shape(q) as torch.onnx.export writes
+    # view(b, s, heads, head) (Shape, Gather, Unsqueeze, Concat: entries that stand for the batch size
+    # and the token count); ONNX Runtime's logits equal qwen3_qk_norm's exactly.
+    "qwen3_qk_norm_dynamic_shapes": "--attention gqa --qk-norm dynamic --heads 4 --kv-heads 2 --head-size 16 --hidden 64 "
+                                    "--ffn 128 --vocab 256 --rope-theta 1000000 --model-type qwen3 --seed 13",
     # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
     # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
     "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "

@@ -106,9 +106,11 @@ def parse_args(argv):
                         "them (default: the 2-D [N, ...] shapes of the operator spec)")
     p.add_argument("--external-data", action="store_true", help="initializers in model.onnx.data")
     p.add_argument("--model-type", default="llama", help="genai_config model.type (llama, qwen2, phi3, ...)")
-    p.add_argument("--qk-norm", choices=["none", "3d", "4d"], default="none",
+    p.add_argument("--qk-norm", choices=["none", "3d", "4d", "dynamic"], default="none",
                    help="Qwen3 / Gemma 3 per-head Q and K RMS norms before the rotary: Reshape to [0, -1, head] (3d, "
-                        "builder.py's form) or [0, 0, heads, head] (4d), SimplifiedLayerNormalization, Reshape back")
+                        "builder.py's form) or [0, 0, heads, head] (4d), SimplifiedLayerNormalization, Reshape back; "
+                        "dynamic: the shapes computed from Shape(x) as torch.onnx.export writes view(b, s, heads, head) "
+                        "(Shape, Gather, Unsqueeze, Concat)")
     p.add_argument("--norm-offset", choices=["baked", "runtime"], default="baked",
                    help="norm scales near 1: stored as 1 + w (baked) or as w with an Add of the constant 1 in the "
                         "graph (runtime: Gemma's (1 + w), as builder.py's OffsetRMSNorm writes it)")
@@ -422,14 +424,24 @@ class GraphBuilder:
         """builder.py's make_qk_norm: Reshape_1 to rows of one head, SimplifiedLayerNormalization with a
         [head_size] scale, Reshape_2 back to [batch, seq, heads * head_size]."""
         a = self.a
+        back = None
         if a.qk_norm == "3d":
             shape = self.constant(np.array([0, -1, a.head_size], np.int64))
-        else:
+        elif a.qk_norm == "4d":
             shape = self.constant(np.array([0, 0, heads, a.head_size], np.int64))
+        else:  # [b, s, heads, head] and [b, s, -1] with b and s taken from Shape(x)
+            dims = self.node("Shape", f"{name}/Shape", [x])
+            axis0 = self.constant(np.array([0], np.int64))
+            bs = [self.node("Unsqueeze", f"{name}/Unsqueeze_{k}",
+                            [self.node("Gather", f"{name}/Gather_{k}", [dims, self.constant(np.array(k, np.int64))]), axis0])
+                  for k in (0, 1)]
+            shape = self.node("Concat", f"{name}/Concat", bs + [self.constant(np.array([heads, a.head_size], np.int64))], axis=0)
+            back = self.node("Concat", f"{name}/Concat_1", bs + [self.constant(np.array([-1], np.int64))], axis=0)
         rows = self.node("Reshape", f"{name}/Reshape_1", [x, shape])
         weight = self.norm_weight(weight_name, a.head_size)
         normed = self.rms_norm(name, rows, weight)
-        return self.node("Reshape", f"{name}/Reshape_2", [normed, self.constant(np.array([0, -1, heads * a.head_size], np.int64))])
+        back = back or self.constant(np.array([0, -1, heads * a.head_size], np.int64))
+        return self.node("Reshape", f"{name}/Reshape_2", [normed, back])
 
     def mlp(self, i, x):
         a = self.a

@@ -116,6 +116,9 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
         return false;
     std::vector<Folded> in(n.input_size());
     std::vector<bool> present(n.input_size(), false);
+    bool symbolic = false;
+    if (op == "Shape" && hasInput(n, 0) && input(n, 0).kind != Value::Constant)
+        return foldShapeOfActivation(n);
     for (int i = 0; i < n.input_size(); i++)
     {
         if (!hasInput(n, i))
@@ -123,6 +126,21 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
         const Value& v = input(n, i);
         if (v.kind != Value::Constant)
             return false;
+        if (v.symbolic)
+        {
+            // Shape entries that stand for the batch size or token count may be moved around
+            // (Gather, Slice, Squeeze, Unsqueeze, Concat, Reshape, Cast to an integer), not
+            // computed with.
+            static const std::set<std::string> kMoving = {"Identity", "Cast", "Gather", "Slice", "Squeeze",
+                                                          "Unsqueeze", "Concat", "Reshape", "Flatten"};
+            const int to = (int)onnxIntAttribute(n, "to", ONNX_INT64);
+            if (!kMoving.count(op) || (op != "Concat" && i != 0) || (op == "Cast" && isFloatType(to)))
+                failNode(n, format("input %d ('%s') holds the batch size or token count (a Shape of an activation); "
+                                   "only moving such shape entries (Gather, Slice, Squeeze, Unsqueeze, Concat, Reshape) "
+                                   "into a Reshape of an activation is supported, not computing with them",
+                                   i, n.input(i).c_str()));
+            symbolic = true;
+        }
         const OnnxTensor& t = *v.constant;
         if (t.total() > kMaxFoldedElements)
             failNode(n, format("input %d has %lld elements, more than constant folding takes", i, (long long)t.total()));
@@ -454,12 +472,9 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
     else  // broadcasting: Expand, Where, Equal, Less, Greater, Add, Sub, Mul, Div, Pow
     {
         std::vector<const Folded*> ops;
-        if (op == "Expand")
-            ops = {&need(0)};
-        else if (op == "Where")
-            ops = {&need(0), &need(1), &need(2)};
-        else
-            ops = {&need(0), &need(1)};
+        const int operands = op == "Expand" ? 1 : op == "Where" ? 3 : 2;
+        for (int i = 0; i < operands; i++)
+            ops.push_back(&need(i));
         std::vector<std::vector<int64>> shapes;
         for (const Folded* f : ops)
             shapes.push_back(f->shape);
@@ -547,6 +562,40 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
     Value v;
     v.kind = Value::Constant;
     v.constant = t;
+    v.symbolic = symbolic;
+    define(n, 0, v);
+    return true;
+}
+
+// Shape of an activation [batch, seq, width]: a shape tensor whose first two entries stand for the
+// batch size and the token count (kBatchDim, kTokenDim), which the Net knows only at run time.
+bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
+{
+    const Value& x = input(n, 0);
+    tensorInput(n, 0);  // errors for other kinds and for views ([batch, seq * k, d])
+    const std::vector<int64> dims = {kBatchDim, kTokenDim, (int64)x.width};
+    int64 s = onnxIntAttribute(n, "start", 0), e = onnxIntAttribute(n, "end", 3);
+    s = std::min(std::max(s < 0 ? s + 3 : s, (int64)0), (int64)3);
+    e = std::min(std::max(e < 0 ? e + 3 : e, (int64)0), (int64)3);
+    auto t = std::make_shared<OnnxTensor>();
+    auto buf = std::make_shared<std::vector<uchar>>();
+    for (int64 k = s; k < e; k++)
+    {
+        const size_t at = buf->size();
+        buf->resize(at + 8);
+        const int64_t d = dims[(size_t)k];
+        std::memcpy(buf->data() + at, &d, 8);
+    }
+    t->name = n.output_size() ? n.output(0) : std::string();
+    t->dataType = ONNX_INT64;
+    t->shape = {(int64)(buf->size() / 8)};
+    t->data = buf->data();
+    t->bytes = buf->size();
+    t->owner = buf;
+    Value v;
+    v.kind = Value::Constant;
+    v.constant = t;
+    v.symbolic = true;
     define(n, 0, v);
     return true;
 }
@@ -564,9 +613,23 @@ void ONNXNetBuilder::importReshape(const NodeProto& n)
     {
         if (onnxIntAttribute(n, "allowzero", 0) != 0)
             failNode(n, "allowzero is not supported on activations");
-        const OnnxTensor& s = constantInput(n, 1);
+        const Value& sv = input(n, 1);
+        if (sv.kind != Value::Constant)
+            failNode(n, "the shape must be a constant or computed from the activations' shapes");
+        const OnnxTensor& s = *sv.constant;
         for (int64 k = 0; k < s.total(); k++)
-            target.push_back((int64)s.at(k));
+        {
+            int64 d = (int64)s.at(k);
+            // The batch size and the token count from a Shape of the input: kept where they are
+            // (as 0 would keep them).
+            if (sv.symbolic && (d == kBatchDim || d == kTokenDim))
+            {
+                if (k != (d == kBatchDim ? 0 : 1))
+                    failNode(n, "the shape moves the batch or sequence dimension (only [batch, seq, ...] is supported)");
+                d = 0;
+            }
+            target.push_back(d);
+        }
     }
     else if (op == "Squeeze" || op == "Unsqueeze")
     {

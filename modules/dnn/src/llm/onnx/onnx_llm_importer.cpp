@@ -174,6 +174,9 @@ const OnnxTensor& ONNXNetBuilder::constantInput(const NodeProto& n, int i)
     const Value& v = input(n, i);
     if (v.kind != Value::Constant)
         failNode(n, format("input %d ('%s') must be a constant (an initializer or a Constant node)", i, n.input(i).c_str()));
+    if (v.symbolic)
+        failNode(n, format("input %d ('%s') depends on the batch size or token count (a Shape of an activation); "
+                           "it is supported only as a Reshape's shape", i, n.input(i).c_str()));
     return *v.constant;
 }
 

@@ -67,6 +67,9 @@ struct Value
     // The ONNX tensor's last dimension when a Reshape viewed the token's `width` features as
     // rows of fewer (Qwen3's per-head norms: [batch, seq * heads, head_dim]); 0: `width` itself.
     int inner = 0;
+    // A constant shape tensor some of whose entries stand for the batch size or the token count
+    // (kBatchDim, kTokenDim: a Shape of an activation and what moved those entries around).
+    bool symbolic = false;
     std::shared_ptr<const OnnxTensor> constant;
     std::shared_ptr<RotaryTables> rotary;
     std::string name;
@@ -190,6 +193,10 @@ private:
     // Folds a node whose inputs are all constants into constant outputs; false if the operator
     // is not one that folds or an input is not constant.
     bool foldConstantNode(const NodeProto& n);
+    bool foldShapeOfActivation(const NodeProto& n);
+
+    // Placeholders in symbolic shape tensors (Value::symbolic).
+    static constexpr int64 kBatchDim = -(int64(1) << 40), kTokenDim = -(int64(1) << 40) - 1;
 
     // Reshape / Squeeze / Unsqueeze / Flatten of an activation: a view of the same rows.
     void importReshape(const NodeProto& n);
