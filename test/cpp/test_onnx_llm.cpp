@@ -170,7 +170,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 20u);
+    ASSERT_GE(refs.size(), 21u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -235,6 +235,16 @@ TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
             grouped++;
     }
     EXPECT_EQ(grouped, 2) << "one per-head q norm per layer";
+}
+
+// LayerNorm with a bias: LayerNormalization and com.microsoft SkipLayerNormalization (gamma, beta)
+// -> LLMLayerNorm; FastGelu; float32 (measured 5e-6 against ONNX Runtime).
+TEST(ONNXLanguageModels, layerNormWithBiasMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("phi2_layer_norm");
+    ASSERT_NE(ref.generator.find("--norm layer"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    expectSyntheticModelMatches(ref);
 }
 
 TEST(ONNXLanguageModels, readNetFromONNXAndPlainForwardAgree)

@@ -100,6 +100,10 @@ VARIANTS = {
     # and the token count); ONNX Runtime's logits equal qwen3_qk_norm's exactly.
     "qwen3_qk_norm_dynamic_shapes": "--attention gqa --qk-norm dynamic --heads 4 --kv-heads 2 --head-size 16 --hidden 64 "
                                     "--ffn 128 --vocab 256 --rope-theta 1000000 --model-type qwen3 --seed 13",
+    # LayerNorm with a bias (Phi-2 / GPT-2 style): LayerNormalization, then com.microsoft SkipLayerNormalization
+    # (gamma, beta) as onnxruntime.transformers fuses them; FastGelu MLP; MultiHeadAttention with the offset mask.
+    "phi2_layer_norm": "--attention mha --mha-mask offset --norm layer --activation gelu-tanh --heads 4 --kv-heads 4 "
+                       "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 13",
     # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
     # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
     "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "

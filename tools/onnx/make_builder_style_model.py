@@ -47,6 +47,8 @@ Forms of other model families (builder.py's, off by default):
   --embed-scale       Gemma: the embedding rows times sqrt(hidden) (Mul by a scalar constant).
   --activation gelu-tanh|gelu  the MLP gate through com.microsoft FastGelu (gelu_pytorch_tanh) or Gelu
                       (erf), as builder.py's make_gelu, instead of SiLU.
+  --norm layer        LayerNorm with a bias: LayerNormalization (first norm) and com.microsoft
+                      SkipLayerNormalization(input, skip, gamma, beta) as onnxruntime.transformers fuses GPT-2's.
 Without them the output is byte-identical to what the generator wrote before they existed.
 
 Weights: --precision's float type, or MatMulNBits with --bits 2 / 4 / 8 (2 bits: four elements
@@ -114,6 +116,10 @@ def parse_args(argv):
     p.add_argument("--norm-offset", choices=["baked", "runtime"], default="baked",
                    help="norm scales near 1: stored as 1 + w (baked) or as w with an Add of the constant 1 in the "
                         "graph (runtime: Gemma's (1 + w), as builder.py's OffsetRMSNorm writes it)")
+    p.add_argument("--norm", choices=["rms", "layer"], default="rms",
+                   help="layer: LayerNorm with a bias (GPT-2 / Phi-2 style): LayerNormalization(X, gamma, beta) "
+                        "for the first norm, com.microsoft SkipLayerNormalization(input, skip, gamma, beta) for the "
+                        "others (onnxruntime.transformers' fused form)")
     p.add_argument("--embed-scale", action="store_true",
                    help="Gemma: the embedding rows multiplied by sqrt(hidden) (a Mul by a scalar constant)")
     p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu"], default="silu",
@@ -135,6 +141,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rotary_dim = a.rotary_dim or a.head_size
+    if a.norm == "layer" and (a.qk_norm != "none" or a.attention == "onnx23"):
+        p.error("--norm layer goes with neither --qk-norm nor --attention onnx23")
     if a.qk_norm != "none" and a.packed_qkv:
         p.error("--qk-norm needs separate q/k/v projections (not --packed-qkv)")
     if a.packed_qkv and a.attention != "gqa-rotary":
@@ -465,11 +473,18 @@ class GraphBuilder:
         one = self.constant(np.array([1.0], self.np_float))
         return self.node("Add", f"{name}/Add_offset", [self.float_weight(name, w), one])
 
+    def norm_bias(self, name):
+        """--norm layer: the LayerNorm's beta (shift), one per feature."""
+        return self.float_weight(name.strip("/").replace("/", ".") + ".bias", self.normal(self.a.hidden, 0.1))
+
     def rms_norm(self, name, x, weight, output=None):
         """RMS norm without a residual Add: SimplifiedLayerNormalization (ai.onnx domain, onnxruntime's)
         for the model's first norm as builder.py emits it, or the standard RMSNormalization-23 for onnx23
         (every norm; skip_norm puts an Add in front)."""
         output = output or f"{name}/output_0"
+        if self.a.norm == "layer":
+            return self.node("LayerNormalization", f"{name}/LayerNorm", [x, weight, self.norm_bias(name)], [output],
+                             epsilon=self.a.rms_eps, axis=-1)
         if self.a.attention == "onnx23":
             return self.node("RMSNormalization", f"{name}/RMSNorm", [x, weight], [output],
                              axis=-1, epsilon=self.a.rms_eps, stash_type=1)
@@ -484,6 +499,10 @@ class GraphBuilder:
             total = self.node("Add", f"{name}/Add", [residual, x])
             return self.rms_norm(name, total, weight), (total if keep_sum else None)
         outputs = [f"{name}/output_0", "", "", f"{name}/output_3"] if keep_sum else [f"{name}/output_0"]
+        if self.a.norm == "layer":
+            out = self.node("SkipLayerNormalization", f"{name}/SkipLayerNorm", [residual, x, weight, self.norm_bias(name)],
+                            outputs, domain=MS_DOMAIN, epsilon=self.a.rms_eps)
+            return (out[0], out[3]) if keep_sum else (out, None)
         out = self.node("SkipSimplifiedLayerNormalization", f"{name}/SkipLayerNorm", [residual, x, weight],
                         outputs, domain=MS_DOMAIN, epsilon=self.a.rms_eps)
         return (out[0], out[3]) if keep_sum else (out, None)

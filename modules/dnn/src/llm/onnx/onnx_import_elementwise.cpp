@@ -203,6 +203,43 @@ void ONNXNetBuilder::importRMSNorm(const NodeProto& n)
         defineTensor(n, 1, Pin{id, 1}, 1);  // inv_std_var
 }
 
+// com.microsoft SkipLayerNormalization (input, skip, gamma, beta, bias): LayerNorm of
+// input + skip (+ bias) with a shift; outputs normalized, mean, inv_std_var, the sum.
+void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)
+{
+    if (outputNeeded(n, 1) || outputNeeded(n, 2))
+        failNode(n, "only the normalized output and the sum are supported (not mean / inv_std_var)");
+    const Pin x = tensorInput(n, 0), skip = tensorInput(n, 1);
+    const int w = values_.at(n.input(0)).width;
+    if (values_.at(n.input(1)).width != w)
+        failNode(n, "input and skip have different widths");
+    LayerParams lp = params(n.name() + "/residual", "LLMElementwise");
+    lp.set("operation", "add");
+    Pin sum = add(lp, {x, skip});
+    if (hasInput(n, 4))
+    {
+        const Mat bias = constantInput(n, 4).toFloat().reshape(1, 1);
+        if ((int)bias.total() != w)
+            failNode(n, "the bias must have one value per feature");
+        LayerParams b = params(n.name() + "/bias", "LLMElementwise");
+        b.set("operation", "add");
+        b.blobs.push_back(bias);
+        sum = add(b, {sum});
+    }
+    const Mat gamma = constantInput(n, 2).toFloat().reshape(1, 1);
+    Mat beta = Mat::zeros(1, w, CV_32F);
+    if (hasInput(n, 3))
+        beta = constantInput(n, 3).toFloat().reshape(1, 1);
+    if ((int)gamma.total() != w || (int)beta.total() != w)
+        failNode(n, format("gamma and beta must have one value per feature (%d)", w));
+    LayerParams ln = params(n.name(), "LLMLayerNorm");
+    ln.set("epsilon", onnxFloatAttribute(n, "epsilon", 1e-12f));
+    ln.blobs.push_back(gamma);
+    ln.blobs.push_back(beta);
+    defineTensor(n, 0, add(ln, {sum}), w);
+    defineTensor(n, 3, sum, w);
+}
+
 void ONNXNetBuilder::importSkipRMSNorm(const NodeProto& n)
 {
     // outputs: normalized, mean (unused by the simplified form), inv_std_var, input + skip (+ bias)

@@ -16,7 +16,7 @@
 //   GroupQueryAttention, MultiHeadAttention, Attention -> LLMAttention on the shared cache
 //   Mul(Mul(x, Sigmoid(x)), y)            -> LLMElementwise swiglu; other element-wise ops -> LLMElementwise
 //   Gelu, FastGelu, BiasGelu, Erf, Sqrt   -> LLMElementwise (gelu, gelu_tanh, erf, sqrt; bias add)
-//   LayerNormalization                    -> LLMLayerNorm
+//   LayerNormalization, SkipLayerNormalization -> LLMLayerNorm (+ LLMElementwise add)
 //   Reshape / Squeeze / Unsqueeze of an activation that keeps each token's features together
 //                                         -> nothing: a view (Value::inner); an RMS norm of a view
 //                                            of heads is RMSNorm with group_size (Qwen3's q/k norms)
@@ -265,6 +265,8 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importSkipRMSNorm(n);
     else if (op == "LayerNormalization" && !microsoft)
         importLayerNorm(n);
+    else if (op == "SkipLayerNormalization" && microsoft)
+        importSkipLayerNorm(n);
     else if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze")
         importReshape(n);
     else if (op == "RotaryEmbedding")
@@ -275,7 +277,7 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, "
                     "MatMulNBits, Add, Sub, Mul, Div, Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
                     "Cast, Identity, Reshape, Squeeze, Unsqueeze, SimplifiedLayerNormalization, "
-                    "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, RotaryEmbedding, "
+                    "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, SkipLayerNormalization, RotaryEmbedding, "
                     "GroupQueryAttention, MultiHeadAttention, Attention; on constants also Shape, Size, Concat, "
                     "Slice, Gather, Expand, Where, Range, ConstantOfShape, Equal, Less, Greater, Not, Pow, "
                     "Reciprocal, Transpose, Flatten)");

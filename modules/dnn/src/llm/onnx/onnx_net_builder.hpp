@@ -184,6 +184,8 @@ private:
 
     void importSkipRMSNorm(const NodeProto& n);
 
+    void importSkipLayerNorm(const NodeProto& n);
+
     void importGelu(const NodeProto& n);
 
     void importLayerNorm(const NodeProto& n);
