@@ -12,6 +12,7 @@
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -245,6 +246,40 @@ TEST(ONNXLanguageModels, layerNormWithBiasMatchesOnnxRuntime)
     ASSERT_NE(ref.generator.find("--norm layer"), std::string::npos);
     ASSERT_GE(ref.branchPrefix, 0);
     expectSyntheticModelMatches(ref);
+}
+
+// A model folder without tokenizer.json (the synthetic ones have none): token ids in, token ids
+// out, ONNX Runtime's greedy ids; text in or out is an error that says why.
+TEST(ONNXLanguageModels, tokenIdsWithoutTokenizerJson)
+{
+    const OrtReference ref = syntheticReference("gqa_rotary_fp32");
+    TextGenerationModel model(syntheticModel(ref));
+    GenerationConfig cfg;
+    cfg.maxNewTokens = (int)ref.main.greedyIds.size();
+    model.startWithTokenIds(ref.promptIds, cfg);
+    std::string text;
+    while (!model.isDone())
+        text += model.next();
+    EXPECT_EQ(model.getGeneratedTokenIds(), ref.main.greedyIds);
+    EXPECT_EQ(text, "");
+    try
+    {
+        model.start("Once upon a time", cfg);
+        ADD_FAILURE() << "text in without a tokenizer";
+    }
+    catch (const cv::Exception& e)
+    {
+        EXPECT_NE(e.err.find("has no tokenizer.json: encoding text needs a tokenizer"), std::string::npos) << e.err;
+    }
+    try
+    {
+        model.getTokenizer()->decode(ref.main.greedyIds);
+        ADD_FAILURE() << "text out without a tokenizer";
+    }
+    catch (const cv::Exception& e)
+    {
+        EXPECT_NE(e.err.find("decoding token ids to text needs a tokenizer"), std::string::npos) << e.err;
+    }
 }
 
 TEST(ONNXLanguageModels, readNetFromONNXAndPlainForwardAgree)
