@@ -171,7 +171,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 21u);
+    ASSERT_GE(refs.size(), 23u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -246,6 +246,19 @@ TEST(ONNXLanguageModels, layerNormWithBiasMatchesOnnxRuntime)
     ASSERT_NE(ref.generator.find("--norm layer"), std::string::npos);
     ASSERT_GE(ref.branchPrefix, 0);
     expectSyntheticModelMatches(ref);
+}
+
+// GELU written out as torch.onnx.export writes it: Pow(x, 3) (two products), Tanh, Erf, Div / Mul /
+// Add by scalar constants.
+TEST(ONNXLanguageModels, geluWrittenOutInOperatorsMatchesOnnxRuntime)
+{
+    for (const char* name : {"layer_norm_gelu_tanh_ops", "layer_norm_gelu_erf_ops"})
+    {
+        const OrtReference ref = syntheticReference(name);
+        ASSERT_NE(ref.generator.find("-ops"), std::string::npos) << name;
+        ASSERT_GE(ref.branchPrefix, 0) << name;
+        expectSyntheticModelMatches(ref);
+    }
 }
 
 // A model folder without tokenizer.json (the synthetic ones have none): token ids in, token ids

@@ -104,6 +104,12 @@ VARIANTS = {
     # (gamma, beta) as onnxruntime.transformers fuses them; FastGelu MLP; MultiHeadAttention with the offset mask.
     "phi2_layer_norm": "--attention mha --mha-mask offset --norm layer --activation gelu-tanh --heads 4 --kv-heads 4 "
                        "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 13",
+    # GELU written out in elementary operators as torch.onnx.export writes them (with LayerNorm + bias norms):
+    # GPT-2's gelu_new (Pow(x, 3), Mul, Add, Tanh) and the exact one (Div by sqrt(2), Erf, Add, Mul).
+    "layer_norm_gelu_tanh_ops": "--attention gqa-rotary --norm layer --activation gelu-tanh-ops --heads 4 --kv-heads 2 "
+                                "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 5",
+    "layer_norm_gelu_erf_ops": "--attention gqa --norm layer --activation gelu-erf-ops --heads 4 --kv-heads 2 "
+                               "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 5",
     # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
     # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
     "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "

@@ -122,9 +122,10 @@ def parse_args(argv):
                         "others (onnxruntime.transformers' fused form)")
     p.add_argument("--embed-scale", action="store_true",
                    help="Gemma: the embedding rows multiplied by sqrt(hidden) (a Mul by a scalar constant)")
-    p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu"], default="silu",
+    p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu", "gelu-tanh-ops", "gelu-erf-ops"], default="silu",
                    help="MLP gate activation: SiLU (Sigmoid, Mul), gelu-tanh (com.microsoft FastGelu, Gemma's "
-                        "gelu_pytorch_tanh) or gelu (com.microsoft Gelu, erf)")
+                        "gelu_pytorch_tanh) or gelu (com.microsoft Gelu, erf); -ops: written out in elementary operators as "
+                        "torch.onnx.export writes them (tanh form: Pow(x, 3), Mul, Add, Tanh; erf form: Div, Erf, Add, Mul)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -459,6 +460,17 @@ class GraphBuilder:
         if a.activation == "silu":
             sig = self.node("Sigmoid", f"{pre}/act_fn/Sigmoid", [gate])
             act = self.node("Mul", f"{pre}/act_fn/Mul", [gate, sig])
+        elif a.activation == "gelu-tanh-ops":  # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+            f = lambda v: self.constant(np.array(v, self.np_float))
+            cube = self.node("Pow", f"{pre}/act_fn/Pow", [gate, f(3.0)])
+            inner = self.node("Add", f"{pre}/act_fn/Add", [gate, self.node("Mul", f"{pre}/act_fn/Mul", [cube, f(0.044715)])])
+            t = self.node("Tanh", f"{pre}/act_fn/Tanh", [self.node("Mul", f"{pre}/act_fn/Mul_1", [inner, f(0.7978845608028654)])])
+            half = self.node("Mul", f"{pre}/act_fn/Mul_2", [gate, f(0.5)])
+            act = self.node("Mul", f"{pre}/act_fn/Mul_3", [half, self.node("Add", f"{pre}/act_fn/Add_1", [t, f(1.0)])])
+        elif a.activation == "gelu-erf-ops":  # x * 0.5 * (1 + erf(x / sqrt(2)))
+            f = lambda v: self.constant(np.array(v, self.np_float))
+            e = self.node("Erf", f"{pre}/act_fn/Erf", [self.node("Div", f"{pre}/act_fn/Div", [gate, f(1.4142135381698608)])])
+            act = self.node("Mul", f"{pre}/act_fn/Mul_1", [self.node("Mul", f"{pre}/act_fn/Mul", [gate, self.node("Add", f"{pre}/act_fn/Add", [e, f(1.0)])]), f(0.5)])
         else:  # builder.py's make_gelu: com.microsoft FastGelu (tanh approximation) or Gelu (erf)
             op = "FastGelu" if a.activation == "gelu-tanh" else "Gelu"
             act = self.node(op, f"{pre}/act_fn/{op}", [gate], domain=MS_DOMAIN)

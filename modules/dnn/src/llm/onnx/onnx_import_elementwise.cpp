@@ -107,6 +107,34 @@ void ONNXNetBuilder::importUnary(const NodeProto& n)
     defineTensor(n, 0, add(lp, {x}), v.width, innerOf(v));
 }
 
+// Pow of an activation by a constant scalar exponent: 1 (the input), 2, 3 (products), 0.5 (sqrt).
+void ONNXNetBuilder::importPow(const NodeProto& n)
+{
+    const OnnxTensor& e = constantInput(n, 1);
+    if (e.total() != 1)
+        failNode(n, "only a scalar exponent is supported on activations");
+    const double p = e.at(0);
+    const Pin x = tensorInput(n, 0, true);
+    const Value& v = values_.at(n.input(0));
+    if (p == 1)
+    {
+        defineTensor(n, 0, x, v.width, innerOf(v));
+        return;
+    }
+    if (p != 2 && p != 3 && p != 0.5)
+        failNode(n, format("exponent %g: only 1, 2, 3 and 0.5 are supported on activations", p));
+    LayerParams lp = params(n.name(), "LLMElementwise");
+    lp.set("operation", p == 0.5 ? "sqrt" : "mul");
+    Pin y = p == 0.5 ? add(lp, {x}) : add(lp, {x, x});
+    if (p == 3)  // GPT-2's gelu_new as exported: x * x * x
+    {
+        LayerParams cube = params(n.name() + "/cube", "LLMElementwise");
+        cube.set("operation", "mul");
+        y = add(cube, {y, x});
+    }
+    defineTensor(n, 0, y, v.width, innerOf(v));
+}
+
 // GELU: ai.onnx Gelu (approximate "none" / "tanh"), com.microsoft Gelu (erf), FastGelu (tanh,
 // optional bias), BiasGelu (erf of x + bias).
 void ONNXNetBuilder::importGelu(const NodeProto& n)

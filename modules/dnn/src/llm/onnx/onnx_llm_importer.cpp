@@ -257,6 +257,8 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importSigmoid(n);
     else if (op == "Relu" || op == "Tanh" || op == "Neg" || op == "Erf" || op == "Sqrt")
         importUnary(n);
+    else if (op == "Pow")
+        importPow(n);
     else if (op == "Gelu" || op == "FastGelu" || op == "BiasGelu")
         importGelu(n);
     else if (op == "SimplifiedLayerNormalization" || op == "RMSNormalization")
@@ -275,11 +277,11 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importAttention(n);
     else
         failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, "
-                    "MatMulNBits, Add, Sub, Mul, Div, Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
+                    "MatMulNBits, Add, Sub, Mul, Div, Pow, Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
                     "Cast, Identity, Reshape, Squeeze, Unsqueeze, SimplifiedLayerNormalization, "
                     "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, SkipLayerNormalization, RotaryEmbedding, "
                     "GroupQueryAttention, MultiHeadAttention, Attention; on constants also Shape, Size, Concat, "
-                    "Slice, Gather, Expand, Where, Range, ConstantOfShape, Equal, Less, Greater, Not, Pow, "
+                    "Slice, Gather, Expand, Where, Range, ConstantOfShape, Equal, Less, Greater, Not, "
                     "Reciprocal, Transpose, Flatten)");
 }
 

@@ -188,6 +188,8 @@ private:
 
     void importGelu(const NodeProto& n);
 
+    void importPow(const NodeProto& n);
+
     void importLayerNorm(const NodeProto& n);
 
     // ---- shapes and constants (onnx_import_shapes.cpp) -------------------------------
