@@ -171,7 +171,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 23u);
+    ASSERT_GE(refs.size(), 24u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -244,6 +244,16 @@ TEST(ONNXLanguageModels, layerNormWithBiasMatchesOnnxRuntime)
 {
     const OrtReference ref = syntheticReference("phi2_layer_norm");
     ASSERT_NE(ref.generator.find("--norm layer"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    expectSyntheticModelMatches(ref);
+}
+
+// onnxruntime.transformers' GPT-2 attention: com.microsoft Attention with packed q|k|v weights and
+// bias, past_N / present_N stacked caches -> LLMMatMul + packed LLMAttention on the paged cache.
+TEST(ONNXLanguageModels, microsoftAttentionWithPastPresentMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("ms_attention_past_present");
+    ASSERT_NE(ref.generator.find("--attention ms-attention"), std::string::npos);
     ASSERT_GE(ref.branchPrefix, 0);
     expectSyntheticModelMatches(ref);
 }

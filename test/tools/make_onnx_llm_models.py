@@ -110,6 +110,11 @@ VARIANTS = {
                                 "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 5",
     "layer_norm_gelu_erf_ops": "--attention gqa --norm layer --activation gelu-erf-ops --heads 4 --kv-heads 2 "
                                "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 5",
+    # onnxruntime.transformers' GPT-2 attention: com.microsoft Attention with the packed q|k|v weight and bias
+    # as its inputs, past_N / present_N [2, batch, heads, seq, head], unidirectional; LayerNorm + bias norms,
+    # FastGelu. No position information (no rotary, no position embedding): attention and cache only.
+    "ms_attention_past_present": "--attention ms-attention --norm layer --activation gelu-tanh --heads 4 --kv-heads 4 "
+                                 "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gpt2 --seed 2",
     # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
     # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
     "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "

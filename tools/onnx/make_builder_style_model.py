@@ -15,6 +15,10 @@ Graph (names follow builder.py):
   -> SwiGLU MLP (gate MatMul, Sigmoid, Mul, up MatMul, Mul, down MatMul) -> ... final
   SkipSimplifiedLayerNormalization -> lm_head MatMul -> logits.
 Attention kinds:
+  ms-attention  onnxruntime.transformers' GPT-2 form: com.microsoft Attention(input, weight [hidden, 3 * hidden],
+              bias [3 * hidden], mask_index (attention_mask Cast to int32), past_N) -> (output, present_N), the
+              cache [2, batch, heads, seq, head] (keys and values stacked), unidirectional=1, no rotary (no
+              position information at all: a test of the attention and its cache, not a language model).
   gqa-rotary  com.microsoft GroupQueryAttention, do_rotary=1, cos_cache/sin_cache inputs;
               seqlens_k / total_sequence_length from attention_mask; no position_ids input.
   gqa         com.microsoft RotaryEmbedding on q and k (position_ids input), then
@@ -82,7 +86,7 @@ IR_VERSION_ONNX23 = 11
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="output folder (created)")
-    p.add_argument("--attention", choices=["gqa-rotary", "gqa", "mha", "onnx23"], default="gqa-rotary")
+    p.add_argument("--attention", choices=["gqa-rotary", "gqa", "mha", "onnx23", "ms-attention"], default="gqa-rotary")
     p.add_argument("--packed-qkv", action="store_true",
                    help="one q|k|v MatMul feeding GroupQueryAttention's query (key/value left empty); gqa-rotary only")
     p.add_argument("--qkv-bias", action="store_true", help="Add a bias after the q/k/v projections (Qwen2)")
@@ -142,6 +146,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rotary_dim = a.rotary_dim or a.head_size
+    if a.attention == "ms-attention" and (a.kv_heads != a.heads or a.qk_norm != "none" or a.packed_qkv or a.bits
+                                          or a.precision != "fp32" or a.bf16_weights):
+        p.error("--attention ms-attention: fp32, --kv-heads == --heads, no --qk-norm / --packed-qkv / --bits")
     if a.norm == "layer" and (a.qk_norm != "none" or a.attention == "onnx23"):
         p.error("--norm layer goes with neither --qk-norm nor --attention onnx23")
     if a.qk_norm != "none" and a.packed_qkv:
@@ -391,6 +398,17 @@ class GraphBuilder:
         w = {p: self.normal(shape, 0.1) for p, shape in
              [("q", (a.hidden, q_size)), ("k", (a.hidden, kv_size)), ("v", (a.hidden, kv_size))]}
         b = {p: self.normal(w[p].shape[1], 0.1) for p in "qkv"} if a.qkv_bias else {p: None for p in "qkv"}
+        if a.attention == "ms-attention":
+            # onnxruntime.transformers' GPT-2 form: com.microsoft Attention with the packed [hidden, 3 * hidden]
+            # q|k|v weight and bias as its inputs, the cache as past_N / present_N [2, batch, heads, seq, head]
+            # (keys and values stacked), unidirectional (causal), no rotary.
+            b = {p: self.normal(w[p].shape[1], 0.1) for p in "qkv"}
+            weight = self.initializer(f"model.layers.{i}.attn.qkv_proj.weight", np.concatenate([w["q"], w["k"], w["v"]], axis=1))
+            bias = self.initializer(f"model.layers.{i}.attn.qkv_proj.bias", np.concatenate([b["q"], b["k"], b["v"]]))
+            attn = self.node("Attention", f"{pre}/Attention", [normed, weight, bias, mask_inputs, f"past_{i}"],
+                             [f"{pre}/Attention/output_0", f"present_{i}"], domain=MS_DOMAIN, num_heads=a.heads,
+                             unidirectional=1)[0]
+            return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
         if a.packed_qkv:
             packed_bias = np.concatenate([b["q"], b["k"], b["v"]]) if a.qkv_bias else None
             q = self.linear(f"model.layers.{i}.attn.qkv_proj", normed,
@@ -525,6 +543,8 @@ class GraphBuilder:
             mask_inputs = self.mha_attention_bias()
         elif a.attention == "onnx23":
             mask_inputs = None      # is_causal=1, no attention_mask input
+        elif a.attention == "ms-attention":  # mask_index: the 2-D attention mask as int32
+            mask_inputs = self.node("Cast", "/model/attn_mask_reformat/Cast", ["attention_mask"], to=TensorProto.INT32)
         else:
             mask_inputs = self.gqa_mask_inputs()
         self.rotary_caches()
@@ -564,10 +584,14 @@ class GraphBuilder:
         if not onnx23:
             inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
                                                         ["batch_size", "total_sequence_length"]))
-        if a.attention != "gqa-rotary":
+        if a.attention not in ("gqa-rotary", "ms-attention"):
             inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]))
         outputs = [helper.make_tensor_value_info("logits", ft, ["batch_size", "sequence_length", a.vocab])]
         for i in range(a.layers):
+            if a.attention == "ms-attention":
+                inputs.append(helper.make_tensor_value_info(f"past_{i}", ft, [2] + cache_in))
+                outputs.append(helper.make_tensor_value_info(f"present_{i}", ft, [2] + cache_out))
+                continue
             for kind in ("key", "value"):
                 inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}", ft, cache_in))
                 outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", ft, cache_out))

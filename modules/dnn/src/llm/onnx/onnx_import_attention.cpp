@@ -66,6 +66,8 @@ void ONNXNetBuilder::importAttention(const NodeProto& n)
     if (!hasInput(n, past) || input(n, past).kind != Value::CacheInput)
         failNode(n, "an attention without past keys / values from the graph's inputs is not a decoder's "
                     "causal attention, which is what the importer supports");
+    if (isOp(n, "Attention") && n.domain() == "com.microsoft")
+        return importMicrosoftAttention(n);
 
     int heads, kvHeads;
     if (gqa)
@@ -149,7 +151,13 @@ void ONNXNetBuilder::importAttention(const NodeProto& n)
         if (input(n, 1).width != kvWidth || input(n, 2).width != kvWidth)
             failNode(n, format("key and value must have %d heads of %d features", kvHeads, headDim));
     }
+    addAttentionLayer(n, inputs, heads, kvHeads, headDim, rotary);
+}
 
+// The LLMAttention on the shared cache, its inputs q, k, v or one packed q|k|v.
+void ONNXNetBuilder::addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads,
+                                       int headDim, const std::shared_ptr<RotaryTables>& rotary)
+{
     LayerParams lp = params(n.name(), "LLMAttention");
     lp.set("num_heads", heads);
     lp.set("num_kv_heads", kvHeads);
@@ -190,6 +198,42 @@ void ONNXNetBuilder::attachCache()
     installLLMState(net_, layers, logitRowsLayer_, f_.path());  // context: the layers' (capped by rotary tables)
 }
 
+
+// com.microsoft Attention (onnxruntime.transformers' GPT-2 form): the input projected by the packed
+// [hidden, 3 * hidden] q|k|v weight and bias given to the node, the cache as past_N / present_N
+// [2, batch, heads, seq, head]; causal (unidirectional=1). -> LLMMatMul (+ bias) and a packed LLMAttention.
+void ONNXNetBuilder::importMicrosoftAttention(const NodeProto& n)
+{
+    const int heads = intAttribute(n, "num_heads", 0);
+    if (onnxIntAttribute(n, "unidirectional", 0) != 1)
+        failNode(n, "only causal attention (unidirectional=1) is a decoder's");
+    if (onnxIntAttribute(n, "do_rotary", 0) != 0)
+        failNode(n, "do_rotary is not supported");
+    if (hasInput(n, 5) || hasInput(n, 6))
+        failNode(n, "attention_bias and past_sequence_length inputs are not supported");
+    const int hidden = width(n, 0);
+    const OnnxTensor& w = constantInput(n, 1);
+    if (w.shape.size() != 2 || w.shape[0] != hidden || w.shape[1] <= 0 || w.shape[1] % 3 != 0 || w.shape[1] > INT_MAX)
+        failNode(n, format("the weight must be a constant [%d, 3 * hidden] matrix", hidden));
+    for (const auto& a : n.attribute())
+        if (a.name() == "qkv_hidden_sizes" && (a.ints_size() != 3 || a.ints(0) != a.ints(1) || a.ints(1) != a.ints(2)))
+            failNode(n, "qkv_hidden_sizes must be three equal sizes");
+    const int qkv = (int)w.shape[1], dim = qkv / 3;
+    if (heads <= 0 || dim % heads != 0)
+        failNode(n, format("num_heads %d does not divide the width %d", heads, dim));
+    Pin x = addMatMul(n, n.name() + "/qkv_proj", tensorInput(n, 0), hidden, w);
+    if (hasInput(n, 2))
+    {
+        const Mat bias = constantInput(n, 2).toFloat().reshape(1, 1);
+        if ((int)bias.total() != qkv)
+            failNode(n, format("the bias must have %d values", qkv));
+        LayerParams b = params(n.name() + "/qkv_bias", "LLMElementwise");
+        b.set("operation", "add");
+        b.blobs.push_back(bias);
+        x = add(b, {x});
+    }
+    addAttentionLayer(n, {x}, heads, heads, dim / heads, nullptr);
+}
 }}}} // namespace cv::dnn::llm::onnx_import
 
 #endif // HAVE_PROTOBUF

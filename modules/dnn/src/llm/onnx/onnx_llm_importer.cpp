@@ -380,6 +380,13 @@ void ONNXNetBuilder::importMatMul(const NodeProto& n)
 {
     const int k = width(n, 0);
     const OnnxTensor& w = constantInput(n, 1);
+    const Pin out = addMatMul(n, n.name(), matmulInput(n), k, w);  // checks w's shape
+    defineTensor(n, 0, out, (int)w.shape[1]);
+}
+
+// LLMMatMul of x by a constant [k, N] float weight (float32, float16 or bfloat16 rows).
+Pin ONNXNetBuilder::addMatMul(const NodeProto& n, const std::string& name, Pin x, int k, const OnnxTensor& w)
+{
     if (w.shape.size() != 2 || w.shape[0] != k || w.shape[1] <= 0 || w.shape[1] > INT_MAX)
         failNode(n, format("the weight must be a constant [%d, N] matrix", k));
     if (w.dataType != ONNX_FLOAT && w.dataType != ONNX_FLOAT16 && w.dataType != ONNX_BFLOAT16)
@@ -390,13 +397,13 @@ void ONNXNetBuilder::importMatMul(const NodeProto& n)
     Mat stored(k, outFeatures, depth, const_cast<uchar*>(w.data));
     Mat rows;
     cv::transpose(stored, rows);
-    LayerParams lp = params(n.name(), "LLMMatMul");
+    LayerParams lp = params(name, "LLMMatMul");
     lp.set("ggml_type", (int)ggmlFloatType(w.dataType));
     lp.set("in_features", k);
     lp.set("out_features", outFeatures);
     lp.set("integer_dot", integerDot_);
     lp.blobs.push_back(Mat(outFeatures, (int)(k * onnxElementSize(w.dataType)), CV_8U, rows.data).clone());
-    defineTensor(n, 0, add(lp, {matmulInput(n)}), outFeatures);
+    return add(lp, {x});
 }
 
 void ONNXNetBuilder::importMatMulNBits(const NodeProto& n)

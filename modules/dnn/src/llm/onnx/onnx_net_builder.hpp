@@ -167,6 +167,8 @@ private:
 
     void importMatMul(const NodeProto& n);
 
+    Pin addMatMul(const NodeProto& n, const std::string& name, Pin x, int k, const OnnxTensor& w);
+
     void importMatMulNBits(const NodeProto& n);
 
     void importBinary(const NodeProto& n);
@@ -210,6 +212,11 @@ private:
     void importRotary(const NodeProto& n);
 
     void importAttention(const NodeProto& n);
+
+    void importMicrosoftAttention(const NodeProto& n);
+
+    void addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads, int headDim,
+                           const std::shared_ptr<RotaryTables>& rotary);
 
     // The caller's choice, else genai_config.json's.
     int contextLength() const
