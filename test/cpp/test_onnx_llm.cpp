@@ -171,7 +171,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 24u);
+    ASSERT_GE(refs.size(), 25u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -249,13 +249,17 @@ TEST(ONNXLanguageModels, layerNormWithBiasMatchesOnnxRuntime)
 }
 
 // onnxruntime.transformers' GPT-2 attention: com.microsoft Attention with packed q|k|v weights and
-// bias, past_N / present_N stacked caches -> LLMMatMul + packed LLMAttention on the paged cache.
+// bias, past_N / present_N stacked caches -> LLMMatMul + packed LLMAttention on the paged cache;
+// with EmbedLayerNormalization (learned positions from the cache's positions, LayerNorm).
 TEST(ONNXLanguageModels, microsoftAttentionWithPastPresentMatchesOnnxRuntime)
 {
-    const OrtReference ref = syntheticReference("ms_attention_past_present");
-    ASSERT_NE(ref.generator.find("--attention ms-attention"), std::string::npos);
-    ASSERT_GE(ref.branchPrefix, 0);
-    expectSyntheticModelMatches(ref);
+    for (const char* name : {"ms_attention_past_present", "ms_attention_embed_layer_norm"})
+    {
+        const OrtReference ref = syntheticReference(name);
+        ASSERT_NE(ref.generator.find("--attention ms-attention"), std::string::npos) << name;
+        ASSERT_GE(ref.branchPrefix, 0) << name;
+        expectSyntheticModelMatches(ref);
+    }
 }
 
 // GELU written out as torch.onnx.export writes it: Pow(x, 3) (two products), Tanh, Erf, Div / Mul /

@@ -115,6 +115,11 @@ VARIANTS = {
     # FastGelu. No position information (no rotary, no position embedding): attention and cache only.
     "ms_attention_past_present": "--attention ms-attention --norm layer --activation gelu-tanh --heads 4 --kv-heads 4 "
                                  "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gpt2 --seed 2",
+    # ms_attention_past_present with GPT-2's fused embeddings: com.microsoft EmbedLayerNormalization (word +
+    # learned position embedding by position_ids, LayerNorm; outputs normalized and embedding_sum).
+    "ms_attention_embed_layer_norm": "--attention ms-attention --norm layer --embed-layer-norm --activation gelu-tanh "
+                                     "--heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 --vocab 256 "
+                                     "--model-type gpt2 --seed 5",
     # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
     # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
     "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "

@@ -124,6 +124,10 @@ def parse_args(argv):
                    help="layer: LayerNorm with a bias (GPT-2 / Phi-2 style): LayerNormalization(X, gamma, beta) "
                         "for the first norm, com.microsoft SkipLayerNormalization(input, skip, gamma, beta) for the "
                         "others (onnxruntime.transformers' fused form)")
+    p.add_argument("--embed-layer-norm", action="store_true",
+                   help="with --norm layer: learned positions and the first LayerNorm fused as onnxruntime.transformers "
+                        "writes GPT-2's: com.microsoft EmbedLayerNormalization(input_ids int32, word and position "
+                        "embeddings, gamma, beta, position_ids int32) -> normalized, embedding_sum")
     p.add_argument("--embed-scale", action="store_true",
                    help="Gemma: the embedding rows multiplied by sqrt(hidden) (a Mul by a scalar constant)")
     p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu", "gelu-tanh-ops", "gelu-erf-ops"], default="silu",
@@ -149,6 +153,8 @@ def parse_args(argv):
     if a.attention == "ms-attention" and (a.kv_heads != a.heads or a.qk_norm != "none" or a.packed_qkv or a.bits
                                           or a.precision != "fp32" or a.bf16_weights):
         p.error("--attention ms-attention: fp32, --kv-heads == --heads, no --qk-norm / --packed-qkv / --bits")
+    if a.embed_layer_norm and (a.norm != "layer" or a.embed_scale or a.bf16_weights or a.precision != "fp32"):
+        p.error("--embed-layer-norm needs --norm layer (fp32, no --embed-scale / --bf16-weights)")
     if a.norm == "layer" and (a.qk_norm != "none" or a.attention == "onnx23"):
         p.error("--norm layer goes with neither --qk-norm nor --attention onnx23")
     if a.qk_norm != "none" and a.packed_qkv:
@@ -559,8 +565,21 @@ class GraphBuilder:
         if a.embed_scale:  # Gemma: rows times sqrt(hidden), a Mul by a scalar constant
             scale = self.constant(np.array(np.sqrt(a.hidden), self.np_float))
             residual = self.node("Mul", "/model/embed_tokens/Mul", [residual, scale])
-        normed = self.rms_norm("/model/layers.0/input_layernorm", residual,
-                               self.norm_weight("model.layers.0.input_layernorm.weight"))
+        if a.embed_layer_norm:  # the Gather above is replaced by the fused op (its table stays the same)
+            self.nodes = [n for n in self.nodes if n.name != "/model/embed_tokens/Gather"]
+            ids32 = self.node("Cast", "/model/embed_tokens/Cast", ["input_ids"], to=TensorProto.INT32)
+            pos32 = self.node("Cast", "/model/embed_positions/Cast", ["position_ids"], to=TensorProto.INT32)
+            positions = self.initializer("model.embed_positions.weight", self.normal((a.context_length, a.hidden), 0.1))
+            gamma = self.norm_weight("model.layers.0.input_layernorm.weight")
+            beta = self.norm_bias("/model/layers.0/input_layernorm")
+            name = "/model/embed_layer_norm/EmbedLayerNormalization"
+            normed, _, residual = self.node("EmbedLayerNormalization", name,
+                                            [ids32, "", "model.embed_tokens.weight", positions, "", gamma, beta, "", pos32],
+                                            [f"{name}/output_0", f"{name}/output_1", f"{name}/output_2"],
+                                            domain=MS_DOMAIN, epsilon=a.rms_eps)
+        else:
+            normed = self.rms_norm("/model/layers.0/input_layernorm", residual,
+                                   self.norm_weight("model.layers.0.input_layernorm.weight"))
         for i in range(a.layers):
             if i > 0:
                 normed, residual = self.skip_norm(f"/model/layers.{i}/input_layernorm", residual, mlp_out,
@@ -584,7 +603,7 @@ class GraphBuilder:
         if not onnx23:
             inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
                                                         ["batch_size", "total_sequence_length"]))
-        if a.attention not in ("gqa-rotary", "ms-attention"):
+        if a.attention not in ("gqa-rotary", "ms-attention") or a.embed_layer_norm:
             inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]))
         outputs = [helper.make_tensor_value_info("logits", ft, ["batch_size", "sequence_length", a.vocab])]
         for i in range(a.layers):

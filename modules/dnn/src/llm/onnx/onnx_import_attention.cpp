@@ -13,6 +13,7 @@
 #include "onnx_net_builder.hpp"
 
 #include "../net/net_assembly.hpp"
+#include "../net/llm_net_state.hpp"
 
 namespace cv {
 namespace dnn {
@@ -196,6 +197,8 @@ void ONNXNetBuilder::attachCache()
     for (const AttentionInfo& a : attention_)
         layers.push_back(a.layer);
     installLLMState(net_, layers, logitRowsLayer_, f_.path());  // context: the layers' (capped by rotary tables)
+    for (int id : positionLayers_)  // learned positions read the token positions from the Net's state
+        net_.getLayer(id).dynamicCast<LLMPositionEmbeddingLayer>()->attachState(LLMNetState::of(net_));
 }
 
 

@@ -231,6 +231,37 @@ void ONNXNetBuilder::importRMSNorm(const NodeProto& n)
         defineTensor(n, 1, Pin{id, 1}, 1);  // inv_std_var
 }
 
+// com.microsoft EmbedLayerNormalization (onnxruntime.transformers' GPT-2 / BERT embeddings):
+// word[input_ids] + position[position_ids] -> LLMTokenEmbedding, LLMPositionEmbedding (positions
+// from the KV cache), LayerNorm with gamma and beta; outputs normalized, mask_index, the sum.
+void ONNXNetBuilder::importEmbedLayerNorm(const NodeProto& n)
+{
+    if (outputNeeded(n, 1))
+        failNode(n, "the mask_index output is not supported (the KV cache does the masking)");
+    const Value& ids = input(n, 0);
+    if (ids.kind != Value::TokenIds)
+        failNode(n, "input_ids must be the graph's token ids");
+    if (hasInput(n, 1) || hasInput(n, 4))
+        failNode(n, "segment embeddings are not supported");
+    if (hasInput(n, 8) && input(n, 8).kind != Value::CacheInput)
+        failNode(n, "position_ids must be the graph's position input (the KV cache knows each token's position)");
+    int dim = 0, posDim = 0;
+    const Pin words = addEmbedding(n, n.name() + "/word", "LLMTokenEmbedding", ids.pin, constantInput(n, 2), dim);
+    const Pin sum = addEmbedding(n, n.name() + "/position", "LLMPositionEmbedding", words, constantInput(n, 3), posDim);
+    if (posDim != dim)
+        failNode(n, format("the position embedding has %d features, the word embedding %d", posDim, dim));
+    positionLayers_.push_back(sum.layer);
+    const Mat gamma = constantInput(n, 5).toFloat().reshape(1, 1), beta = constantInput(n, 6).toFloat().reshape(1, 1);
+    if ((int)gamma.total() != dim || (int)beta.total() != dim)
+        failNode(n, format("gamma and beta must have one value per feature (%d)", dim));
+    LayerParams ln = params(n.name(), "LLMLayerNorm");
+    ln.set("epsilon", onnxFloatAttribute(n, "epsilon", 1e-12f));
+    ln.blobs.push_back(gamma);
+    ln.blobs.push_back(beta);
+    defineTensor(n, 0, add(ln, {sum}), dim);
+    defineTensor(n, 2, sum, dim);
+}
+
 // com.microsoft SkipLayerNormalization (input, skip, gamma, beta, bias): LayerNorm of
 // input + skip (+ bias) with a shift; outputs normalized, mean, inv_std_var, the sum.
 void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)

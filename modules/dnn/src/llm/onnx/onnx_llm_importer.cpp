@@ -17,6 +17,7 @@
 //   Mul(Mul(x, Sigmoid(x)), y)            -> LLMElementwise swiglu; other element-wise ops -> LLMElementwise
 //   Gelu, FastGelu, BiasGelu, Erf, Sqrt   -> LLMElementwise (gelu, gelu_tanh, erf, sqrt; bias add)
 //   LayerNormalization, SkipLayerNormalization -> LLMLayerNorm (+ LLMElementwise add)
+//   EmbedLayerNormalization               -> LLMTokenEmbedding, LLMPositionEmbedding, LLMLayerNorm
 //   Reshape / Squeeze / Unsqueeze of an activation that keeps each token's features together
 //                                         -> nothing: a view (Value::inner); an RMS norm of a view
 //                                            of heads is RMSNorm with group_size (Qwen3's q/k norms)
@@ -269,6 +270,8 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importLayerNorm(n);
     else if (op == "SkipLayerNormalization" && microsoft)
         importSkipLayerNorm(n);
+    else if (op == "EmbedLayerNormalization" && microsoft)
+        importEmbedLayerNorm(n);
     else if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze")
         importReshape(n);
     else if (op == "RotaryEmbedding")
@@ -279,7 +282,7 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, "
                     "MatMulNBits, Add, Sub, Mul, Div, Pow, Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
                     "Cast, Identity, Reshape, Squeeze, Unsqueeze, SimplifiedLayerNormalization, "
-                    "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, SkipLayerNormalization, RotaryEmbedding, "
+                    "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, SkipLayerNormalization, EmbedLayerNormalization, RotaryEmbedding, "
                     "GroupQueryAttention, MultiHeadAttention, Attention; on constants also Shape, Size, Concat, "
                     "Slice, Gather, Expand, Where, Range, ConstantOfShape, Equal, Less, Greater, Not, "
                     "Reciprocal, Transpose, Flatten)");
@@ -350,21 +353,31 @@ void ONNXNetBuilder::importGather(const NodeProto& n)
     const Value& ids = input(n, 1);
     if (ids.kind != Value::TokenIds)
         failNode(n, "only the token-embedding lookup (Gather of a constant table by input_ids) is supported");
-    const OnnxTensor& table = constantInput(n, 0);
     if (onnxIntAttribute(n, "axis", 0) != 0)
         failNode(n, "axis must be 0");
+    int dim = 0;
+    const Pin out = addEmbedding(n, n.name(), "LLMTokenEmbedding", ids.pin, constantInput(n, 0), dim);
+    defineTensor(n, 0, out, dim);
+}
+
+// A lookup table layer (LLMTokenEmbedding by token ids, LLMPositionEmbedding adding rows by
+// position) of a constant [rows, dim] float table; `dim` receives its width.
+Pin ONNXNetBuilder::addEmbedding(const NodeProto& n, const std::string& name, const char* type, Pin x,
+                                 const OnnxTensor& table, int& dim)
+{
     if (table.shape.size() != 2 || table.shape[0] <= 0 || table.shape[1] <= 0 ||
         table.shape[0] > INT_MAX || table.shape[1] > INT_MAX)
         failNode(n, "the embedding table must be a non-empty 2-D tensor");
     if (table.dataType != ONNX_FLOAT && table.dataType != ONNX_FLOAT16 && table.dataType != ONNX_BFLOAT16)
         failNode(n, "the embedding table must be float, float16 or bfloat16");
-    const int vocab = (int)table.shape[0], dim = (int)table.shape[1];
-    LayerParams lp = params(n.name(), "LLMTokenEmbedding");
+    const int rows = (int)table.shape[0];
+    dim = (int)table.shape[1];
+    LayerParams lp = params(name, type);
     lp.set("ggml_type", (int)ggmlFloatType(table.dataType));
     lp.set("embedding_length", dim);
-    lp.set("vocab_size", vocab);
-    lp.blobs.push_back(table.rawRows(vocab, (int64)dim * onnxElementSize(table.dataType)));
-    defineTensor(n, 0, add(lp, {ids.pin}), dim);
+    lp.set(std::string(type) == "LLMTokenEmbedding" ? "vocab_size" : "max_positions", rows);
+    lp.blobs.push_back(table.rawRows(rows, (int64)dim * onnxElementSize(table.dataType)));
+    return add(lp, {x});
 }
 
 // The activation input of a matmul; the logit-row selection goes in front of the logits' one.

@@ -162,6 +162,9 @@ private:
 
     void importGather(const NodeProto& n);
 
+    Pin addEmbedding(const NodeProto& n, const std::string& name, const char* type, Pin x, const OnnxTensor& table,
+                     int& dim);
+
     // The activation input of a matmul; the logit-row selection goes in front of the logits' one.
     Pin matmulInput(const NodeProto& n);
 
@@ -187,6 +190,8 @@ private:
     void importSkipRMSNorm(const NodeProto& n);
 
     void importSkipLayerNorm(const NodeProto& n);
+
+    void importEmbedLayerNorm(const NodeProto& n);
 
     void importGelu(const NodeProto& n);
 
@@ -245,6 +250,7 @@ private:
     bool logitRowsAdded_ = false;
     int logitRowsLayer_ = -1;
     std::vector<AttentionInfo> attention_;
+    std::vector<int> positionLayers_;  // LLMPositionEmbedding layers (EmbedLayerNormalization)
 };
 
 }}}} // namespace cv::dnn::llm::onnx_import
