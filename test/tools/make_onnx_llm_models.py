@@ -120,6 +120,11 @@ VARIANTS = {
     "ms_attention_embed_layer_norm": "--attention ms-attention --norm layer --embed-layer-norm --activation gelu-tanh "
                                      "--heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 --vocab 256 "
                                      "--model-type gpt2 --seed 5",
+    # The gate projection's bias fused into com.microsoft FastGelu(x, bias) / BiasGelu(x, bias) (erf).
+    "fast_gelu_bias": "--attention gqa-rotary --norm layer --activation fast-gelu-bias --heads 4 --kv-heads 2 "
+                      "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 1",
+    "bias_gelu": "--attention gqa-rotary --norm layer --activation bias-gelu --heads 4 --kv-heads 2 "
+                 "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 1",
     # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
     # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
     "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "

@@ -130,10 +130,13 @@ def parse_args(argv):
                         "embeddings, gamma, beta, position_ids int32) -> normalized, embedding_sum")
     p.add_argument("--embed-scale", action="store_true",
                    help="Gemma: the embedding rows multiplied by sqrt(hidden) (a Mul by a scalar constant)")
-    p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu", "gelu-tanh-ops", "gelu-erf-ops"], default="silu",
+    p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu", "gelu-tanh-ops", "gelu-erf-ops",
+                                                     "fast-gelu-bias", "bias-gelu"], default="silu",
                    help="MLP gate activation: SiLU (Sigmoid, Mul), gelu-tanh (com.microsoft FastGelu, Gemma's "
                         "gelu_pytorch_tanh) or gelu (com.microsoft Gelu, erf); -ops: written out in elementary operators as "
-                        "torch.onnx.export writes them (tanh form: Pow(x, 3), Mul, Add, Tanh; erf form: Div, Erf, Add, Mul)")
+                        "torch.onnx.export writes them (tanh form: Pow(x, 3), Mul, Add, Tanh; erf form: Div, Erf, Add, Mul); "
+                        "fast-gelu-bias / bias-gelu: the gate projection's bias given to com.microsoft "
+                        "FastGelu(x, bias) / BiasGelu(x, bias)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -491,6 +494,10 @@ class GraphBuilder:
             t = self.node("Tanh", f"{pre}/act_fn/Tanh", [self.node("Mul", f"{pre}/act_fn/Mul_1", [inner, f(0.7978845608028654)])])
             half = self.node("Mul", f"{pre}/act_fn/Mul_2", [gate, f(0.5)])
             act = self.node("Mul", f"{pre}/act_fn/Mul_3", [half, self.node("Add", f"{pre}/act_fn/Add_1", [t, f(1.0)])])
+        elif a.activation in ("fast-gelu-bias", "bias-gelu"):  # the gate's bias fused into the activation
+            op = "FastGelu" if a.activation == "fast-gelu-bias" else "BiasGelu"
+            bias = self.initializer(f"model.layers.{i}.mlp.gate_proj.bias", self.normal(a.ffn, 0.1).astype(self.np_float))
+            act = self.node(op, f"{pre}/act_fn/{op}", [gate, bias], domain=MS_DOMAIN)
         elif a.activation == "gelu-erf-ops":  # x * 0.5 * (1 + erf(x / sqrt(2)))
             f = lambda v: self.constant(np.array(v, self.np_float))
             e = self.node("Erf", f"{pre}/act_fn/Erf", [self.node("Div", f"{pre}/act_fn/Div", [gate, f(1.4142135381698608)])])
