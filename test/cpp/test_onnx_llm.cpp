@@ -171,7 +171,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 27u);
+    ASSERT_GE(refs.size(), 28u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -244,6 +244,17 @@ TEST(ONNXLanguageModels, layerNormWithBiasMatchesOnnxRuntime)
 {
     const OrtReference ref = syntheticReference("phi2_layer_norm");
     ASSERT_NE(ref.generator.find("--norm layer"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    expectSyntheticModelMatches(ref);
+}
+
+// Constant folding: the final norm's scale computed by shape and data-movement operators on
+// constants (Range, Less, Equal, ConstantOfShape, Where, Transpose, Expand, Slice with a negative
+// step, Squeeze, Unsqueeze, Cast, Pow, Sqrt, Div, Neg), which ONNX Runtime computes as given.
+TEST(ONNXLanguageModels, constantSubgraphsFoldAsOnnxRuntimeComputesThem)
+{
+    const OrtReference ref = syntheticReference("folded_final_norm");
+    ASSERT_NE(ref.generator.find("--folded-final-norm"), std::string::npos);
     ASSERT_GE(ref.branchPrefix, 0);
     expectSyntheticModelMatches(ref);
 }

@@ -128,6 +128,10 @@ def parse_args(argv):
                    help="with --norm layer: learned positions and the first LayerNorm fused as onnxruntime.transformers "
                         "writes GPT-2's: com.microsoft EmbedLayerNormalization(input_ids int32, word and position "
                         "embeddings, gamma, beta, position_ids int32) -> normalized, embedding_sum")
+    p.add_argument("--folded-final-norm", action="store_true",
+                   help="the final norm's scale computed by a constant subgraph for an importer's constant folding: "
+                        "w * Where(Less(Range(0, hidden, 1), hidden / 2), 1, 0.5) reached through ConstantOfShape, Equal, "
+                        "Unsqueeze, Transpose, Expand, Slice (negative step), Squeeze, Cast, Sqrt, Pow, Div, Neg")
     p.add_argument("--embed-scale", action="store_true",
                    help="Gemma: the embedding rows multiplied by sqrt(hidden) (a Mul by a scalar constant)")
     p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu", "gelu-tanh-ops", "gelu-erf-ops",
@@ -508,6 +512,28 @@ class GraphBuilder:
         prod = self.node("Mul", f"{pre}/Mul", [act, up])
         return self.linear(f"model.layers.{i}.mlp.down_proj", prod, self.normal((a.ffn, a.hidden), 0.1))
 
+    def folded_scale(self, weight):
+        """weight * Where(Less(Range(0, H, 1), H / 2), 1, 0.5), through shape and data-movement operators on
+        constants only (ONNX Runtime computes them; an importer folds them)."""
+        a, pre = self.a, "/model/final_norm_scale"
+        i64 = lambda v: self.constant(np.array(v, np.int64))
+        f = lambda v: self.constant(np.array(v, np.float32))
+        hidden = self.node("Shape", f"{pre}/Shape", [weight])                                 # [H]
+        r = self.node("Range", f"{pre}/Range", [i64(0), self.node("Squeeze", f"{pre}/Squeeze_h", [hidden, i64([0])]), i64(1)])
+        low = self.node("Less", f"{pre}/Less", [r, i64(a.hidden // 2)])
+        same = self.node("Equal", f"{pre}/Equal", [r, r])                                     # all true
+        ones = self.node("ConstantOfShape", f"{pre}/ConstantOfShape", [hidden],
+                         value=numpy_helper.from_array(np.array([1.0], np.float32)))
+        half = self.node("Div", f"{pre}/Div", [ones, self.node("Sqrt", f"{pre}/Sqrt", [self.node("Pow", f"{pre}/Pow", [f(2.0), f(2.0)])])])
+        pick = self.node("Where", f"{pre}/Where", [low, ones, half])
+        pick = self.node("Where", f"{pre}/Where_1", [same, pick, self.node("Neg", f"{pre}/Neg", [ones])])
+        col = self.node("Transpose", f"{pre}/Transpose", [self.node("Unsqueeze", f"{pre}/Unsqueeze", [pick, i64([0])])], perm=[1, 0])
+        wide = self.node("Expand", f"{pre}/Expand", [col, i64([a.hidden, 3])])                # [H, 3]
+        back = self.node("Slice", f"{pre}/Slice", [wide, i64([-1]), i64([-3]), i64([1]), i64([-2])])   # column 2: [H, 1]
+        scale = self.node("Squeeze", f"{pre}/Squeeze", [back, i64([1])])
+        scale = self.node("Cast", f"{pre}/Cast", [scale], to=self.float_type)
+        return self.node("Mul", f"{pre}/Mul", [weight, scale])
+
     def norm_weight(self, name, size=None):
         w = self.normal(size or self.a.hidden, 0.1)
         if self.a.norm_offset == "baked":
@@ -595,8 +621,10 @@ class GraphBuilder:
             normed, residual = self.skip_norm(f"/model/layers.{i}/post_attention_layernorm", residual, attn_out,
                                               self.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight"))
             mlp_out = self.mlp(i, normed)
-        final, _ = self.skip_norm(f"/model/layers.{a.layers}/final_norm_layernorm", residual, mlp_out,
-                                  self.norm_weight(f"model.layers.{a.layers}.final_norm_layernorm.weight"), False)
+        final_weight = self.norm_weight(f"model.layers.{a.layers}.final_norm_layernorm.weight")
+        if a.folded_final_norm:
+            final_weight = self.folded_scale(final_weight)
+        final, _ = self.skip_norm(f"/model/layers.{a.layers}/final_norm_layernorm", residual, mlp_out, final_weight, False)
         self.linear("lm_head", final, self.normal((a.hidden, a.vocab), 0.3), output="logits")
         return self.model()
 
