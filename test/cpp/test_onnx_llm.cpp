@@ -171,7 +171,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 28u);
+    ASSERT_GE(refs.size(), 29u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -255,6 +255,16 @@ TEST(ONNXLanguageModels, constantSubgraphsFoldAsOnnxRuntimeComputesThem)
 {
     const OrtReference ref = syntheticReference("folded_final_norm");
     ASSERT_NE(ref.generator.find("--folded-final-norm"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    expectSyntheticModelMatches(ref);
+}
+
+// RMS norms written out (Pow(x, 2), ReduceMean over the features, Add eps, Sqrt, Reciprocal, Mul)
+// -> RMSNorm; the same weights as gqa_rotary_fp32.
+TEST(ONNXLanguageModels, rmsNormWrittenOutMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("rms_norm_ops");
+    ASSERT_NE(ref.generator.find("--norm rms-ops"), std::string::npos);
     ASSERT_GE(ref.branchPrefix, 0);
     expectSyntheticModelMatches(ref);
 }

@@ -130,6 +130,10 @@ VARIANTS = {
     # importer folds it. Seed 9 (smallest relative top-2 gap 1.3%, no seed of 1..9 reached 2% on every step).
     "folded_final_norm": "--attention gqa-rotary --folded-final-norm --heads 4 --kv-heads 2 --head-size 16 --hidden 64 "
                          "--ffn 160 --vocab 256 --seed 9",
+    # Every RMS norm written out as torch.onnx.export writes Hugging Face's (Pow, ReduceMean, Add eps, Sqrt,
+    # Reciprocal, Mul, Mul weight; residual Adds): gqa_rotary_fp32's arguments and seed, hence its weights.
+    "rms_norm_ops": "--attention gqa-rotary --norm rms-ops --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 160 "
+                    "--vocab 256 --seed 5",
     # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
     # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
     "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "

@@ -120,10 +120,12 @@ def parse_args(argv):
     p.add_argument("--norm-offset", choices=["baked", "runtime"], default="baked",
                    help="norm scales near 1: stored as 1 + w (baked) or as w with an Add of the constant 1 in the "
                         "graph (runtime: Gemma's (1 + w), as builder.py's OffsetRMSNorm writes it)")
-    p.add_argument("--norm", choices=["rms", "layer"], default="rms",
+    p.add_argument("--norm", choices=["rms", "layer", "rms-ops"], default="rms",
                    help="layer: LayerNorm with a bias (GPT-2 / Phi-2 style): LayerNormalization(X, gamma, beta) "
                         "for the first norm, com.microsoft SkipLayerNormalization(input, skip, gamma, beta) for the "
-                        "others (onnxruntime.transformers' fused form)")
+                        "others (onnxruntime.transformers' fused form); rms-ops: every RMS norm written out as torch.onnx.export "
+                        "writes Hugging Face's (Pow(x, 2), ReduceMean(axes=[-1]), Add eps, Sqrt, Reciprocal, Mul x, Mul "
+                        "weight), the residuals as explicit Adds")
     p.add_argument("--embed-layer-norm", action="store_true",
                    help="with --norm layer: learned positions and the first LayerNorm fused as onnxruntime.transformers "
                         "writes GPT-2's: com.microsoft EmbedLayerNormalization(input_ids int32, word and position "
@@ -551,6 +553,13 @@ class GraphBuilder:
         for the model's first norm as builder.py emits it, or the standard RMSNormalization-23 for onnx23
         (every norm; skip_norm puts an Add in front)."""
         output = output or f"{name}/output_0"
+        if self.a.norm == "rms-ops":
+            f = lambda v: self.constant(np.array(v, self.np_float))
+            sq = self.node("Pow", f"{name}/Pow", [x, f(2.0)])
+            mean = self.node("ReduceMean", f"{name}/ReduceMean", [sq], axes=[-1], keepdims=1)
+            root = self.node("Sqrt", f"{name}/Sqrt", [self.node("Add", f"{name}/Add", [mean, f(self.a.rms_eps)])])
+            inv = self.node("Reciprocal", f"{name}/Reciprocal", [root])
+            return self.node("Mul", f"{name}/Mul_1", [weight, self.node("Mul", f"{name}/Mul", [x, inv])], [output])
         if self.a.norm == "layer":
             return self.node("LayerNormalization", f"{name}/LayerNorm", [x, weight, self.norm_bias(name)], [output],
                              epsilon=self.a.rms_eps, axis=-1)
@@ -564,8 +573,8 @@ class GraphBuilder:
         """SkipSimplifiedLayerNormalization(input, skip, gamma): output 0 = RMSNorm(input + skip),
         output 3 = input + skip (the residual stream, carried to the next Skip norm). onnx23: an
         explicit Add (the residual stream) and RMSNormalization of it."""
-        if self.a.attention == "onnx23":
-            total = self.node("Add", f"{name}/Add", [residual, x])
+        if self.a.attention == "onnx23" or self.a.norm == "rms-ops":
+            total = self.node("Add", f"{name}/Add" if self.a.norm != "rms-ops" else f"{name}/residual/Add", [residual, x])
             return self.rms_norm(name, total, weight), (total if keep_sum else None)
         outputs = [f"{name}/output_0", "", "", f"{name}/output_3"] if keep_sum else [f"{name}/output_0"]
         if self.a.norm == "layer":

@@ -121,6 +121,13 @@ void ONNXNetBuilder::importPow(const NodeProto& n)
         defineTensor(n, 0, x, v.width, innerOf(v));
         return;
     }
+    if (p == 2 && input(n, 0).kind == Value::Tensor)
+    {
+        Value sq = input(n, 0);
+        sq.kind = Value::Square;  // computed only if not consumed by an RMS norm's mean
+        define(n, 0, sq);
+        return;
+    }
     if (p != 2 && p != 3 && p != 0.5)
         failNode(n, format("exponent %g: only 1, 2, 3 and 0.5 are supported on activations", p));
     LayerParams lp = params(n.name(), "LLMElementwise");
@@ -133,6 +140,72 @@ void ONNXNetBuilder::importPow(const NodeProto& n)
         y = add(cube, {y, x});
     }
     defineTensor(n, 0, y, v.width, innerOf(v));
+}
+
+// ReduceMean over the features of x^2 (keepdims): the start of an RMS norm written out.
+void ONNXNetBuilder::importReduceMean(const NodeProto& n)
+{
+    const Value& x = input(n, 0);
+    std::vector<int64> axes;
+    for (const auto& a : n.attribute())
+        if (a.name() == "axes")
+            axes.assign(a.ints().begin(), a.ints().end());
+    if (axes.empty() && hasInput(n, 1))
+    {
+        const OnnxTensor& t = constantInput(n, 1);
+        for (int64 k = 0; k < t.total(); k++)
+            axes.push_back((int64)t.at(k));
+    }
+    if (x.kind != Value::Square || x.inner != 0 || axes.size() != 1 || (axes[0] != -1 && axes[0] != 2) ||
+        onnxIntAttribute(n, "keepdims", 1) != 1)
+        failNode(n, "only the mean over the features (axes [-1], keepdims) of Pow(x, 2) is supported on activations "
+                    "(an RMS norm written out)");
+    Value v = x;
+    v.kind = Value::MeanSquare;
+    v.eps = 0.f;
+    define(n, 0, v);
+}
+
+// The steps of an RMS norm written out: Add(mean, eps), Sqrt, Reciprocal (or Div(1, .)), then
+// Mul(x, 1 / rms) or Div(x, rms) with the x whose squares were averaged -> RMSNorm.
+bool ONNXNetBuilder::importWrittenOutRMSNorm(const NodeProto& n)
+{
+    const std::string& op = n.op_type();
+    auto kindOf = [&](int i) { return hasInput(n, i) && values_.count(n.input(i)) ? values_.at(n.input(i)).kind : Value::Tensor; };
+    auto isReduction = [](Value::Kind k) {
+        return k == Value::MeanSquare || k == Value::RootMeanSquare || k == Value::InvRootMeanSquare;
+    };
+    if (!n.domain().empty() || n.input_size() < 1 || !(isReduction(kindOf(0)) || (n.input_size() > 1 && isReduction(kindOf(1)))))
+        return false;
+    const int r = isReduction(kindOf(0)) ? 0 : 1;
+    Value v = values_.at(n.input(r));
+    if (op == "Add" && v.kind == Value::MeanSquare && input(n, 1 - r).kind == Value::Constant &&
+        input(n, 1 - r).constant->total() == 1)
+    {
+        v.eps += (float)input(n, 1 - r).constant->at(0);
+    }
+    else if (op == "Sqrt" && v.kind == Value::MeanSquare)
+        v.kind = Value::RootMeanSquare;
+    else if ((op == "Reciprocal" && v.kind == Value::RootMeanSquare) ||
+             (op == "Div" && r == 1 && v.kind == Value::RootMeanSquare && input(n, 0).kind == Value::Constant &&
+              input(n, 0).constant->total() == 1 && input(n, 0).constant->at(0) == 1.0))
+        v.kind = Value::InvRootMeanSquare;
+    else if ((op == "Mul" && v.kind == Value::InvRootMeanSquare) || (op == "Div" && r == 1 && v.kind == Value::RootMeanSquare))
+    {
+        const Value& x = input(n, 1 - r);
+        if ((x.kind != Value::Tensor && x.kind != Value::Square) || x.pin.layer != v.pin.layer || x.pin.output != v.pin.output)
+            failNode(n, "an RMS norm written out must scale the same x whose squares it averaged");
+        LayerParams lp = params(n.name(), "RMSNorm");
+        lp.set("epsilon", v.eps);
+        lp.blobs.push_back(Mat::ones(1, v.width, CV_32F));
+        defineTensor(n, 0, add(lp, {v.pin}), v.width);
+        return true;
+    }
+    else
+        failNode(n, "a mean over the features is supported only inside an RMS norm written out "
+                    "(x * 1 / sqrt(mean(x^2) + eps), or x / sqrt(...))");
+    define(n, 0, v);
+    return true;
 }
 
 // GELU: ai.onnx Gelu (approximate "none" / "tanh"), com.microsoft Gelu (erf), FastGelu (tanh,

@@ -16,6 +16,7 @@
 //   GroupQueryAttention, MultiHeadAttention, Attention -> LLMAttention on the shared cache
 //   Mul(Mul(x, Sigmoid(x)), y)            -> LLMElementwise swiglu; other element-wise ops -> LLMElementwise
 //   Gelu, FastGelu, BiasGelu, Erf, Sqrt   -> LLMElementwise (gelu, gelu_tanh, erf, sqrt; bias add)
+//   x * 1 / sqrt(ReduceMean(x^2) + eps)   -> RMSNorm (unit scale), as exporters write RMS norms out
 //   LayerNormalization, SkipLayerNormalization -> LLMLayerNorm (+ LLMElementwise add)
 //   EmbedLayerNormalization               -> LLMTokenEmbedding, LLMPositionEmbedding, LLMLayerNorm
 //   Reshape / Squeeze / Unsqueeze of an activation that keeps each token's features together
@@ -149,14 +150,21 @@ Pin ONNXNetBuilder::tensor(const Value& v, const std::string& where)
         return v.pin;
     case Value::Sigmoid:
     case Value::Silu:
+    case Value::Square:
     {
-        LayerParams lp = params(v.name + "/" + (v.kind == Value::Sigmoid ? "sigmoid" : "silu"), "LLMElementwise");
-        lp.set("operation", v.kind == Value::Sigmoid ? "sigmoid" : "silu");
+        const char* op = v.kind == Value::Sigmoid ? "sigmoid" : v.kind == Value::Silu ? "silu" : "mul";
+        LayerParams lp = params(v.name + "/" + (v.kind == Value::Square ? "square" : op), "LLMElementwise");
+        lp.set("operation", op);
         Value& stored = values_[v.name];
         stored.kind = Value::Tensor;
-        stored.pin = add(lp, {v.pin});
+        stored.pin = v.kind == Value::Square ? add(lp, {v.pin, v.pin}) : add(lp, {v.pin});
         return stored.pin;
     }
+    case Value::MeanSquare:
+    case Value::RootMeanSquare:
+    case Value::InvRootMeanSquare:
+        f_.fail(where + ": a mean over the features is supported only inside an RMS norm written out "
+                "(x * 1 / sqrt(mean(x^2) + eps), or x / sqrt(...))");
     case Value::Rotated:
         f_.fail(where + ": a RotaryEmbedding output is supported only as an attention's query or key");
     case Value::Constant:
@@ -244,7 +252,7 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importConstant(n);
     else if ((op == "Identity" || op == "Cast") && castPassesThrough(n))
         define(n, 0, input(n, 0));
-    else if (foldConstantNode(n))
+    else if (foldConstantNode(n) || importWrittenOutRMSNorm(n))
         return;
     else if (op == "Gather")
         importGather(n);
@@ -260,6 +268,8 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importUnary(n);
     else if (op == "Pow")
         importPow(n);
+    else if (op == "ReduceMean")
+        importReduceMean(n);
     else if (op == "Gelu" || op == "FastGelu" || op == "BiasGelu")
         importGelu(n);
     else if (op == "SimplifiedLayerNormalization" || op == "RMSNormalization")
@@ -280,7 +290,7 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importAttention(n);
     else
         failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, "
-                    "MatMulNBits, Add, Sub, Mul, Div, Pow, Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
+                    "MatMulNBits, Add, Sub, Mul, Div, Pow, ReduceMean (in an RMS norm), Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
                     "Cast, Identity, Reshape, Squeeze, Unsqueeze, SimplifiedLayerNormalization, "
                     "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, SkipLayerNormalization, EmbedLayerNormalization, RotaryEmbedding, "
                     "GroupQueryAttention, MultiHeadAttention, Attention; on constants also Shape, Size, Concat, "

@@ -59,7 +59,11 @@ struct Value
         CacheInput,  // another graph input (mask, positions, past keys/values): the cache replaces it
         Rotated,     // RotaryEmbedding of `pin`, applied by the attention that consumes it
         Sigmoid,     // sigmoid(pin), not computed unless something other than SiLU needs it
-        Silu         // pin * sigmoid(pin), not computed unless something other than SwiGLU needs it
+        Silu,        // pin * sigmoid(pin), not computed unless something other than SwiGLU needs it
+        Square,      // pin * pin (Pow(x, 2)), not computed unless something other than an RMS norm needs it
+        MeanSquare,  // mean over the features of pin^2 (+ `eps`): an RMS norm written out (ReduceMean)
+        RootMeanSquare,     // sqrt of MeanSquare
+        InvRootMeanSquare   // 1 / RootMeanSquare: x * it is RMSNorm(x) with a unit scale
     };
     Kind kind = Tensor;
     Pin pin;
@@ -70,6 +74,7 @@ struct Value
     // A constant shape tensor some of whose entries stand for the batch size or the token count
     // (kBatchDim, kTokenDim: a Shape of an activation and what moved those entries around).
     bool symbolic = false;
+    float eps = 0.f;  // MeanSquare and what follows: the epsilon added to the mean
     std::shared_ptr<const OnnxTensor> constant;
     std::shared_ptr<RotaryTables> rotary;
     std::string name;
@@ -196,6 +201,12 @@ private:
     void importGelu(const NodeProto& n);
 
     void importPow(const NodeProto& n);
+
+    void importReduceMean(const NodeProto& n);
+
+    // RMS norm written out (x * 1 / sqrt(mean(x^2) + eps)): Div / Mul / Add / Sqrt / Reciprocal
+    // on the MeanSquare kinds; true if the node was one of those steps.
+    bool importWrittenOutRMSNorm(const NodeProto& n);
 
     void importLayerNorm(const NodeProto& n);
 
