@@ -163,7 +163,8 @@ int main(int argc, char** argv)
         decode.stop();
 
         const std::vector<int> generated = model.getGeneratedTokenIds();
-        if (opt.printIds)
+        // A model without a tokenizer (an ONNX folder without tokenizer.json) gives no text: ids out.
+        if (opt.printIds || (opt.hasPromptIds && text.empty() && !generated.empty()))
         {
             printIds("prompt_ids", model.getPromptTokenIds());
             printIds("generated_ids", generated);

@@ -12,6 +12,7 @@
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -170,7 +171,7 @@ void expectSyntheticModelMatches(const OrtReference& ref)
 TEST(ONNXLanguageModels, syntheticBuilderGraphsMatchOnnxRuntime)
 {
     const std::vector<std::string> refs = syntheticReferences();
-    ASSERT_GE(refs.size(), 16u);
+    ASSERT_GE(refs.size(), 29u);
     for (const std::string& path : refs)
         expectSyntheticModelMatches(readOrtReference(path));
 }
@@ -211,6 +212,122 @@ TEST(ONNXLanguageModels, multiHeadAttentionAppendMatchesOnnxRuntime)
     ASSERT_GE(ref.branchPrefix, 0) << "the oracle has no append branch";
     ASSERT_GT(ref.branch.steps.at(0).fedIds.size(), 1u);
     expectSyntheticModelMatches(ref);
+}
+
+// Qwen3's per-head Q/K norms (Reshape to rows of one head, SimplifiedLayerNormalization with a
+// [head_size] scale, Reshape back: RMSNorm with group_size), Gemma's (1 + w) norm scales
+// written as Add(w, 1) (folded at import), embedding scale and FastGelu / Gelu MLPs. Float32
+// graphs: the float32 tolerance (measured 1e-5), greedy ids equal, the append branch included.
+TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
+{
+    for (const char* name : {"qwen3_qk_norm", "qwen3_qk_norm_dynamic_shapes", "gemma_fast_gelu", "gemma3_qk_norm_gelu"})
+    {
+        const OrtReference ref = syntheticReference(name);
+        ASSERT_GE(ref.branchPrefix, 0) << name;
+        EXPECT_EQ(logitTolerance(ref), 1e-4) << name;
+        expectSyntheticModelMatches(ref);
+    }
+    Net net = readNet(syntheticModel(syntheticReference("gemma3_qk_norm_gelu")));
+    int grouped = 0;
+    for (const String& layerName : net.getLayerNames())
+    {
+        Ptr<Layer> layer = net.getLayer(layerName);
+        if (layer->type == "RMSNorm" && layerName.find("q_norm") != std::string::npos)
+            grouped++;
+    }
+    EXPECT_EQ(grouped, 2) << "one per-head q norm per layer";
+}
+
+// LayerNorm with a bias: LayerNormalization and com.microsoft SkipLayerNormalization (gamma, beta)
+// -> LLMLayerNorm; FastGelu; float32 (measured 5e-6 against ONNX Runtime).
+TEST(ONNXLanguageModels, layerNormWithBiasMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("phi2_layer_norm");
+    ASSERT_NE(ref.generator.find("--norm layer"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    expectSyntheticModelMatches(ref);
+}
+
+// Constant folding: the final norm's scale computed by shape and data-movement operators on
+// constants (Range, Less, Equal, ConstantOfShape, Where, Transpose, Expand, Slice with a negative
+// step, Squeeze, Unsqueeze, Cast, Pow, Sqrt, Div, Neg), which ONNX Runtime computes as given.
+TEST(ONNXLanguageModels, constantSubgraphsFoldAsOnnxRuntimeComputesThem)
+{
+    const OrtReference ref = syntheticReference("folded_final_norm");
+    ASSERT_NE(ref.generator.find("--folded-final-norm"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    expectSyntheticModelMatches(ref);
+}
+
+// RMS norms written out (Pow(x, 2), ReduceMean over the features, Add eps, Sqrt, Reciprocal, Mul)
+// -> RMSNorm; the same weights as gqa_rotary_fp32.
+TEST(ONNXLanguageModels, rmsNormWrittenOutMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("rms_norm_ops");
+    ASSERT_NE(ref.generator.find("--norm rms-ops"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    expectSyntheticModelMatches(ref);
+}
+
+// onnxruntime.transformers' GPT-2 attention: com.microsoft Attention with packed q|k|v weights and
+// bias, past_N / present_N stacked caches -> LLMMatMul + packed LLMAttention on the paged cache;
+// with EmbedLayerNormalization (learned positions from the cache's positions, LayerNorm).
+TEST(ONNXLanguageModels, microsoftAttentionWithPastPresentMatchesOnnxRuntime)
+{
+    for (const char* name : {"ms_attention_past_present", "ms_attention_embed_layer_norm"})
+    {
+        const OrtReference ref = syntheticReference(name);
+        ASSERT_NE(ref.generator.find("--attention ms-attention"), std::string::npos) << name;
+        ASSERT_GE(ref.branchPrefix, 0) << name;
+        expectSyntheticModelMatches(ref);
+    }
+}
+
+// GELU written out as torch.onnx.export writes it: Pow(x, 3) (two products), Tanh, Erf, Div / Mul /
+// Add by scalar constants; com.microsoft FastGelu / BiasGelu with the gate's bias as their input.
+TEST(ONNXLanguageModels, geluWrittenOutInOperatorsMatchesOnnxRuntime)
+{
+    for (const char* name : {"layer_norm_gelu_tanh_ops", "layer_norm_gelu_erf_ops", "fast_gelu_bias", "bias_gelu"})
+    {
+        const OrtReference ref = syntheticReference(name);
+        ASSERT_NE(ref.generator.find("gelu"), std::string::npos) << name;
+        ASSERT_GE(ref.branchPrefix, 0) << name;
+        expectSyntheticModelMatches(ref);
+    }
+}
+
+// A model folder without tokenizer.json (the synthetic ones have none): token ids in, token ids
+// out, ONNX Runtime's greedy ids; text in or out is an error that says why.
+TEST(ONNXLanguageModels, tokenIdsWithoutTokenizerJson)
+{
+    const OrtReference ref = syntheticReference("gqa_rotary_fp32");
+    TextGenerationModel model(syntheticModel(ref));
+    GenerationConfig cfg;
+    cfg.maxNewTokens = (int)ref.main.greedyIds.size();
+    model.startWithTokenIds(ref.promptIds, cfg);
+    std::string text;
+    while (!model.isDone())
+        text += model.next();
+    EXPECT_EQ(model.getGeneratedTokenIds(), ref.main.greedyIds);
+    EXPECT_EQ(text, "");
+    try
+    {
+        model.start("Once upon a time", cfg);
+        ADD_FAILURE() << "text in without a tokenizer";
+    }
+    catch (const cv::Exception& e)
+    {
+        EXPECT_NE(e.err.find("has no tokenizer.json: encoding text needs a tokenizer"), std::string::npos) << e.err;
+    }
+    try
+    {
+        model.getTokenizer()->decode(ref.main.greedyIds);
+        ADD_FAILURE() << "text out without a tokenizer";
+    }
+    catch (const cv::Exception& e)
+    {
+        EXPECT_NE(e.err.find("decoding token ids to text needs a tokenizer"), std::string::npos) << e.err;
+    }
 }
 
 TEST(ONNXLanguageModels, readNetFromONNXAndPlainForwardAgree)
@@ -289,8 +406,29 @@ TEST(ONNXLanguageModels, sharedBuilderLlamaMatchesOnnxRuntime)
 TEST(ONNXLanguageModelErrors, unsupportedOperatorNamesNodeAndOperator)
 {
     const std::string msg = llm_test::onnxLlmError("unsupported_op");
-    EXPECT_NE(msg.find("(Erf): operator not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(Softplus): operator not supported"), std::string::npos) << msg;
     EXPECT_NE(msg.find("node '/model/layers.0/mlp/act_fn/Sigmoid'"), std::string::npos) << msg;
+}
+
+// Shape operators on activations: only views that keep each token's features together.
+TEST(ONNXLanguageModelErrors, transposeOfActivationsNamesTheNode)
+{
+    const std::string msg = llm_test::onnxLlmError("transpose_activation");
+    EXPECT_NE(msg.find("node 'bad_transpose' (Transpose): operator not supported"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, arithmeticOnTheTokenCountNamesTheNode)
+{
+    const std::string msg = llm_test::onnxLlmError("token_count_arithmetic");
+    EXPECT_NE(msg.find("node 'token_count_times_two' (Mul): input 0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("holds the batch size or token count"), std::string::npos) << msg;
+}
+
+TEST(ONNXLanguageModelErrors, viewIntoMatMulNamesTheNode)
+{
+    const std::string msg = llm_test::onnxLlmError("view_into_matmul");
+    EXPECT_NE(msg.find("node '/model/layers.0/attn/q_proj/MatMul' (MatMul): input 0 ('viewed') is a view"),
+              std::string::npos) << msg;
 }
 
 TEST(ONNXLanguageModelErrors, externalDataOutsideTheModelFolder)

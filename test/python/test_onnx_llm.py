@@ -57,7 +57,7 @@ def test_llm_generate_with_text_and_with_ids(shared_testdata):
         assert ids_line(r.stdout, "generated_ids") == ref["greedyIds"]
 
 
-def test_onnx_folder_without_tokenizer_is_a_clear_error(tmp_path, shared_testdata):
+def test_onnx_folder_without_tokenizer_or_vocab_size_is_a_clear_error(tmp_path, shared_testdata):
     src = shared_testdata / "onnx" / "tiny-graph-capture-gqa"
     (tmp_path / "model.onnx").write_bytes((src / "model.onnx").read_bytes())
     # cv2 reports an exception thrown by a constructor as SystemError chained to the cv.error.
@@ -65,4 +65,27 @@ def test_onnx_folder_without_tokenizer_is_a_clear_error(tmp_path, shared_testdat
         cv.dnn.TextGenerationModel(str(tmp_path / "model.onnx"))
     error = info.value if isinstance(info.value, cv.error) else info.value.__cause__ or info.value.__context__
     assert isinstance(error, cv.error)
-    assert "the folder has no tokenizer.json" in str(error)
+    assert "has no tokenizer.json" in str(error) and "vocab_size" in str(error)
+
+
+def test_onnx_folder_without_tokenizer_generates_token_ids(tmp_path, shared_testdata):
+    """model.onnx + genai_config.json, no tokenizer.json: ids in, ids out (ONNX Runtime's greedy ids);
+    text in is an error that says why."""
+    ref = reference(shared_testdata, "tiny-graph-capture-gqa")
+    src = shared_testdata / "onnx" / "tiny-graph-capture-gqa"
+    for name in ("model.onnx", "genai_config.json"):
+        (tmp_path / name).write_bytes((src / name).read_bytes())
+    model = cv.dnn.TextGenerationModel(str(tmp_path / "model.onnx"))
+    cfg = cv.dnn.GenerationConfig()
+    cfg.maxNewTokens = len(ref["greedyIds"])
+    model.startWithTokenIds(ref["promptIds"], cfg)
+    while not model.isDone():
+        model.next()
+    assert list(model.getGeneratedTokenIds()) == ref["greedyIds"]
+    with pytest.raises(cv.error, match="encoding text needs a tokenizer"):
+        model.start("Once upon a time", cfg)
+    out = subprocess.run([str(BIN / "llm_generate"), f"--model={tmp_path / 'model.onnx'}",
+                          "--prompt-ids=" + ",".join(map(str, ref["promptIds"])),
+                          f"--max-new-tokens={len(ref['greedyIds'])}"],
+                         capture_output=True, text=True, check=True).stdout
+    assert ids_line(out, "generated_ids") == ref["greedyIds"]

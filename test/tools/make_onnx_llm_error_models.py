@@ -2,7 +2,13 @@
 """Makes broken variants of a small builder-style ONNX decoder, for the importer's error tests
 (test/cpp/test_onnx_llm.cpp, ONNXLanguageModelErrors). Each goes to OUTPUT_DIR/<name>/:
 
-  unsupported_op      the MLP's Sigmoid replaced by Erf (an operator the importer does not know)
+  unsupported_op      the MLP's Sigmoid replaced by Softplus (an operator the importer does not know)
+  transpose_activation a Transpose of the embedding output (shape operators on activations other
+                      than Reshape / Squeeze / Unsqueeze are refused; on constants they fold)
+  token_count_arithmetic  --qk-norm dynamic, the token count from Shape(q) doubled by a Mul before
+                      the Concat of the Reshape's shape (computing with it is refused)
+  view_into_matmul    the first q_proj MatMul fed [batch, seq * 4, 16] (a Reshape of the normed
+                      input into rows of 16): a view where a matmul needs whole tokens
   external_escape     an external-data location that leaves the model's folder ("../...")
   external_truncated  model.onnx.data cut in half: offsets point past its end
   truncated_model     model.onnx cut in half (not a valid protobuf message any more)
@@ -24,6 +30,7 @@ import subprocess
 import sys
 
 import onnx
+import onnx.numpy_helper
 from onnx import helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,7 +54,41 @@ def main(out_root):
     d = folder("unsupported_op")
     path = os.path.join(d, "model.onnx")
     m = onnx.load(path)
-    next(n for n in m.graph.node if n.op_type == "Sigmoid").op_type = "Erf"
+    next(n for n in m.graph.node if n.op_type == "Sigmoid").op_type = "Softplus"
+    onnx.save(m, path)
+
+    d = folder("transpose_activation")
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    gather = next(n for n in m.graph.node if n.name == "/model/embed_tokens/Gather")
+    t = helper.make_node("Transpose", [gather.output[0]], ["transposed"], name="bad_transpose", perm=[0, 2, 1])
+    for n in m.graph.node:
+        for i, x in enumerate(n.input):
+            if x == gather.output[0]:
+                n.input[i] = "transposed"
+    m.graph.node.insert(list(m.graph.node).index(gather) + 1, t)
+    onnx.save(m, path)
+
+    d = folder("token_count_arithmetic", extra=["--qk-norm", "dynamic"])
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    un = next(n for n in m.graph.node if n.name == "/model/layers.0/attn/q_norm/Unsqueeze_1")
+    two = onnx.numpy_helper.from_array(__import__("numpy").array(2, "int64"), "two")
+    m.graph.initializer.append(two)
+    mul = helper.make_node("Mul", [un.input[0], "two"], ["doubled"], name="token_count_times_two")
+    un.input[0] = "doubled"
+    m.graph.node.insert(list(m.graph.node).index(un), mul)
+    onnx.save(m, path)
+
+    d = folder("view_into_matmul")
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    q = next(n for n in m.graph.node if n.name == "/model/layers.0/attn/q_proj/MatMul")
+    shape = onnx.numpy_helper.from_array(__import__("numpy").array([0, -1, 16], "int64"), "view_shape")
+    m.graph.initializer.append(shape)
+    r = helper.make_node("Reshape", [q.input[0], "view_shape"], ["viewed"], name="bad_view")
+    q.input[0] = "viewed"
+    m.graph.node.insert(list(m.graph.node).index(q), r)
     onnx.save(m, path)
 
     d = folder("external_escape", external=True)

@@ -91,6 +91,58 @@ VARIANTS = {
     # so ONNX Runtime runs the append step (mha_fp16's builder mask refuses it).
     "mha_fp32_offset_mask": "--attention mha --heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 "
                             "--vocab 256 --mha-mask offset --seed 9",
+    # Qwen3 (builder.py's make_qk_norm): per-head Q and K RMS norms reached through Reshape to
+    # [batch, seq * heads, head_size] and back, then RotaryEmbedding nodes and GQA; rope theta 1e6.
+    "qwen3_qk_norm": "--attention gqa --qk-norm 3d --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 "
+                     "--vocab 256 --rope-theta 1000000 --model-type qwen3 --seed 13",
+    # qwen3_qk_norm's model with the Reshape shapes computed from Shape(q) as torch.onnx.export writes
+    # view(b, s, heads, head) (Shape, Gather, Unsqueeze, Concat: entries that stand for the batch size
+    # and the token count); ONNX Runtime's logits equal qwen3_qk_norm's exactly.
+    "qwen3_qk_norm_dynamic_shapes": "--attention gqa --qk-norm dynamic --heads 4 --kv-heads 2 --head-size 16 --hidden 64 "
+                                    "--ffn 128 --vocab 256 --rope-theta 1000000 --model-type qwen3 --seed 13",
+    # LayerNorm with a bias (Phi-2 / GPT-2 style): LayerNormalization, then com.microsoft SkipLayerNormalization
+    # (gamma, beta) as onnxruntime.transformers fuses them; FastGelu MLP; MultiHeadAttention with the offset mask.
+    "phi2_layer_norm": "--attention mha --mha-mask offset --norm layer --activation gelu-tanh --heads 4 --kv-heads 4 "
+                       "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 13",
+    # GELU written out in elementary operators as torch.onnx.export writes them (with LayerNorm + bias norms):
+    # GPT-2's gelu_new (Pow(x, 3), Mul, Add, Tanh) and the exact one (Div by sqrt(2), Erf, Add, Mul).
+    "layer_norm_gelu_tanh_ops": "--attention gqa-rotary --norm layer --activation gelu-tanh-ops --heads 4 --kv-heads 2 "
+                                "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 5",
+    "layer_norm_gelu_erf_ops": "--attention gqa --norm layer --activation gelu-erf-ops --heads 4 --kv-heads 2 "
+                               "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 5",
+    # onnxruntime.transformers' GPT-2 attention: com.microsoft Attention with the packed q|k|v weight and bias
+    # as its inputs, past_N / present_N [2, batch, heads, seq, head], unidirectional; LayerNorm + bias norms,
+    # FastGelu. No position information (no rotary, no position embedding): attention and cache only.
+    "ms_attention_past_present": "--attention ms-attention --norm layer --activation gelu-tanh --heads 4 --kv-heads 4 "
+                                 "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gpt2 --seed 2",
+    # ms_attention_past_present with GPT-2's fused embeddings: com.microsoft EmbedLayerNormalization (word +
+    # learned position embedding by position_ids, LayerNorm; outputs normalized and embedding_sum).
+    "ms_attention_embed_layer_norm": "--attention ms-attention --norm layer --embed-layer-norm --activation gelu-tanh "
+                                     "--heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 --vocab 256 "
+                                     "--model-type gpt2 --seed 5",
+    # The gate projection's bias fused into com.microsoft FastGelu(x, bias) / BiasGelu(x, bias) (erf).
+    "fast_gelu_bias": "--attention gqa-rotary --norm layer --activation fast-gelu-bias --heads 4 --kv-heads 2 "
+                      "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 1",
+    "bias_gelu": "--attention gqa-rotary --norm layer --activation bias-gelu --heads 4 --kv-heads 2 "
+                 "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 1",
+    # The final norm's scale computed by a constant subgraph (Shape, Squeeze, Range, Less, Equal, ConstantOfShape,
+    # Pow, Sqrt, Div, Neg, Where, Unsqueeze, Transpose, Expand, Slice with a negative step, Cast, Mul): the
+    # importer folds it. Seed 9 (smallest relative top-2 gap 1.3%, no seed of 1..9 reached 2% on every step).
+    "folded_final_norm": "--attention gqa-rotary --folded-final-norm --heads 4 --kv-heads 2 --head-size 16 --hidden 64 "
+                         "--ffn 160 --vocab 256 --seed 9",
+    # Every RMS norm written out as torch.onnx.export writes Hugging Face's (Pow, ReduceMean, Add eps, Sqrt,
+    # Reciprocal, Mul, Mul weight; residual Adds): gqa_rotary_fp32's arguments and seed, hence its weights.
+    "rms_norm_ops": "--attention gqa-rotary --norm rms-ops --heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 160 "
+                    "--vocab 256 --seed 5",
+    # Gemma: norm scales as Add(w, 1) in the graph (folded at import), embedding times sqrt(hidden),
+    # FastGelu (gelu_pytorch_tanh) MLP, one KV head.
+    "gemma_fast_gelu": "--attention gqa-rotary --norm-offset runtime --embed-scale --activation gelu-tanh --heads 4 "
+                       "--kv-heads 1 --head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gemma --seed 3",
+    # Gemma 3 style: Gemma's forms plus per-head Q/K norms (Reshape to [0, 0, heads, head_size]) with
+    # the (1 + w) scales, exact (erf) com.microsoft Gelu, rotary in GQA.
+    "gemma3_qk_norm_gelu": "--attention gqa-rotary --qk-norm 4d --norm-offset runtime --embed-scale --activation gelu "
+                           "--heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gemma3 "
+                           "--seed 24",
 }
 
 

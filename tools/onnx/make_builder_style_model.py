@@ -15,6 +15,10 @@ Graph (names follow builder.py):
   -> SwiGLU MLP (gate MatMul, Sigmoid, Mul, up MatMul, Mul, down MatMul) -> ... final
   SkipSimplifiedLayerNormalization -> lm_head MatMul -> logits.
 Attention kinds:
+  ms-attention  onnxruntime.transformers' GPT-2 form: com.microsoft Attention(input, weight [hidden, 3 * hidden],
+              bias [3 * hidden], mask_index (attention_mask Cast to int32), past_N) -> (output, present_N), the
+              cache [2, batch, heads, seq, head] (keys and values stacked), unidirectional=1, no rotary (no
+              position information at all: a test of the attention and its cache, not a language model).
   gqa-rotary  com.microsoft GroupQueryAttention, do_rotary=1, cos_cache/sin_cache inputs;
               seqlens_k / total_sequence_length from attention_mask; no position_ids input.
   gqa         com.microsoft RotaryEmbedding on q and k (position_ids input), then
@@ -37,6 +41,19 @@ Attention kinds:
               the past length (query i attends keys 0..past+i, as the ONNX reference
               implementation and ONNX Runtime do it), so the graph has no attention_mask input
               (inputs: input_ids, position_ids, past_key_values.N.key|value).
+
+Forms of other model families (builder.py's, off by default):
+  --qk-norm 3d|4d     Qwen3 / Gemma 3 per-head Q and K RMS norms before the rotary: Reshape_1 to
+                      [0, -1, head_size] (3d, builder.py's make_qk_norm) or [0, 0, heads, head_size],
+                      SimplifiedLayerNormalization with a [head_size] scale, Reshape_2 to [0, -1, heads * head_size].
+  --norm-offset runtime  every norm scale stored as w and computed as Add(w, 1) in the graph (Gemma's
+                      (1 + w), as builder.py's OffsetRMSNorm writes it); baked (default) stores 1 + w.
+  --embed-scale       Gemma: the embedding rows times sqrt(hidden) (Mul by a scalar constant).
+  --activation gelu-tanh|gelu  the MLP gate through com.microsoft FastGelu (gelu_pytorch_tanh) or Gelu
+                      (erf), as builder.py's make_gelu, instead of SiLU.
+  --norm layer        LayerNorm with a bias: LayerNormalization (first norm) and com.microsoft
+                      SkipLayerNormalization(input, skip, gamma, beta) as onnxruntime.transformers fuses GPT-2's.
+Without them the output is byte-identical to what the generator wrote before they existed.
 
 Weights: --precision's float type, or MatMulNBits with --bits 2 / 4 / 8 (2 bits: four elements
 per byte, element k of a block in bits 2*(k%4) of byte k/4, as the contrib-op spec packs them), or
@@ -69,7 +86,7 @@ IR_VERSION_ONNX23 = 11
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="output folder (created)")
-    p.add_argument("--attention", choices=["gqa-rotary", "gqa", "mha", "onnx23"], default="gqa-rotary")
+    p.add_argument("--attention", choices=["gqa-rotary", "gqa", "mha", "onnx23", "ms-attention"], default="gqa-rotary")
     p.add_argument("--packed-qkv", action="store_true",
                    help="one q|k|v MatMul feeding GroupQueryAttention's query (key/value left empty); gqa-rotary only")
     p.add_argument("--qkv-bias", action="store_true", help="Add a bias after the q/k/v projections (Qwen2)")
@@ -95,6 +112,37 @@ def parse_args(argv):
                         "them (default: the 2-D [N, ...] shapes of the operator spec)")
     p.add_argument("--external-data", action="store_true", help="initializers in model.onnx.data")
     p.add_argument("--model-type", default="llama", help="genai_config model.type (llama, qwen2, phi3, ...)")
+    p.add_argument("--qk-norm", choices=["none", "3d", "4d", "dynamic"], default="none",
+                   help="Qwen3 / Gemma 3 per-head Q and K RMS norms before the rotary: Reshape to [0, -1, head] (3d, "
+                        "builder.py's form) or [0, 0, heads, head] (4d), SimplifiedLayerNormalization, Reshape back; "
+                        "dynamic: the shapes computed from Shape(x) as torch.onnx.export writes view(b, s, heads, head) "
+                        "(Shape, Gather, Unsqueeze, Concat)")
+    p.add_argument("--norm-offset", choices=["baked", "runtime"], default="baked",
+                   help="norm scales near 1: stored as 1 + w (baked) or as w with an Add of the constant 1 in the "
+                        "graph (runtime: Gemma's (1 + w), as builder.py's OffsetRMSNorm writes it)")
+    p.add_argument("--norm", choices=["rms", "layer", "rms-ops"], default="rms",
+                   help="layer: LayerNorm with a bias (GPT-2 / Phi-2 style): LayerNormalization(X, gamma, beta) "
+                        "for the first norm, com.microsoft SkipLayerNormalization(input, skip, gamma, beta) for the "
+                        "others (onnxruntime.transformers' fused form); rms-ops: every RMS norm written out as torch.onnx.export "
+                        "writes Hugging Face's (Pow(x, 2), ReduceMean(axes=[-1]), Add eps, Sqrt, Reciprocal, Mul x, Mul "
+                        "weight), the residuals as explicit Adds")
+    p.add_argument("--embed-layer-norm", action="store_true",
+                   help="with --norm layer: learned positions and the first LayerNorm fused as onnxruntime.transformers "
+                        "writes GPT-2's: com.microsoft EmbedLayerNormalization(input_ids int32, word and position "
+                        "embeddings, gamma, beta, position_ids int32) -> normalized, embedding_sum")
+    p.add_argument("--folded-final-norm", action="store_true",
+                   help="the final norm's scale computed by a constant subgraph for an importer's constant folding: "
+                        "w * Where(Less(Range(0, hidden, 1), hidden / 2), 1, 0.5) reached through ConstantOfShape, Equal, "
+                        "Unsqueeze, Transpose, Expand, Slice (negative step), Squeeze, Cast, Sqrt, Pow, Div, Neg")
+    p.add_argument("--embed-scale", action="store_true",
+                   help="Gemma: the embedding rows multiplied by sqrt(hidden) (a Mul by a scalar constant)")
+    p.add_argument("--activation", choices=["silu", "gelu-tanh", "gelu", "gelu-tanh-ops", "gelu-erf-ops",
+                                                     "fast-gelu-bias", "bias-gelu"], default="silu",
+                   help="MLP gate activation: SiLU (Sigmoid, Mul), gelu-tanh (com.microsoft FastGelu, Gemma's "
+                        "gelu_pytorch_tanh) or gelu (com.microsoft Gelu, erf); -ops: written out in elementary operators as "
+                        "torch.onnx.export writes them (tanh form: Pow(x, 3), Mul, Add, Tanh; erf form: Div, Erf, Add, Mul); "
+                        "fast-gelu-bias / bias-gelu: the gate projection's bias given to com.microsoft "
+                        "FastGelu(x, bias) / BiasGelu(x, bias)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -111,6 +159,15 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
     rotary_dim = a.rotary_dim or a.head_size
+    if a.attention == "ms-attention" and (a.kv_heads != a.heads or a.qk_norm != "none" or a.packed_qkv or a.bits
+                                          or a.precision != "fp32" or a.bf16_weights):
+        p.error("--attention ms-attention: fp32, --kv-heads == --heads, no --qk-norm / --packed-qkv / --bits")
+    if a.embed_layer_norm and (a.norm != "layer" or a.embed_scale or a.bf16_weights or a.precision != "fp32"):
+        p.error("--embed-layer-norm needs --norm layer (fp32, no --embed-scale / --bf16-weights)")
+    if a.norm == "layer" and (a.qk_norm != "none" or a.attention == "onnx23"):
+        p.error("--norm layer goes with neither --qk-norm nor --attention onnx23")
+    if a.qk_norm != "none" and a.packed_qkv:
+        p.error("--qk-norm needs separate q/k/v projections (not --packed-qkv)")
     if a.packed_qkv and a.attention != "gqa-rotary":
         p.error("--packed-qkv needs --attention gqa-rotary (the builder only packs when attention does the rotary)")
     if a.attention == "mha" and a.kv_heads != a.heads:
@@ -356,6 +413,17 @@ class GraphBuilder:
         w = {p: self.normal(shape, 0.1) for p, shape in
              [("q", (a.hidden, q_size)), ("k", (a.hidden, kv_size)), ("v", (a.hidden, kv_size))]}
         b = {p: self.normal(w[p].shape[1], 0.1) for p in "qkv"} if a.qkv_bias else {p: None for p in "qkv"}
+        if a.attention == "ms-attention":
+            # onnxruntime.transformers' GPT-2 form: com.microsoft Attention with the packed [hidden, 3 * hidden]
+            # q|k|v weight and bias as its inputs, the cache as past_N / present_N [2, batch, heads, seq, head]
+            # (keys and values stacked), unidirectional (causal), no rotary.
+            b = {p: self.normal(w[p].shape[1], 0.1) for p in "qkv"}
+            weight = self.initializer(f"model.layers.{i}.attn.qkv_proj.weight", np.concatenate([w["q"], w["k"], w["v"]], axis=1))
+            bias = self.initializer(f"model.layers.{i}.attn.qkv_proj.bias", np.concatenate([b["q"], b["k"], b["v"]]))
+            attn = self.node("Attention", f"{pre}/Attention", [normed, weight, bias, mask_inputs, f"past_{i}"],
+                             [f"{pre}/Attention/output_0", f"present_{i}"], domain=MS_DOMAIN, num_heads=a.heads,
+                             unidirectional=1)[0]
+            return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
         if a.packed_qkv:
             packed_bias = np.concatenate([b["q"], b["k"], b["v"]]) if a.qkv_bias else None
             q = self.linear(f"model.layers.{i}.attn.qkv_proj", normed,
@@ -363,6 +431,10 @@ class GraphBuilder:
             k = v = ""
         else:
             q, k, v = (self.linear(f"model.layers.{i}.attn.{p}_proj", normed, w[p], b[p]) for p in "qkv")
+
+        if a.qk_norm != "none":
+            q = self.qk_norm(f"{pre}/q_norm", f"model.layers.{i}.attn.q_norm.layernorm.weight", q, a.heads)
+            k = self.qk_norm(f"{pre}/k_norm", f"model.layers.{i}.attn.k_norm.layernorm.weight", k, a.kv_heads)
 
         past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
         present = [f"present.{i}.key", f"present.{i}.value"]
@@ -390,24 +462,107 @@ class GraphBuilder:
                              rotary_interleaved=a.rotary_interleaved if a.attention == "gqa-rotary" else 0)[0]
         return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
 
+    def qk_norm(self, name, weight_name, x, heads):
+        """builder.py's make_qk_norm: Reshape_1 to rows of one head, SimplifiedLayerNormalization with a
+        [head_size] scale, Reshape_2 back to [batch, seq, heads * head_size]."""
+        a = self.a
+        back = None
+        if a.qk_norm == "3d":
+            shape = self.constant(np.array([0, -1, a.head_size], np.int64))
+        elif a.qk_norm == "4d":
+            shape = self.constant(np.array([0, 0, heads, a.head_size], np.int64))
+        else:  # [b, s, heads, head] and [b, s, -1] with b and s taken from Shape(x)
+            dims = self.node("Shape", f"{name}/Shape", [x])
+            axis0 = self.constant(np.array([0], np.int64))
+            bs = [self.node("Unsqueeze", f"{name}/Unsqueeze_{k}",
+                            [self.node("Gather", f"{name}/Gather_{k}", [dims, self.constant(np.array(k, np.int64))]), axis0])
+                  for k in (0, 1)]
+            shape = self.node("Concat", f"{name}/Concat", bs + [self.constant(np.array([heads, a.head_size], np.int64))], axis=0)
+            back = self.node("Concat", f"{name}/Concat_1", bs + [self.constant(np.array([-1], np.int64))], axis=0)
+        rows = self.node("Reshape", f"{name}/Reshape_1", [x, shape])
+        weight = self.norm_weight(weight_name, a.head_size)
+        normed = self.rms_norm(name, rows, weight)
+        back = back or self.constant(np.array([0, -1, heads * a.head_size], np.int64))
+        return self.node("Reshape", f"{name}/Reshape_2", [normed, back])
+
     def mlp(self, i, x):
         a = self.a
         pre = f"/model/layers.{i}/mlp"
         gate = self.linear(f"model.layers.{i}.mlp.gate_proj", x, self.normal((a.hidden, a.ffn), 0.1))
         up = self.linear(f"model.layers.{i}.mlp.up_proj", x, self.normal((a.hidden, a.ffn), 0.1))
-        sig = self.node("Sigmoid", f"{pre}/act_fn/Sigmoid", [gate])
-        silu = self.node("Mul", f"{pre}/act_fn/Mul", [gate, sig])
-        prod = self.node("Mul", f"{pre}/Mul", [silu, up])
+        if a.activation == "silu":
+            sig = self.node("Sigmoid", f"{pre}/act_fn/Sigmoid", [gate])
+            act = self.node("Mul", f"{pre}/act_fn/Mul", [gate, sig])
+        elif a.activation == "gelu-tanh-ops":  # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+            f = lambda v: self.constant(np.array(v, self.np_float))
+            cube = self.node("Pow", f"{pre}/act_fn/Pow", [gate, f(3.0)])
+            inner = self.node("Add", f"{pre}/act_fn/Add", [gate, self.node("Mul", f"{pre}/act_fn/Mul", [cube, f(0.044715)])])
+            t = self.node("Tanh", f"{pre}/act_fn/Tanh", [self.node("Mul", f"{pre}/act_fn/Mul_1", [inner, f(0.7978845608028654)])])
+            half = self.node("Mul", f"{pre}/act_fn/Mul_2", [gate, f(0.5)])
+            act = self.node("Mul", f"{pre}/act_fn/Mul_3", [half, self.node("Add", f"{pre}/act_fn/Add_1", [t, f(1.0)])])
+        elif a.activation in ("fast-gelu-bias", "bias-gelu"):  # the gate's bias fused into the activation
+            op = "FastGelu" if a.activation == "fast-gelu-bias" else "BiasGelu"
+            bias = self.initializer(f"model.layers.{i}.mlp.gate_proj.bias", self.normal(a.ffn, 0.1).astype(self.np_float))
+            act = self.node(op, f"{pre}/act_fn/{op}", [gate, bias], domain=MS_DOMAIN)
+        elif a.activation == "gelu-erf-ops":  # x * 0.5 * (1 + erf(x / sqrt(2)))
+            f = lambda v: self.constant(np.array(v, self.np_float))
+            e = self.node("Erf", f"{pre}/act_fn/Erf", [self.node("Div", f"{pre}/act_fn/Div", [gate, f(1.4142135381698608)])])
+            act = self.node("Mul", f"{pre}/act_fn/Mul_1", [self.node("Mul", f"{pre}/act_fn/Mul", [gate, self.node("Add", f"{pre}/act_fn/Add", [e, f(1.0)])]), f(0.5)])
+        else:  # builder.py's make_gelu: com.microsoft FastGelu (tanh approximation) or Gelu (erf)
+            op = "FastGelu" if a.activation == "gelu-tanh" else "Gelu"
+            act = self.node(op, f"{pre}/act_fn/{op}", [gate], domain=MS_DOMAIN)
+        prod = self.node("Mul", f"{pre}/Mul", [act, up])
         return self.linear(f"model.layers.{i}.mlp.down_proj", prod, self.normal((a.ffn, a.hidden), 0.1))
 
-    def norm_weight(self, name):
-        return self.float_weight(name, 1.0 + self.normal(self.a.hidden, 0.1))
+    def folded_scale(self, weight):
+        """weight * Where(Less(Range(0, H, 1), H / 2), 1, 0.5), through shape and data-movement operators on
+        constants only (ONNX Runtime computes them; an importer folds them)."""
+        a, pre = self.a, "/model/final_norm_scale"
+        i64 = lambda v: self.constant(np.array(v, np.int64))
+        f = lambda v: self.constant(np.array(v, np.float32))
+        hidden = self.node("Shape", f"{pre}/Shape", [weight])                                 # [H]
+        r = self.node("Range", f"{pre}/Range", [i64(0), self.node("Squeeze", f"{pre}/Squeeze_h", [hidden, i64([0])]), i64(1)])
+        low = self.node("Less", f"{pre}/Less", [r, i64(a.hidden // 2)])
+        same = self.node("Equal", f"{pre}/Equal", [r, r])                                     # all true
+        ones = self.node("ConstantOfShape", f"{pre}/ConstantOfShape", [hidden],
+                         value=numpy_helper.from_array(np.array([1.0], np.float32)))
+        half = self.node("Div", f"{pre}/Div", [ones, self.node("Sqrt", f"{pre}/Sqrt", [self.node("Pow", f"{pre}/Pow", [f(2.0), f(2.0)])])])
+        pick = self.node("Where", f"{pre}/Where", [low, ones, half])
+        pick = self.node("Where", f"{pre}/Where_1", [same, pick, self.node("Neg", f"{pre}/Neg", [ones])])
+        col = self.node("Transpose", f"{pre}/Transpose", [self.node("Unsqueeze", f"{pre}/Unsqueeze", [pick, i64([0])])], perm=[1, 0])
+        wide = self.node("Expand", f"{pre}/Expand", [col, i64([a.hidden, 3])])                # [H, 3]
+        back = self.node("Slice", f"{pre}/Slice", [wide, i64([-1]), i64([-3]), i64([1]), i64([-2])])   # column 2: [H, 1]
+        scale = self.node("Squeeze", f"{pre}/Squeeze", [back, i64([1])])
+        scale = self.node("Cast", f"{pre}/Cast", [scale], to=self.float_type)
+        return self.node("Mul", f"{pre}/Mul", [weight, scale])
+
+    def norm_weight(self, name, size=None):
+        w = self.normal(size or self.a.hidden, 0.1)
+        if self.a.norm_offset == "baked":
+            return self.float_weight(name, 1.0 + w)
+        # w stored, 1 + w computed in the graph (an Add of two constants)
+        one = self.constant(np.array([1.0], self.np_float))
+        return self.node("Add", f"{name}/Add_offset", [self.float_weight(name, w), one])
+
+    def norm_bias(self, name):
+        """--norm layer: the LayerNorm's beta (shift), one per feature."""
+        return self.float_weight(name.strip("/").replace("/", ".") + ".bias", self.normal(self.a.hidden, 0.1))
 
     def rms_norm(self, name, x, weight, output=None):
         """RMS norm without a residual Add: SimplifiedLayerNormalization (ai.onnx domain, onnxruntime's)
         for the model's first norm as builder.py emits it, or the standard RMSNormalization-23 for onnx23
         (every norm; skip_norm puts an Add in front)."""
         output = output or f"{name}/output_0"
+        if self.a.norm == "rms-ops":
+            f = lambda v: self.constant(np.array(v, self.np_float))
+            sq = self.node("Pow", f"{name}/Pow", [x, f(2.0)])
+            mean = self.node("ReduceMean", f"{name}/ReduceMean", [sq], axes=[-1], keepdims=1)
+            root = self.node("Sqrt", f"{name}/Sqrt", [self.node("Add", f"{name}/Add", [mean, f(self.a.rms_eps)])])
+            inv = self.node("Reciprocal", f"{name}/Reciprocal", [root])
+            return self.node("Mul", f"{name}/Mul_1", [weight, self.node("Mul", f"{name}/Mul", [x, inv])], [output])
+        if self.a.norm == "layer":
+            return self.node("LayerNormalization", f"{name}/LayerNorm", [x, weight, self.norm_bias(name)], [output],
+                             epsilon=self.a.rms_eps, axis=-1)
         if self.a.attention == "onnx23":
             return self.node("RMSNormalization", f"{name}/RMSNorm", [x, weight], [output],
                              axis=-1, epsilon=self.a.rms_eps, stash_type=1)
@@ -418,10 +573,14 @@ class GraphBuilder:
         """SkipSimplifiedLayerNormalization(input, skip, gamma): output 0 = RMSNorm(input + skip),
         output 3 = input + skip (the residual stream, carried to the next Skip norm). onnx23: an
         explicit Add (the residual stream) and RMSNormalization of it."""
-        if self.a.attention == "onnx23":
-            total = self.node("Add", f"{name}/Add", [residual, x])
+        if self.a.attention == "onnx23" or self.a.norm == "rms-ops":
+            total = self.node("Add", f"{name}/Add" if self.a.norm != "rms-ops" else f"{name}/residual/Add", [residual, x])
             return self.rms_norm(name, total, weight), (total if keep_sum else None)
         outputs = [f"{name}/output_0", "", "", f"{name}/output_3"] if keep_sum else [f"{name}/output_0"]
+        if self.a.norm == "layer":
+            out = self.node("SkipLayerNormalization", f"{name}/SkipLayerNorm", [residual, x, weight, self.norm_bias(name)],
+                            outputs, domain=MS_DOMAIN, epsilon=self.a.rms_eps)
+            return (out[0], out[3]) if keep_sum else (out, None)
         out = self.node("SkipSimplifiedLayerNormalization", f"{name}/SkipLayerNorm", [residual, x, weight],
                         outputs, domain=MS_DOMAIN, epsilon=self.a.rms_eps)
         return (out[0], out[3]) if keep_sum else (out, None)
@@ -432,6 +591,8 @@ class GraphBuilder:
             mask_inputs = self.mha_attention_bias()
         elif a.attention == "onnx23":
             mask_inputs = None      # is_causal=1, no attention_mask input
+        elif a.attention == "ms-attention":  # mask_index: the 2-D attention mask as int32
+            mask_inputs = self.node("Cast", "/model/attn_mask_reformat/Cast", ["attention_mask"], to=TensorProto.INT32)
         else:
             mask_inputs = self.gqa_mask_inputs()
         self.rotary_caches()
@@ -443,8 +604,24 @@ class GraphBuilder:
         else:
             embed = self.initializer("model.embed_tokens.weight", table.astype(self.np_float))
             residual = self.node("Gather", "/model/embed_tokens/Gather", [embed, "input_ids"])
-        normed = self.rms_norm("/model/layers.0/input_layernorm", residual,
-                               self.norm_weight("model.layers.0.input_layernorm.weight"))
+        if a.embed_scale:  # Gemma: rows times sqrt(hidden), a Mul by a scalar constant
+            scale = self.constant(np.array(np.sqrt(a.hidden), self.np_float))
+            residual = self.node("Mul", "/model/embed_tokens/Mul", [residual, scale])
+        if a.embed_layer_norm:  # the Gather above is replaced by the fused op (its table stays the same)
+            self.nodes = [n for n in self.nodes if n.name != "/model/embed_tokens/Gather"]
+            ids32 = self.node("Cast", "/model/embed_tokens/Cast", ["input_ids"], to=TensorProto.INT32)
+            pos32 = self.node("Cast", "/model/embed_positions/Cast", ["position_ids"], to=TensorProto.INT32)
+            positions = self.initializer("model.embed_positions.weight", self.normal((a.context_length, a.hidden), 0.1))
+            gamma = self.norm_weight("model.layers.0.input_layernorm.weight")
+            beta = self.norm_bias("/model/layers.0/input_layernorm")
+            name = "/model/embed_layer_norm/EmbedLayerNormalization"
+            normed, _, residual = self.node("EmbedLayerNormalization", name,
+                                            [ids32, "", "model.embed_tokens.weight", positions, "", gamma, beta, "", pos32],
+                                            [f"{name}/output_0", f"{name}/output_1", f"{name}/output_2"],
+                                            domain=MS_DOMAIN, epsilon=a.rms_eps)
+        else:
+            normed = self.rms_norm("/model/layers.0/input_layernorm", residual,
+                                   self.norm_weight("model.layers.0.input_layernorm.weight"))
         for i in range(a.layers):
             if i > 0:
                 normed, residual = self.skip_norm(f"/model/layers.{i}/input_layernorm", residual, mlp_out,
@@ -453,8 +630,10 @@ class GraphBuilder:
             normed, residual = self.skip_norm(f"/model/layers.{i}/post_attention_layernorm", residual, attn_out,
                                               self.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight"))
             mlp_out = self.mlp(i, normed)
-        final, _ = self.skip_norm(f"/model/layers.{a.layers}/final_norm_layernorm", residual, mlp_out,
-                                  self.norm_weight(f"model.layers.{a.layers}.final_norm_layernorm.weight"), False)
+        final_weight = self.norm_weight(f"model.layers.{a.layers}.final_norm_layernorm.weight")
+        if a.folded_final_norm:
+            final_weight = self.folded_scale(final_weight)
+        final, _ = self.skip_norm(f"/model/layers.{a.layers}/final_norm_layernorm", residual, mlp_out, final_weight, False)
         self.linear("lm_head", final, self.normal((a.hidden, a.vocab), 0.3), output="logits")
         return self.model()
 
@@ -468,10 +647,14 @@ class GraphBuilder:
         if not onnx23:
             inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
                                                         ["batch_size", "total_sequence_length"]))
-        if a.attention != "gqa-rotary":
+        if a.attention not in ("gqa-rotary", "ms-attention") or a.embed_layer_norm:
             inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]))
         outputs = [helper.make_tensor_value_info("logits", ft, ["batch_size", "sequence_length", a.vocab])]
         for i in range(a.layers):
+            if a.attention == "ms-attention":
+                inputs.append(helper.make_tensor_value_info(f"past_{i}", ft, [2] + cache_in))
+                outputs.append(helper.make_tensor_value_info(f"present_{i}", ft, [2] + cache_out))
+                continue
             for kind in ("key", "value"):
                 inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}", ft, cache_in))
                 outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", ft, cache_out))

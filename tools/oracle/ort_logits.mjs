@@ -107,7 +107,9 @@ class Decoder {
         this.ort = ort;
         this.session = session;
         this.meta = Object.fromEntries(session.inputMetadata.map(m => [m.name, m]));
-        this.pastNames = session.inputNames.filter(n => n.startsWith("past_key_values."));
+        // past_key_values.N.key|value ([batch, kv_heads, past, head]), or onnxruntime.transformers'
+        // past_N ([2, batch, heads, past, head]: keys and values stacked) with present_N.
+        this.pastNames = session.inputNames.filter(n => n.startsWith("past_key_values.") || /^past_\d+$/.test(n));
     }
 
     ids(name, values, dims) {
@@ -120,7 +122,9 @@ class Decoder {
         return Object.fromEntries(this.pastNames.map(name => {
             const m = this.meta[name];
             // [batch, kv_heads, past_sequence_length, head_size]: batch 1, nothing cached yet
-            const dims = m.shape.map((d, i) => typeof d === "number" ? d : (i === 0 ? 1 : 0));
+            // ([2, batch, heads, past, head] for past_N)
+            const batchAxis = name.startsWith("past_key_values.") ? 0 : 1;
+            const dims = m.shape.map((d, i) => typeof d === "number" ? d : (i === batchAxis ? 1 : 0));
             const data = m.type === "float16" ? new Uint16Array(0) : new Float32Array(0);
             return [name, new this.ort.Tensor(m.type, data, dims)];
         }));
@@ -140,18 +144,20 @@ class Decoder {
         const vocab = out.logits.dims[2];
         const all = asFloats(out.logits);
         const row = all.slice((tokens.length - 1) * vocab, tokens.length * vocab);
-        const next = Object.fromEntries(this.pastNames.map(n => [n, out[n.replace("past_key_values.", "present.")]]));
+        const next = Object.fromEntries(this.pastNames.map(n => [n, out[n.startsWith("past_key_values.")
+            ? n.replace("past_key_values.", "present.") : n.replace("past_", "present_")]]));
         return {row, cache: next};
     }
 
-    // The first `keep` positions of a BNSH cache (batch 1).
+    // The first `keep` positions of a BNSH cache (batch 1), or of a [2, B, N, S, H] one.
     truncate(cache, keep) {
         return Object.fromEntries(Object.entries(cache).map(([name, t]) => {
-            const [b, heads, len, dim] = t.dims;
-            const data = new t.data.constructor(b * heads * keep * dim);
-            for (let h = 0; h < b * heads; h++)
+            const lead = t.dims.slice(0, -2), [len, dim] = t.dims.slice(-2);
+            const rows = lead.reduce((a, b) => a * b, 1);
+            const data = new t.data.constructor(rows * keep * dim);
+            for (let h = 0; h < rows; h++)
                 data.set(t.data.subarray(h * len * dim, (h * len + keep) * dim), h * keep * dim);
-            return [name, new this.ort.Tensor(t.type, data, [b, heads, keep, dim])];
+            return [name, new this.ort.Tensor(t.type, data, [...lead, keep, dim])];
         }));
     }
 

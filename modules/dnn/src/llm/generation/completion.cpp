@@ -42,6 +42,9 @@ Completion::Completion(const Tokenizer& tokenizer, const std::vector<int>& promp
             CV_Error(Error::StsOutOfRange, format("TextGenerationModel: prompt token id %d is not in [0, %d)",
                                                   id, tokenizer.vocabSize()));
     CV_CheckGE(config.maxNewTokens, 0, "TextGenerationModel: maxNewTokens must not be negative");
+    if (!tokenizer.hasText() && !stopStrings(config, extraStops).empty())
+        CV_Error(Error::StsBadArg, "TextGenerationModel: stop strings need a tokenizer (the model has none); "
+                                   "use stop token ids");
     for (int id : config.stopTokenIds)
         CV_Check(id, id >= 0 && id < tokenizer.vocabSize(), "TextGenerationModel: stop token id out of range");
     done_ = config.maxNewTokens == 0;
@@ -74,7 +77,8 @@ String Completion::accept(const float* logits, int vocab, int roomLeft)
         return finish();
     generated_.push_back(id);
     history_.push_back(id);
-    const String piece = stream_.push(tokenizer_.tokenToPiece(id, false));
+    // Without a tokenizer (ids in, ids out) there is no text to stream.
+    const String piece = tokenizer_.hasText() ? stream_.push(tokenizer_.tokenToPiece(id, false)) : String();
     if (stream_.stopped() || (int)generated_.size() >= config_.maxNewTokens || roomLeft <= 1)
         return piece + finish();
     return piece;

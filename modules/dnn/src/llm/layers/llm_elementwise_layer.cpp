@@ -4,7 +4,7 @@
 
 // Element-wise operations of language models: the residual connections (add), SwiGLU's and
 // GeGLU's gates (silu(gate) * up, gelu(gate) * up), soft-capping, and the element-wise nodes of imported graphs (ONNX Add/Sub/Mul/Div
-// between activations or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg), GELU.
+// between activations or with a constant scalar or row; Sigmoid, SiLU, ReLU, Tanh, Neg, Erf, Sqrt), GELU (tanh and erf).
 // Allocation-free, unlike dnn's Eltwise / NaryEltwise, so a decode step stays free of heap
 // allocations.
 
@@ -19,7 +19,7 @@ CV__DNN_INLINE_NS_BEGIN
 
 namespace {
 
-enum class ElementwiseOp { Add, Sub, Mul, Div, SwiGLU, GeGLUF16, Sigmoid, Silu, Relu, Tanh, Neg, GeluTanh, GeluTanhF16, SoftCap };
+enum class ElementwiseOp { Add, Sub, Mul, Div, SwiGLU, GeGLUF16, Sigmoid, Silu, Relu, Tanh, Neg, GeluTanh, GeluTanhF16, SoftCap, Gelu, Erf, Sqrt };
 
 struct OpName
 {
@@ -37,6 +37,7 @@ const OpName kOps[] = {
     {"tanh", ElementwiseOp::Tanh, false}, {"neg", ElementwiseOp::Neg, false},
     {"gelu_tanh", ElementwiseOp::GeluTanh, false}, {"gelu_tanh_f16", ElementwiseOp::GeluTanhF16, false},
     {"softcap", ElementwiseOp::SoftCap, false},
+    {"gelu", ElementwiseOp::Gelu, false}, {"erf", ElementwiseOp::Erf, false}, {"sqrt", ElementwiseOp::Sqrt, false},
 };
 
 inline float geluTanh(float x)
@@ -79,6 +80,9 @@ inline float unaryOp(ElementwiseOp op, float x)
     case ElementwiseOp::GeluTanh:  // GELU's tanh approximation (GPT-2's FFN)
         return geluTanh(x);
     case ElementwiseOp::GeluTanhF16: return geluTanhF16(x);
+    case ElementwiseOp::Gelu: return 0.5f * x * (1.f + std::erf(x * 0.7071067811865476f));  // exact (erf) GELU
+    case ElementwiseOp::Erf: return std::erf(x);
+    case ElementwiseOp::Sqrt: return std::sqrt(x);
     default: return -x;
     }
 }

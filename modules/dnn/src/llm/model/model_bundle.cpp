@@ -8,6 +8,8 @@
 #include <climits>
 #include <cmath>
 
+#include <opencv2/core/utils/filesystem.hpp>
+
 #include "../gguf/gguf_net_builder.hpp"
 #include "../net/llm_net_state.hpp"
 #include "../onnx/genai_config.hpp"
@@ -140,10 +142,21 @@ ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
     ModelBundle b;
     const size_t slash = path.find_last_of("/\\");
     const std::string folder = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-    HuggingFaceTokenizer hf = loadHuggingFaceTokenizer(folder);
-    b.tokenizer = hf.tokenizer;
-    b.chatTemplate = hf.chatTemplate;
     const GenAIConfig config = readGenAIConfig(path);
+    if (utils::fs::exists(utils::fs::join(folder, "tokenizer.json")))
+    {
+        HuggingFaceTokenizer hf = loadHuggingFaceTokenizer(folder);
+        b.tokenizer = hf.tokenizer;
+        b.chatTemplate = hf.chatTemplate;
+    }
+    else
+    {
+        // Ids in, ids out: text needs the tokenizer.json that is missing.
+        if (config.vocabSize <= 0)
+            CV_Error(Error::StsBadArg, "TextGenerationModel: " + folder + " has no tokenizer.json, and its "
+                                       "genai_config.json gives no model.vocab_size for token ids alone");
+        b.tokenizer = Tokenizer::idsOnly(config.vocabSize, "the model folder " + folder + " has no tokenizer.json");
+    }
     std::vector<int> eos;
     for (int id : config.eosIds)  // ONNX Runtime GenAI stops at each of these
         if (id >= 0 && id < b.tokenizer->vocabSize())

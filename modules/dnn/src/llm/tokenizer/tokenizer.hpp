@@ -63,7 +63,14 @@ public:
     //! whose loadHuggingFaceTokenizer() also returns the chat template.
     static std::shared_ptr<Tokenizer> fromHuggingFace(const std::string& folderOrTokenizerJsonPath);
 
+    //! A stand-in for a model without a tokenizer (an ONNX folder without tokenizer.json):
+    //! vocabSize placeholder tokens; encoding text and decoding ids are errors that give `why`.
+    static std::shared_ptr<Tokenizer> idsOnly(int vocabSize, const std::string& why);
+
     virtual ~Tokenizer();
+
+    //! False for idsOnly(): the tokenizer has no text (ids in, ids out).
+    virtual bool hasText() const { return true; }
 
     /** @brief Token ids of a text.
     @param text any bytes; malformed UTF-8 is tokenized (as bytes or U+FFFD), never rejected.

@@ -1,0 +1,242 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// The ONNX LLM importer: rotary embeddings and the attention operators (GroupQueryAttention,
+// MultiHeadAttention, Attention) on the Net's paged KV cache.
+
+#include "../../precomp.hpp"
+#include "onnx_llm_importer.hpp"
+
+#ifdef HAVE_PROTOBUF
+
+#include "onnx_net_builder.hpp"
+
+#include "../net/net_assembly.hpp"
+#include "../net/llm_net_state.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+namespace onnx_import {
+
+std::shared_ptr<RotaryTables> ONNXNetBuilder::rotaryTables(const NodeProto& n, int cosInput, int sinInput, bool interleaved)
+{
+    auto t = std::make_shared<RotaryTables>();
+    const OnnxTensor& c = constantInput(n, cosInput);
+    const OnnxTensor& s = constantInput(n, sinInput);
+    if (c.shape.size() != 2 || c.shape != s.shape || c.shape[0] <= 0 || c.shape[1] <= 0)
+        failNode(n, "cos_cache and sin_cache must be constant [max_position, rotary_dim / 2] tensors of one shape");
+    t->cos = c.toFloat();
+    t->sin = s.toFloat();
+    t->neox = !interleaved;
+    t->cosName = n.input(cosInput);
+    t->sinName = n.input(sinInput);
+    return t;
+}
+
+void ONNXNetBuilder::importRotary(const NodeProto& n)
+{
+    const bool microsoft = n.domain() == "com.microsoft";
+    const int positionsInput = microsoft ? 1 : 3;
+    if (hasInput(n, positionsInput) && input(n, positionsInput).kind != Value::CacheInput)
+        failNode(n, "position_ids must be the graph's position input (the KV cache knows each token's position)");
+    if (microsoft && onnxIntAttribute(n, "is_packed_batching", 0) != 0)
+        failNode(n, "is_packed_batching is not supported");
+    if (microsoft && onnxFloatAttribute(n, "scale", 1.f) != 1.f)
+        failNode(n, "a scale other than 1 is not supported");
+    Value v;
+    v.kind = Value::Rotated;
+    v.pin = tensorInput(n, 0);
+    v.width = values_.at(n.input(0)).width;
+    v.rotary = rotaryTables(n, microsoft ? 2 : 1, microsoft ? 3 : 2, onnxIntAttribute(n, "interleaved", 0) != 0);
+    const int64 rotaryDim = onnxIntAttribute(n, "rotary_embedding_dim", 0);
+    if (rotaryDim != 0 && rotaryDim != 2 * v.rotary->cos.cols)
+        failNode(n, format("rotary_embedding_dim %lld does not match the cos_cache's %d pairs",
+                           (long long)rotaryDim, v.rotary->cos.cols));
+    define(n, 0, v);
+}
+
+void ONNXNetBuilder::importAttention(const NodeProto& n)
+{
+    const bool gqa = isOp(n, "GroupQueryAttention"), mha = isOp(n, "MultiHeadAttention");
+    for (int out = 1; out < n.output_size(); out++)
+        if (outputNeeded(n, out))
+            failNode(n, "only the attention output is supported (present keys and values live in the KV cache)");
+    const int past = pastKeyInput(n);
+    if (!hasInput(n, past) || input(n, past).kind != Value::CacheInput)
+        failNode(n, "an attention without past keys / values from the graph's inputs is not a decoder's "
+                    "causal attention, which is what the importer supports");
+    if (isOp(n, "Attention") && n.domain() == "com.microsoft")
+        return importMicrosoftAttention(n);
+
+    int heads, kvHeads;
+    if (gqa)
+    {
+        heads = intAttribute(n, "num_heads", 0);
+        kvHeads = intAttribute(n, "kv_num_heads", 0);
+        if (onnxIntAttribute(n, "local_window_size", -1) != -1)
+            failNode(n, "local_window_size (sliding-window attention) is not supported");
+        if (onnxFloatAttribute(n, "softcap", 0.f) != 0.f)
+            failNode(n, "softcap is not supported");
+        if (onnxIntAttribute(n, "smooth_softmax", 0) > 0)
+            failNode(n, "smooth_softmax is not supported");
+        if (hasInput(n, 10) || hasInput(n, 11))
+            failNode(n, "attention_bias and head_sink inputs are not supported");
+        if (hasInput(n, 9) && input(n, 9).kind != Value::CacheInput)
+            failNode(n, "position_ids must be the graph's position input");
+    }
+    else if (mha)
+    {
+        heads = kvHeads = intAttribute(n, "num_heads", 0);
+        if (hasInput(n, 3))
+            failNode(n, "the bias input is not supported");
+    }
+    else
+    {
+        heads = intAttribute(n, "q_num_heads", 0);
+        kvHeads = intAttribute(n, "kv_num_heads", 0);
+        if (onnxFloatAttribute(n, "softcap", 0.f) != 0.f)
+            failNode(n, "softcap is not supported");
+        if (onnxIntAttribute(n, "qk_matmul_output_mode", 0) != 0)
+            failNode(n, "qk_matmul_output_mode is not supported");
+    }
+    if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+        failNode(n, format("num_heads %d must be a positive multiple of the KV head count %d", heads, kvHeads));
+
+    const Value& q = input(n, 0);
+    const bool packed = gqa && !hasInput(n, 1) && !hasInput(n, 2);
+    if (!packed && (!hasInput(n, 1) || !hasInput(n, 2)))
+        failNode(n, "needs key and value inputs (or, for GroupQueryAttention, one packed query|key|value input)");
+    const int qWidth = q.width;
+    // In int64: num_heads + 2 * kv_num_heads overflows int for large attributes (fuzz_onnx_llm).
+    const int64 qkvHeads = packed ? (int64)heads + 2 * (int64)kvHeads : (int64)heads;
+    if (qWidth / qkvHeads <= 0 || (qWidth / qkvHeads) * qkvHeads != qWidth)
+        failNode(n, format("the query width %d does not split into %d heads", qWidth, heads));
+    const int headDim = (int)(qWidth / qkvHeads);
+
+    std::shared_ptr<RotaryTables> rotary;
+    std::vector<Pin> inputs;
+    if (gqa && onnxIntAttribute(n, "do_rotary", 0) != 0)
+    {
+        rotary = rotaryTables(n, 7, 8, onnxIntAttribute(n, "rotary_interleaved", 0) != 0);
+        for (int i = 0; i < (packed ? 1 : 2); i++)
+            if (input(n, i).kind == Value::Rotated)
+                failNode(n, "do_rotary on inputs that a RotaryEmbedding already rotated");
+    }
+    else if (packed)
+    {
+        if (q.kind == Value::Rotated)
+            failNode(n, "a RotaryEmbedding of the packed query|key|value input is not supported");
+    }
+    else
+    {
+        const Value& k = input(n, 1);
+        if ((q.kind == Value::Rotated) != (k.kind == Value::Rotated) ||
+            (q.kind == Value::Rotated && !q.rotary->sameAs(*k.rotary)))
+            failNode(n, "query and key must be rotated by the same RotaryEmbedding tables, or neither");
+        if (q.kind == Value::Rotated)
+            rotary = q.rotary;
+    }
+    for (int i = 0; i < (packed ? 1 : 3); i++)
+    {
+        const Value& v = input(n, i);
+        if (v.kind == Value::Rotated && i < 2)
+            inputs.push_back(v.pin);
+        else
+            inputs.push_back(tensorInput(n, i));
+    }
+    if (!packed)
+    {
+        const int kvWidth = kvHeads * headDim;
+        if (input(n, 1).width != kvWidth || input(n, 2).width != kvWidth)
+            failNode(n, format("key and value must have %d heads of %d features", kvHeads, headDim));
+    }
+    addAttentionLayer(n, inputs, heads, kvHeads, headDim, rotary);
+}
+
+// The LLMAttention on the shared cache, its inputs q, k, v or one packed q|k|v.
+void ONNXNetBuilder::addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads,
+                                       int headDim, const std::shared_ptr<RotaryTables>& rotary)
+{
+    LayerParams lp = params(n.name(), "LLMAttention");
+    lp.set("num_heads", heads);
+    lp.set("num_kv_heads", kvHeads);
+    lp.set("head_dim", headDim);
+    lp.set("max_context", contextLength());
+    const float scale = onnxFloatAttribute(n, "scale", 0.f);
+    if (scale != 0.f)
+        lp.set("scale", scale);
+    if (rotary)
+    {
+        if (2 * rotary->cos.cols > headDim)
+            failNode(n, format("the rotary tables cover %d dimensions, more than the head size %d",
+                               2 * rotary->cos.cols, headDim));
+        lp.set("rope_mode", "table");
+        lp.set("rope_neox", rotary->neox);
+        lp.blobs.push_back(rotary->cos);
+        lp.blobs.push_back(rotary->sin);
+    }
+    else
+    {
+        lp.set("rope_mode", "none");
+    }
+    const Pin out = add(lp, inputs);
+    attention_.push_back({out.layer, kvHeads, headDim});
+    defineTensor(n, 0, out, heads * headDim);
+}
+
+void ONNXNetBuilder::attachCache()
+{
+    if (attention_.empty())
+        f_.fail("the graph has no attention operator on the path to the logits");
+    for (const AttentionInfo& a : attention_)
+        if (a.kvHeads != attention_[0].kvHeads || a.headDim != attention_[0].headDim)
+            f_.fail("attention layers with different KV head counts or head sizes are not supported");
+    std::vector<int> layers;
+    for (const AttentionInfo& a : attention_)
+        layers.push_back(a.layer);
+    installLLMState(net_, layers, logitRowsLayer_, f_.path());  // context: the layers' (capped by rotary tables)
+    for (int id : positionLayers_)  // learned positions read the token positions from the Net's state
+        net_.getLayer(id).dynamicCast<LLMPositionEmbeddingLayer>()->attachState(LLMNetState::of(net_));
+}
+
+
+// com.microsoft Attention (onnxruntime.transformers' GPT-2 form): the input projected by the packed
+// [hidden, 3 * hidden] q|k|v weight and bias given to the node, the cache as past_N / present_N
+// [2, batch, heads, seq, head]; causal (unidirectional=1). -> LLMMatMul (+ bias) and a packed LLMAttention.
+void ONNXNetBuilder::importMicrosoftAttention(const NodeProto& n)
+{
+    const int heads = intAttribute(n, "num_heads", 0);
+    if (onnxIntAttribute(n, "unidirectional", 0) != 1)
+        failNode(n, "only causal attention (unidirectional=1) is a decoder's");
+    if (onnxIntAttribute(n, "do_rotary", 0) != 0)
+        failNode(n, "do_rotary is not supported");
+    if (hasInput(n, 5) || hasInput(n, 6))
+        failNode(n, "attention_bias and past_sequence_length inputs are not supported");
+    const int hidden = width(n, 0);
+    const OnnxTensor& w = constantInput(n, 1);
+    if (w.shape.size() != 2 || w.shape[0] != hidden || w.shape[1] <= 0 || w.shape[1] % 3 != 0 || w.shape[1] > INT_MAX)
+        failNode(n, format("the weight must be a constant [%d, 3 * hidden] matrix", hidden));
+    for (const auto& a : n.attribute())
+        if (a.name() == "qkv_hidden_sizes" && (a.ints_size() != 3 || a.ints(0) != a.ints(1) || a.ints(1) != a.ints(2)))
+            failNode(n, "qkv_hidden_sizes must be three equal sizes");
+    const int qkv = (int)w.shape[1], dim = qkv / 3;
+    if (heads <= 0 || dim % heads != 0)
+        failNode(n, format("num_heads %d does not divide the width %d", heads, dim));
+    Pin x = addMatMul(n, n.name() + "/qkv_proj", tensorInput(n, 0), hidden, w);
+    if (hasInput(n, 2))
+    {
+        const Mat bias = constantInput(n, 2).toFloat().reshape(1, 1);
+        if ((int)bias.total() != qkv)
+            failNode(n, format("the bias must have %d values", qkv));
+        LayerParams b = params(n.name() + "/qkv_bias", "LLMElementwise");
+        b.set("operation", "add");
+        b.blobs.push_back(bias);
+        x = add(b, {x});
+    }
+    addAttentionLayer(n, {x}, heads, heads, dim / heads, nullptr);
+}
+}}}} // namespace cv::dnn::llm::onnx_import
+
+#endif // HAVE_PROTOBUF

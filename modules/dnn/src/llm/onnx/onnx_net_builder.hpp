@@ -1,0 +1,269 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// The ONNX LLM importer's state while it builds a Net (onnx_llm_importer.cpp: the graph walk,
+// values, embeddings and matmuls; onnx_import_elementwise.cpp: element-wise operators and norms;
+// onnx_import_attention.cpp: rotary embeddings and attention). Private to the importer.
+// The mapping of operators to layers is described in onnx_llm_importer.cpp.
+
+#ifndef OPENCV_DNN_SRC_LLM_ONNX_ONNX_NET_BUILDER_HPP
+#define OPENCV_DNN_SRC_LLM_ONNX_ONNX_NET_BUILDER_HPP
+
+#include "onnx_proto.hpp"
+
+#include "../llm_layers.hpp"
+#include "../ggml/ggml_types.hpp"
+#include "../net/load_options.hpp"
+#include "onnx_model_file.hpp"
+#include "genai_config.hpp"
+#include "decoder_graph.hpp"
+#include "../net/net_assembly.hpp"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+namespace onnx_import {
+
+using opencv_onnx::NodeProto;
+
+using Pin = LayerPin;
+
+// Angle tables of a rotary embedding, as ONNX Runtime's cos_cache / sin_cache give them.
+struct RotaryTables
+{
+    Mat cos, sin;  // positions x pairs, float32
+    bool neox = false;
+    std::string cosName, sinName;
+
+    bool sameAs(const RotaryTables& o) const
+    {
+        return cosName == o.cosName && sinName == o.sinName && neox == o.neox;
+    }
+};
+
+// What a graph value is while the Net is built.
+struct Value
+{
+    enum Kind
+    {
+        Tensor,      // an activation: output `pin` of a layer, `width` features per token
+        Constant,    // an initializer or a Constant node
+        TokenIds,    // the input_ids graph input
+        CacheInput,  // another graph input (mask, positions, past keys/values): the cache replaces it
+        Rotated,     // RotaryEmbedding of `pin`, applied by the attention that consumes it
+        Sigmoid,     // sigmoid(pin), not computed unless something other than SiLU needs it
+        Silu,        // pin * sigmoid(pin), not computed unless something other than SwiGLU needs it
+        Square,      // pin * pin (Pow(x, 2)), not computed unless something other than an RMS norm needs it
+        MeanSquare,  // mean over the features of pin^2 (+ `eps`): an RMS norm written out (ReduceMean)
+        RootMeanSquare,     // sqrt of MeanSquare
+        InvRootMeanSquare   // 1 / RootMeanSquare: x * it is RMSNorm(x) with a unit scale
+    };
+    Kind kind = Tensor;
+    Pin pin;
+    int width = 0;
+    // The ONNX tensor's last dimension when a Reshape viewed the token's `width` features as
+    // rows of fewer (Qwen3's per-head norms: [batch, seq * heads, head_dim]); 0: `width` itself.
+    int inner = 0;
+    // A constant shape tensor some of whose entries stand for the batch size or the token count
+    // (kBatchDim, kTokenDim: a Shape of an activation and what moved those entries around).
+    bool symbolic = false;
+    float eps = 0.f;  // MeanSquare and what follows: the epsilon added to the mean
+    std::shared_ptr<const OnnxTensor> constant;
+    std::shared_ptr<RotaryTables> rotary;
+    std::string name;
+};
+
+inline bool isOp(const NodeProto& n, const char* type)
+{
+    return n.op_type() == type;
+}
+
+class ONNXNetBuilder
+{
+public:
+    ONNXNetBuilder(const OnnxModelFile& file, const GenAIConfig& config, const LoadOptions& options)
+        : f_(file), allLogits_(options.allLogits), integerDot_(options.integerDot),
+          contextLength_(options.contextLength), config_(config)
+    {
+    }
+
+    Net build();
+
+private:
+    // ---- graph structure -------------------------------------------------------------
+
+    void defineGraphInputs(const opencv_onnx::GraphProto& g);
+
+    std::string logitsName(const opencv_onnx::GraphProto& g) const;
+
+    // ---- values ----------------------------------------------------------------------
+
+    [[noreturn]] void failNode(const NodeProto& n, const std::string& msg) const
+    {
+        f_.fail("node " + onnxNodeLabel(n) + ": " + msg);
+    }
+
+    // An integer attribute that must fit an int (head counts, sizes): larger values are an
+    // error, not silently truncated.
+    int intAttribute(const NodeProto& n, const char* name, int def) const;
+
+    bool hasInput(const NodeProto& n, int i) const
+    {
+        return i < n.input_size() && !n.input(i).empty();
+    }
+
+    const Value& input(const NodeProto& n, int i);
+
+    // An activation input; a pending sigmoid or SiLU is computed now.
+    // A view (Value::inner) is accepted only where `allowView` says so (element-wise operators,
+    // norms, reshapes); elsewhere the input must be [batch, seq, features].
+    Pin tensorInput(const NodeProto& n, int i, bool allowView = false);
+
+    Pin tensor(const Value& v, const std::string& where);
+
+    const OnnxTensor& constantInput(const NodeProto& n, int i);
+
+    int width(const NodeProto& n, int i);
+
+    void define(const NodeProto& n, int output, Value v);
+
+    void defineTensor(const NodeProto& n, int output, Pin pin, int width, int inner = 0);
+
+    // Last dimension of an activation value (its `inner` or else its `width`).
+    static int innerOf(const Value& v)
+    {
+        return v.inner > 0 ? v.inner : v.width;
+    }
+
+    bool outputNeeded(const NodeProto& n, int output) const;
+
+    // ---- layers ----------------------------------------------------------------------
+
+    LayerParams params(const std::string& name, const std::string& type);
+
+    Pin add(LayerParams& lp, const std::vector<Pin>& inputs);
+
+    Pin addLogitRows(Pin x);
+
+    // ---- nodes -----------------------------------------------------------------------
+
+    void importNode(const NodeProto& n);
+
+    void importConstant(const NodeProto& n);
+
+    bool castPassesThrough(const NodeProto& n);
+
+    static GGMLType ggmlFloatType(int onnxType)
+    {
+        return onnxType == ONNX_FLOAT ? GGML_F32 : onnxType == ONNX_FLOAT16 ? GGML_F16 : GGML_BF16;
+    }
+
+    void importGather(const NodeProto& n);
+
+    Pin addEmbedding(const NodeProto& n, const std::string& name, const char* type, Pin x, const OnnxTensor& table,
+                     int& dim);
+
+    // The activation input of a matmul; the logit-row selection goes in front of the logits' one.
+    Pin matmulInput(const NodeProto& n);
+
+    void importMatMul(const NodeProto& n);
+
+    Pin addMatMul(const NodeProto& n, const std::string& name, Pin x, int k, const OnnxTensor& w);
+
+    void importMatMulNBits(const NodeProto& n);
+
+    void importBinary(const NodeProto& n);
+
+    void importSigmoid(const NodeProto& n);
+
+    void importUnary(const NodeProto& n);
+
+    int normAxisCheck(const NodeProto& n);
+
+    // RMSNorm of x with the node's scale input; returns the layer (output 1: inv_std_var).
+    int rmsNorm(const NodeProto& n, Pin x, int w, int scaleInput, int group = 0);
+
+    void importRMSNorm(const NodeProto& n);
+
+    void importSkipRMSNorm(const NodeProto& n);
+
+    void importSkipLayerNorm(const NodeProto& n);
+
+    void importEmbedLayerNorm(const NodeProto& n);
+
+    void importGelu(const NodeProto& n);
+
+    void importPow(const NodeProto& n);
+
+    void importReduceMean(const NodeProto& n);
+
+    // RMS norm written out (x * 1 / sqrt(mean(x^2) + eps)): Div / Mul / Add / Sqrt / Reciprocal
+    // on the MeanSquare kinds; true if the node was one of those steps.
+    bool importWrittenOutRMSNorm(const NodeProto& n);
+
+    void importLayerNorm(const NodeProto& n);
+
+    // ---- shapes and constants (onnx_import_shapes.cpp) -------------------------------
+
+    // Folds a node whose inputs are all constants into constant outputs; false if the operator
+    // is not one that folds or an input is not constant.
+    bool foldConstantNode(const NodeProto& n);
+    bool foldShapeOfActivation(const NodeProto& n);
+
+    // Placeholders in symbolic shape tensors (Value::symbolic).
+    static constexpr int64 kBatchDim = -(int64(1) << 40), kTokenDim = -(int64(1) << 40) - 1;
+
+    // Reshape / Squeeze / Unsqueeze / Flatten of an activation: a view of the same rows.
+    void importReshape(const NodeProto& n);
+
+    std::shared_ptr<RotaryTables> rotaryTables(const NodeProto& n, int cosInput, int sinInput, bool interleaved);
+
+    void importRotary(const NodeProto& n);
+
+    void importAttention(const NodeProto& n);
+
+    void importMicrosoftAttention(const NodeProto& n);
+
+    void addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads, int headDim,
+                           const std::shared_ptr<RotaryTables>& rotary);
+
+    // The caller's choice, else genai_config.json's.
+    int contextLength() const
+    {
+        return contextLength_ > 0 ? contextLength_ : config_.contextLength > 0 ? config_.contextLength : kDefaultContext;
+    }
+
+    void attachCache();
+
+    // Without genai_config.json's context_length (and without rotary tables to bound it).
+    static constexpr int kDefaultContext = 4096;
+
+    struct AttentionInfo
+    {
+        int layer, kvHeads, headDim;
+    };
+
+    const OnnxModelFile& f_;
+    bool allLogits_, integerDot_;
+    int contextLength_;
+    GenAIConfig config_;
+    Net net_;
+    std::map<std::string, Value> values_;
+    DecoderGraph graph_;
+    std::set<std::string> layerNames_;
+    bool logitRowsAdded_ = false;
+    int logitRowsLayer_ = -1;
+    std::vector<AttentionInfo> attention_;
+    std::vector<int> positionLayers_;  // LLMPositionEmbedding layers (EmbedLayerNormalization)
+};
+
+}}}} // namespace cv::dnn::llm::onnx_import
+
+#endif
