@@ -432,18 +432,24 @@ Value Interpreter::evalGetitem(const GetitemNode& node)
     const Value start = slice.start ? eval(*slice.start) : Value::none();
     const Value stop = slice.stop ? eval(*slice.stop) : Value::none();
     const Value step = slice.step ? eval(*slice.step) : Value::none();
+    // jinja2 slices with Python's own [] (not its getitem): errors are Python's.
     if (object.isUndefined())
         object.failUndefined();
-    auto bound = [](const Value& v) { return v.isNone() || v.isInteger(); };
+    if (object.isDict())
+        fail(ErrorKind::Type, "unhashable type: 'slice'");
     const bool sliceable = object.isString() || object.isList() || object.isTuple() ||
                            (object.isSequence() && object.sequenceKind() == SequenceKind::Range);
-    // Python raises TypeError for bad bounds or types; jinja2 turns that into Undefined.
-    if (!sliceable || !bound(start) || !bound(stop) || !bound(step) || (step.isInteger() && step.asInt() == 0))
-    {
-        if (step.isInteger() && step.asInt() == 0 && sliceable && bound(start) && bound(stop))
-            fail(ErrorKind::Value, "slice step cannot be zero");
-        return Value::undefinedMember(object, Value::string("slice"));
-    }
+    if (!sliceable)
+        fail(ErrorKind::Type, "'" + object.typeName() + "' object is not subscriptable");
+    for (const Value* bound : {&start, &stop, &step})
+        if (!bound->isNone() && !bound->isInteger())
+        {
+            if (bound->isUndefined())
+                bound->failUndefined();
+            fail(ErrorKind::Type, "slice indices must be integers or None or have an __index__ method");
+        }
+    if (step.isInteger() && step.asInt() == 0)
+        fail(ErrorKind::Value, "slice step cannot be zero");
     const int64_t stepValue = step.isNone() ? 1 : step.asInt();
     if (object.isString())
     {

@@ -23,14 +23,38 @@ namespace jinja {
 
 namespace {
 
-// The value sort, unique, min, max, dictsort and groupby compare: an attribute, lowercased
-// unless case sensitive.
+Value ignoreCase(const Value& v, bool caseSensitive)
+{
+    return !caseSensitive && v.isString() ? Value::string(toLower(v.str())) : v;
+}
+
+// The value unique, min, max and groupby compare (jinja2's make_attrgetter): an attribute,
+// lowercased unless case sensitive.
 Value sortKey(Interpreter& in, const Value& item, const Value& attribute, bool caseSensitive)
 {
-    Value key = attribute.isNone() ? item : in.getAttributePath(item, toStr(attribute, in.budget()));
-    if (!caseSensitive && key.isString())
-        key = Value::string(toLower(key.str()));
-    return key;
+    return ignoreCase(in.getAttributePath(item, attribute), caseSensitive);
+}
+
+// sort's key (make_multi_attrgetter): the list of the comma-separated attributes' values, so
+// that items compare as Python compares lists (equal items, Undefined ones too, keep their order).
+Value multiSortKey(Interpreter& in, const Value& item, const Value& attribute, bool caseSensitive)
+{
+    std::vector<Value> keys;
+    if (attribute.isString())
+    {
+        const std::string comma = ",";
+        for (const std::string& part : split(attribute.str(), &comma, -1))
+            keys.push_back(sortKey(in, item, Value::string(part), caseSensitive));
+    }
+    else
+        keys.push_back(sortKey(in, item, attribute, caseSensitive));
+    return Value::sequence(std::move(keys));
+}
+
+void checkHashable(const Value& key)
+{
+    if (key.isList() || key.isDict() || (key.isSequence() && !key.isTuple()))
+        fail(ErrorKind::Type, "unhashable type: '" + key.typeName() + "'");
 }
 
 std::vector<Value> sortedItems(Interpreter& in, std::vector<Value> items, const std::vector<Value>& keys, bool reverse)
@@ -103,7 +127,7 @@ Value filterJoin(Interpreter& in, const Value& input, const CallArgs& args)
     bool first = true;
     for (const Value& item : iterate(input, in.budget()))
     {
-        const Value v = a[1].isNone() ? item : in.getAttributePath(item, toStr(a[1], in.budget()));
+        const Value v = in.getAttributePath(item, a[1]);
         if (!first)
             out += separator;
         first = false;
@@ -151,7 +175,7 @@ Value filterSort(Interpreter& in, const Value& input, const CallArgs& args)
                                                               {"attribute", Value::none()}});
     std::vector<Value> items = iterate(input, in.budget()), keys;
     for (const Value& item : items)
-        keys.push_back(sortKey(in, item, a[2], truthy(a[1])));
+        keys.push_back(multiSortKey(in, item, a[2], truthy(a[1])));
     return Value::sequence(sortedItems(in, std::move(items), keys, truthy(a[0])));
 }
 
@@ -162,6 +186,7 @@ Value filterUnique(Interpreter& in, const Value& input, const CallArgs& args)
     for (const Value& item : iterate(input, in.budget()))
     {
         const Value key = sortKey(in, item, a[1], truthy(a[0]));
+        checkHashable(key);
         bool duplicate = false;
         for (const Value& s : seen)
             if (equals(s, key, in.budget()))
@@ -207,7 +232,7 @@ Value filterSum(Interpreter& in, const Value& input, const CallArgs& args)
     Value total = a[1];
     for (const Value& item : iterate(input, in.budget()))
     {
-        const Value v = a[0].isNone() ? item : in.getAttributePath(item, toStr(a[0], in.budget()));
+        const Value v = in.getAttributePath(item, a[0]);
         total = arithmetic(BinaryOp::Add, total, v, in.budget());
     }
     return total;
@@ -316,6 +341,8 @@ Value filterSlice(Interpreter& in, const Value& input, const CallArgs& args)
 // map('filter', args...) or map(attribute='a.b', default=x).
 Value filterMap(Interpreter& in, const Value& input, const CallArgs& args)
 {
+    if (!truthy(input))  // jinja2: `if value:` before iterating
+        return Value::generator({});
     const std::vector<Value> items = iterate(input, in.budget());
     std::vector<Value> out;
     if (args.positional.empty())
@@ -332,12 +359,7 @@ Value filterMap(Interpreter& in, const Value& input, const CallArgs& args)
             if (kw.first != "attribute" && kw.first != "default")
                 fail(ErrorKind::Runtime, "Unexpected keyword argument '" + kw.first + "'");
         for (const Value& item : items)
-        {
-            Value v = in.getAttributePath(item, toStr(*attribute, in.budget()));
-            if (v.isUndefined() && fallback)
-                v = *fallback;
-            out.push_back(v);
-        }
+            out.push_back(in.getAttributePath(item, *attribute, fallback && !fallback->isNone() ? fallback : nullptr));
         return Value::generator(std::move(out));
     }
     const std::string name = toStr(args.positional[0], in.budget());
@@ -352,6 +374,8 @@ Value filterMap(Interpreter& in, const Value& input, const CallArgs& args)
 // select / reject (attribute empty) and selectattr / rejectattr.
 Value selectOrReject(Interpreter& in, const Value& input, const CallArgs& args, bool byAttribute, bool keep)
 {
+    if (!truthy(input))  // jinja2: `if value:` before iterating
+        return Value::generator({});
     size_t next = 0;
     Value attribute;
     if (byAttribute)
@@ -371,7 +395,7 @@ Value selectOrReject(Interpreter& in, const Value& input, const CallArgs& args, 
     std::vector<Value> out;
     for (const Value& item : iterate(input, in.budget()))
     {
-        const Value v = byAttribute ? in.getAttributePath(item, toStr(attribute, in.budget())) : item;
+        const Value v = byAttribute ? in.getAttributePath(item, attribute) : item;
         const bool passes = test.empty() ? truthy(v) : in.applyTest(test, v, testArgs);
         if (passes == keep)
             out.push_back(item);
@@ -389,13 +413,9 @@ Value filterGroupby(Interpreter& in, const Value& input, const CallArgs& args)
     const std::vector<Value> a = bindArguments("groupby", args, {required("attribute"), {"default", Value::none()},
                                                                  {"case_sensitive", Value::boolean(false)}});
     std::vector<Value> items = iterate(input, in.budget()), keys;
+    const Value* fallback = a[1].isNone() ? nullptr : &a[1];
     for (const Value& item : items)
-    {
-        Value key = in.getAttributePath(item, toStr(a[0], in.budget()));
-        if (key.isUndefined() && !a[1].isNone())
-            key = a[1];
-        keys.push_back(!truthy(a[2]) && key.isString() ? Value::string(toLower(key.str())) : key);
-    }
+        keys.push_back(ignoreCase(in.getAttributePath(item, a[0], fallback), truthy(a[2])));
     std::vector<size_t> order(items.size());
     for (size_t i = 0; i < order.size(); i++)
         order[i] = i;
@@ -407,7 +427,9 @@ Value filterGroupby(Interpreter& in, const Value& input, const CallArgs& args)
         size_t j = i;
         while (j < order.size() && equals(keys[order[j]], keys[order[i]], in.budget()))
             members.push_back(items[order[j++]]);
-        groups.push_back(Value::sequence({keys[order[i]], Value::sequence(std::move(members))}, SequenceKind::Tuple));
+        // The grouper is the first member's own value, not its lowercased key.
+        const Value grouper = in.getAttributePath(members[0], a[0], fallback);
+        groups.push_back(Value::sequence({grouper, Value::sequence(std::move(members))}, SequenceKind::GroupTuple));
         i = j;
     }
     return Value::sequence(std::move(groups));

@@ -8,6 +8,7 @@
 #include "builtins.hpp"
 #include "interpreter.hpp"
 #include "json_bridge.hpp"
+#include "pretty_print.hpp"
 #include "python_format.hpp"
 #include "text.hpp"
 
@@ -133,6 +134,10 @@ Value filterIndent(Interpreter& in, const Value& input, const CallArgs& args)
 {
     const std::vector<Value> a = bindArguments("indent", args, {{"width", Value::integer(4)}, {"first", Value::boolean(false)},
                                                                 {"blank", Value::boolean(false)}});
+    if (input.isUndefined())
+        input.failUndefined();
+    if (!input.isString())
+        fail(ErrorKind::Type, "indent: can only concatenate str (not \"" + input.typeName() + "\") to str");
     std::string indention;
     if (a[0].isString())
         indention = a[0].str();
@@ -166,7 +171,15 @@ Value filterTruncate(Interpreter& in, const Value& input, const CallArgs& args)
 {
     const std::vector<Value> a = bindArguments("truncate", args, {{"length", Value::integer(255)}, {"killwords", Value::boolean(false)},
                                                                   {"end", Value::string("...")}, {"leeway", Value::none()}});
-    const std::string s = toStr(input, in.budget());
+    // len(s) decides; only a str can be cut (jinja2 fails on longer lists, as here).
+    if (!input.isString())
+    {
+        const int64_t n = length(input);
+        if (n <= integerArgument("truncate", a[0]) + (a[3].isNone() ? 5 : integerArgument("truncate", a[3])))
+            return input;
+        fail(ErrorKind::Type, "truncate: '" + input.typeName() + "' object has no attribute 'rsplit'");
+    }
+    const std::string s = input.str();
     const int64_t length = integerArgument("truncate", a[0]);
     const std::string end = toStr(a[2], in.budget());
     const int64_t leeway = a[3].isNone() ? 5 : integerArgument("truncate", a[3]);
@@ -202,6 +215,8 @@ Value filterWordcount(Interpreter& in, const Value& input, const CallArgs& args)
 Value filterInt(Interpreter&, const Value& input, const CallArgs& args)
 {
     const std::vector<Value> a = bindArguments("int", args, {{"default", Value::integer(0)}, {"base", Value::integer(10)}});
+    if (input.isUndefined())
+        input.failUndefined();  // int(Undefined) raises
     int64_t i = 0;
     double d = 0;
     if (input.isString())
@@ -227,6 +242,8 @@ Value filterInt(Interpreter&, const Value& input, const CallArgs& args)
 Value filterFloat(Interpreter&, const Value& input, const CallArgs& args)
 {
     const std::vector<Value> a = bindArguments("float", args, {{"default", Value::number(0.0)}});
+    if (input.isUndefined())
+        input.failUndefined();
     double d = 0;
     if (input.isNumber())
         return Value::number(input.asDouble());
@@ -287,7 +304,7 @@ Value filterToJson(Interpreter& in, const Value& input, const CallArgs& args)
 Value filterPprint(Interpreter& in, const Value& input, const CallArgs& args)
 {
     bindArguments("pprint", args, {});
-    return Value::string(repr(input, in.budget()));
+    return Value::string(prettyFormat(input, in.budget()));
 }
 
 Value filterStriptags(Interpreter& in, const Value& input, const CallArgs& args)
@@ -365,6 +382,8 @@ Value filterUrlencode(Interpreter& in, const Value& input, const CallArgs& args)
         {
             if (isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (!formEncoding && c == '/'))
                 out += (char)c;
+            else if (formEncoding && c == ' ')
+                out += '+';
             else
             {
                 snprintf(buf, sizeof(buf), "%%%02X", c);
@@ -373,8 +392,9 @@ Value filterUrlencode(Interpreter& in, const Value& input, const CallArgs& args)
         }
         return out;
     };
-    if (input.isString())
-        return Value::string(quote(input.str(), false));
+    const bool iterable = input.isSequence() || input.isDict() || input.isGenerator() || input.isUndefined();
+    if (input.isString() || !iterable)
+        return Value::string(quote(toStr(input, in.budget()), false));
     std::vector<std::pair<Value, Value> > pairs;
     if (input.isDict())
         pairs = input.entries();

@@ -140,6 +140,14 @@ Value Interpreter::getAttribute(const Value& object, const std::string& name)
         return method;
     if (object.isObject())
         return object.object()->getAttribute(name);
+    if (object.isNumber() && (name == "real" || name == "imag"))
+    {
+        if (name == "imag")
+            return object.isFloat() ? Value::number(0.0) : Value::integer(0);
+        return object.isFloat() ? object : Value::integer(object.asInt());
+    }
+    if (object.isSequence() && object.sequenceKind() == SequenceKind::GroupTuple && (name == "grouper" || name == "list"))
+        return object.items()[name == "grouper" ? 0 : 1];
     if (object.isDict())
     {
         budget_.charge();
@@ -184,12 +192,23 @@ Value Interpreter::getItem(const Value& object, const Value& key)
         Value method;
         if (findMethod(object, key.str(), method))
             return method;
+        if (object.isSequence() && object.sequenceKind() == SequenceKind::GroupTuple &&
+            (key.str() == "grouper" || key.str() == "list"))
+            return object.items()[key.str() == "grouper" ? 0 : 1];
     }
     return Value::undefinedMember(object, key);
 }
 
-Value Interpreter::getAttributePath(const Value& object, const std::string& path)
+Value Interpreter::getAttributePath(const Value& object, const Value& attribute, const Value* fallback)
 {
+    if (attribute.isNone())
+        return object;
+    if (!attribute.isString())
+    {
+        const Value v = getItem(object, attribute);
+        return fallback && v.isUndefined() ? *fallback : v;
+    }
+    const std::string& path = attribute.str();
     Value current = object;
     size_t start = 0;
     while (true)
@@ -201,7 +220,9 @@ Value Interpreter::getAttributePath(const Value& object, const std::string& path
                              part.size() < 18;
         if (numeric)
             index = std::stoll(part);
-        const Value next = getItem(current, numeric ? Value::integer(index) : Value::string(part));
+        Value next = getItem(current, numeric ? Value::integer(index) : Value::string(part));
+        if (fallback && next.isUndefined())
+            next = *fallback;
         current = next;
         if (dot == std::string::npos)
             return current;

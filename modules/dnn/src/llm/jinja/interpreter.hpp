@@ -81,8 +81,10 @@ public:
     Value getAttribute(const Value& object, const std::string& name);
     //! `object[key]` (item first, then attribute); missing items are Undefined.
     Value getItem(const Value& object, const Value& key);
-    //! The attribute paths of filters: "name", "a.b", "0.name" (digits index).
-    Value getAttributePath(const Value& object, const std::string& path);
+    /** The attribute argument of filters (jinja2's make_attrgetter): None for the object itself,
+        an integer index, or a path "name", "a.b", "0.name" (digit parts index). A `fallback`
+        replaces an Undefined after each part. */
+    Value getAttributePath(const Value& object, const Value& attribute, const Value* fallback = nullptr);
     Value call(const Value& callee, const CallArgs& args);
     Value applyFilter(const std::string& name, const Value& input, const CallArgs& args);
     bool applyTest(const std::string& name, const Value& input, const CallArgs& args);

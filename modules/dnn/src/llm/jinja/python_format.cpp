@@ -239,7 +239,9 @@ double roundHalfEven(double value, int digits)
 std::string percentFormat(const std::string& format, const Value& args, Budget& budget)
 {
     std::vector<Value> positional;
-    const bool mapping = args.isDict();
+    // Python treats any argument with __getitem__ that is not a tuple or str (dict, list, ...)
+    // as a mapping: it may go unused.
+    const bool mapping = args.isDict() || (args.isSequence() && !args.isTuple());
     if (args.isTuple())
         positional = args.items();
     else

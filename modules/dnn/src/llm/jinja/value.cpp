@@ -361,6 +361,7 @@ std::string Value::typeName() const
         case SequenceKind::DictValues: return "dict_values";
         case SequenceKind::DictItems: return "dict_items";
         case SequenceKind::Range: return "range";
+        case SequenceKind::GroupTuple: return "_GroupTuple";
         }
         return "list";
     case ValueKind::Dict: return "dict";
@@ -571,6 +572,7 @@ std::string repr(const Value& v, Budget& budget, int depth)
         switch (v.sequenceKind())
         {
         case SequenceKind::Tuple: open = "("; close = items.size() == 1 ? ",)" : ")"; break;
+        case SequenceKind::GroupTuple: open = "("; close = ")"; break;
         case SequenceKind::DictKeys: open = "dict_keys(["; close = "])"; break;
         case SequenceKind::DictValues: open = "dict_values(["; close = "])"; break;
         case SequenceKind::DictItems: open = "dict_items(["; close = "])"; break;

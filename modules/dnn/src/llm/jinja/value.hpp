@@ -33,8 +33,9 @@ class Value;
 struct CallArgs;
 
 enum class ValueKind { Undefined, None, Bool, Int, Float, String, Sequence, Dict, Generator, Object };
-//! What a sequence is in Python: it decides repr(), tojson and indexing.
-enum class SequenceKind { List, Tuple, DictKeys, DictValues, DictItems, Range };
+//! What a sequence is in Python: it decides repr(), tojson and indexing. GroupTuple is the
+//! (grouper, list) named tuple of groupby, a tuple with those two attributes.
+enum class SequenceKind { List, Tuple, DictKeys, DictValues, DictItems, Range, GroupTuple };
 
 //! Lists and dicts nest at most this deep (their recursive copies and destruction stay shallow).
 const int kMaxValueDepth = 128;
@@ -90,7 +91,10 @@ public:
     bool isString() const { return kind_ == ValueKind::String; }
     bool isSequence() const { return kind_ == ValueKind::Sequence; }
     bool isList() const { return isSequence() && sequenceKind() == SequenceKind::List; }
-    bool isTuple() const { return isSequence() && sequenceKind() == SequenceKind::Tuple; }
+    bool isTuple() const
+    {
+        return isSequence() && (sequenceKind() == SequenceKind::Tuple || sequenceKind() == SequenceKind::GroupTuple);
+    }
     bool isDict() const { return kind_ == ValueKind::Dict; }
     bool isGenerator() const { return kind_ == ValueKind::Generator; }
     bool isObject() const { return kind_ == ValueKind::Object; }

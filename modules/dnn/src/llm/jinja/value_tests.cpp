@@ -60,7 +60,7 @@ bool testIterable(Interpreter&, const Value& v, const CallArgs& a)
 bool testCallable(Interpreter&, const Value& v, const CallArgs& a)
 {
     noArguments("callable", a);
-    return v.isObject() && v.object()->isCallable();
+    return v.isUndefined() || (v.isObject() && v.object()->isCallable());  // Undefined has __call__
 }
 
 bool testOdd(Interpreter& in, const Value& v, const CallArgs& a)
