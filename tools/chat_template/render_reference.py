@@ -10,7 +10,8 @@ ctest runs it as the fixture make_chat_template_reference (test/tests.cmake) on
 test/cpp/test_jinja_reference.cpp renders again with our engine and compares byte for byte.
 Needs Debian's python3-jinja2 (tools/build_env.sh installs it for the tests).
 
-Output: {"generator", "jinja2_version", "now", "renderings": [{"template": file name,
+Output: {"generator", "jinja2_version", "now", "templates": {file name: source},
+"renderings": [{"template": file name,
 "case": name, "messages": [...], "add_generation_prompt": bool, "bos_token", "eos_token",
 "extra": {tools, documents, other variables}, then "output": text or "error": message}]}.
 """
@@ -106,12 +107,14 @@ def error_text(e):
 def main(template_dir, out_path):
     env = transformers_env.make_environment()
     renderings = []
+    templates = {}
     names = sorted(n for n in os.listdir(template_dir) if n.endswith(".jinja"))
     if not names:
         sys.exit("no .jinja files in %s" % template_dir)
     for name in names:
         with open(os.path.join(template_dir, name), encoding="utf-8") as f:
             source = f.read()
+        templates[name] = source
         for case, messages, generation_prompt, extra in CASES:
             row = {"template": name, "case": case, "messages": messages, "add_generation_prompt": generation_prompt,
                    "bos_token": BOS, "eos_token": EOS, "extra": extra}
@@ -123,7 +126,8 @@ def main(template_dir, out_path):
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump({"generator": "tools/chat_template/render_reference.py", "jinja2_version": jinja2.__version__,
-                   "now": transformers_env.NOW.isoformat(), "renderings": renderings}, f, ensure_ascii=False, indent=1)
+                   "now": transformers_env.NOW.isoformat(), "templates": templates,
+                   "renderings": renderings}, f, ensure_ascii=False, indent=1)
     errors = sum("error" in r for r in renderings)
     print("%d templates x %d conversations: %d renderings, %d raise" % (len(names), len(CASES), len(renderings), errors))
 

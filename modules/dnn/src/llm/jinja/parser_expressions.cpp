@@ -433,7 +433,7 @@ CallArguments Parser::parseCallArgs()
 
 NodePtr Parser::parseCall(NodePtr callee)
 {
-    std::unique_ptr<CallNode> node(new CallNode(current().offset));
+    std::unique_ptr<CallNode> node(new CallNode(callee->offset));  // errors point at what was called
     node->callee = std::move(callee);
     node->args = parseCallArgs();
     return NodePtr(node.release());
