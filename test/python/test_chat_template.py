@@ -137,3 +137,28 @@ def test_model_without_template_asks_for_one():
     model = cv.dnn.TextGenerationModel(str(SHARED_TESTDATA / "stories260K.gguf"))
     with pytest.raises(cv.error, match="no chat template"):
         model.getChatTemplate()
+
+
+def test_onnx_folder_template_comes_from_tokenizer_config(shared_testdata):
+    folder = shared_testdata / "onnx" / "tiny-random-LlamaForCausalLM-fp16"
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    model = cv.dnn.TextGenerationModel(str(folder / "model.onnx"))
+    t = model.getChatTemplate()
+    assert t.getName() == "jinja" and t.getSource() == config["chat_template"]
+    assert (t.getBosToken(), t.getEosToken()) == (config["bos_token"], config["eos_token"])
+    roles, contents = ["system", "user", "assistant", "user"], ["Be brief.", "Hi", "Hello!", "Bye"]
+    messages = [{"role": r, "content": c} for r, c in zip(roles, contents)]
+    expected = jinja2_render(jinja2_environment(), config["chat_template"], messages, True, config["bos_token"], config["eos_token"])
+    assert model.applyChatTemplate(roles, contents, True) == expected
+    # chat(): the template writes "<s>" and the tokenizer adds BOS; the prompt starts with one BOS
+    # (the template's text is dropped, as llama.cpp does), then the rest of the rendered text.
+    model.resetConversation("Be brief.")
+    config_greedy = cv.dnn.GenerationConfig()
+    config_greedy.maxNewTokens = 1
+    model.chat("Hi", config_greedy)
+    tokenizer = model.getTokenizer()
+    rendered = model.applyChatTemplate(["system", "user"], ["Be brief.", "Hi"], True)
+    assert rendered.startswith(config["bos_token"])
+    ids = list(model.getPromptTokenIds())
+    assert ids == list(tokenizer.encode(rendered[len(config["bos_token"]):], True, True))
+    assert ids[0] == tokenizer.getBosId() and ids[1] != tokenizer.getBosId()

@@ -78,7 +78,9 @@ std::string jsonString(const std::string& text)
 // that is not valid UTF-8).
 void checkTemplateError(const cv::Exception& e)
 {
-    const std::string& m = e.err;
+    // OpenCV prefixes each line of a multi-line message (a template's raise_exception text may
+    // have several) with "> ".
+    const std::string m = e.err.compare(0, 2, "> ") == 0 ? e.err.substr(2) : e.err;
     if (m.compare(0, 15, "Jinja template,") == 0 && m.find(", line ") == std::string::npos)
         std::abort();
     if (m.compare(0, 15, "Jinja template,") != 0 && m.compare(0, 15, "Jinja template:") != 0 &&
