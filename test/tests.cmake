@@ -32,6 +32,10 @@ add_test(NAME make_hf_tokenizers
          COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/gguf_vocab_to_tokenizer_json.py" --all
                  "${shared_testdata}/llama.cpp-vocab" "${test_models}/hf_tokenizers")
 set_tests_properties(make_hf_tokenizers PROPERTIES FIXTURES_SETUP generated_test_data)
+add_test(NAME make_tokenizer_vocabs
+         COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/make_vocab_variants.py"
+                 "${shared_testdata}/llama.cpp-vocab" "${test_models}/tokenizer_vocabs")
+set_tests_properties(make_tokenizer_vocabs PROPERTIES FIXTURES_SETUP generated_test_data)
 
 # Builder-style ONNX decoders (test/data/oracle/onnx/README.md): remade and checked byte for
 # byte against the models ONNX Runtime's stored outputs were computed on.
@@ -59,7 +63,7 @@ gtest_discover_tests(llm_tests
 # whole-model tests again with AVX2 and AVX-512 turned off in OpenCV's dispatch, so that the
 # baseline's decoders, float path and attention run on this machine too.
 add_test(NAME llm_tests_without_avx2
-         COMMAND llm_tests "--gtest_filter=WithoutAVX2.*:QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:BatchEqualsAlone*")
+         COMMAND llm_tests "--gtest_filter=WithoutAVX2.*:QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:*BatchEqualsAlone*")
 set_tests_properties(llm_tests_without_avx2 PROPERTIES
   ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-SKX,AVX2"
   FIXTURES_REQUIRED generated_test_data)

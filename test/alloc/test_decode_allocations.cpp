@@ -176,6 +176,9 @@ INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_phi3_Q4_K_M.gguf"),    // fused qkv, gate|up halves, LongRoPE
     llm_test::testModel("synthetic/synthetic_gemma2_Q4_K_M.gguf"),  // soft-caps, GELU gate, post-norms, window
     llm_test::testModel("synthetic/synthetic_gemma3_Q8_0.gguf"),    // local layers releasing pages
-    llm_test::testModel("synthetic/synthetic_olmo2_Q4_K_M.gguf"))); // whole-projection Q/K norm
+    llm_test::testModel("synthetic/synthetic_olmo2_Q4_K_M.gguf"),   // whole-projection Q/K norm
+    llm_test::testModel("synthetic/synthetic_granite_Q4_K_M.gguf"), // embedding / residual / logit scales
+    llm_test::testModel("synthetic/synthetic_smollm3_Q4_K_M.gguf"), // a layer without rotary
+    llm_test::testModel("synthetic/synthetic_mistral3_Q4_K_M.gguf")));  // YaRN, attention temperature
 
 } // namespace

@@ -2,6 +2,8 @@
 
 #include <opencv2/dnn.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -65,6 +67,28 @@ int argmax(const cv::Mat& row)
     cv::Point loc;
     cv::minMaxLoc(row.reshape(1, 1), nullptr, nullptr, nullptr, &loc);
     return loc.x;
+}
+
+std::vector<double> softmax(const cv::Mat& logits)
+{
+    const cv::Mat row = logits.reshape(1, 1);
+    double maxv;
+    cv::minMaxLoc(row, nullptr, &maxv);
+    std::vector<double> p(row.cols);
+    double sum = 0;
+    for (int i = 0; i < row.cols; i++)
+        sum += p[i] = std::exp((double)row.at<float>(i) - maxv);
+    for (double& v : p)
+        v /= sum;
+    return p;
+}
+
+double maxDifference(const std::vector<double>& p, const cv::FileNode& topK)
+{
+    double worst = 0;
+    for (const cv::FileNode& e : topK)
+        worst = std::max(worst, std::abs(p.at((int)e["id"]) - (double)e["p"]));
+    return worst;
 }
 
 std::string onnxLlmError(const std::string& name)

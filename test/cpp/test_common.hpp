@@ -29,6 +29,12 @@ cv::Mat idsToMat(const std::vector<int>& ids);
 // The index of the largest value of a row of logits.
 int argmax(const cv::Mat& row);
 
+// The probabilities of a row of float logits, in double precision.
+std::vector<double> softmax(const cv::Mat& logits);
+
+// Largest |p[id] - entry.p| over the entries {id, p} of an oracle's top-k list.
+double maxDifference(const std::vector<double>& p, const cv::FileNode& topK);
+
 // The cv::Exception message of readNet on an ONNX model that
 // test/tools/make_onnx_llm_error_models.py made (onnx_llm_errors/<name>), or "(no error)".
 std::string onnxLlmError(const std::string& name);

@@ -15,20 +15,6 @@ using namespace cv::dnn;
 
 namespace {
 
-std::vector<double> softmax(const Mat& logits)
-{
-    const Mat row = logits.reshape(1, 1);
-    double maxv;
-    minMaxLoc(row, nullptr, &maxv);
-    std::vector<double> p(row.cols);
-    double sum = 0;
-    for (int i = 0; i < row.cols; i++)
-        sum += p[i] = std::exp((double)row.at<float>(i) - maxv);
-    for (double& v : p)
-        v /= sum;
-    return p;
-}
-
 std::vector<int> greedy(Net& net, const std::vector<int>& prompt, int n)
 {
     std::vector<int> out;
@@ -78,7 +64,7 @@ TEST(GGUFStories260K, firstStepProbabilitiesMatchLlamaCpp)
     const Reference ref = readReference("stories260K.nlc.json");
     Net net = readNetFromGGUF(llm_test::sharedTestData("stories260K.gguf"));
     net.setInput(llm_test::idsToMat(ref.promptIds));
-    const std::vector<double> p = softmax(net.forward());
+    const std::vector<double> p = llm_test::softmax(net.forward());
     // llama.cpp computes in float32 too; 1e-4 absolute covers accumulation order.
     for (const auto& e : ref.top5)
         EXPECT_NEAR(p[e.first], e.second, 1e-4) << "token " << e.first;
@@ -117,7 +103,7 @@ TEST(GGUFTinyRandomF16, probabilitiesMatchLlamaCpp)
     const Reference ref = readReference("llama-2-tiny-random.nlc.json");
     Net net = readNet(llm_test::sharedTestData("llama-2-tiny-random.gguf"));
     net.setInput(llm_test::idsToMat(ref.promptIds));
-    const std::vector<double> p = softmax(net.forward());
+    const std::vector<double> p = llm_test::softmax(net.forward());
     ASSERT_EQ(p.size(), 32000u);
     // The distribution is nearly flat (p ~ 3.8e-5): compare each reference probability with
     // a relative tolerance of 1e-3, well below the 4e-3 relative gap between the top two
@@ -190,7 +176,7 @@ TEST(GGUFStories260K, teacherForcedNLLMatchesLlamaCpp)
     ASSERT_EQ(logits.rows, (int)ids.size());
     double nll = 0;
     for (size_t i = 0; i + 1 < ids.size(); i++)
-        nll -= std::log(softmax(logits.row((int)i))[ids[i + 1]]);
+        nll -= std::log(llm_test::softmax(logits.row((int)i))[ids[i + 1]]);
     EXPECT_NEAR(nll, expected, expected * 1e-3);
 }
 

@@ -12,6 +12,10 @@
 // their own rotary base, 1 global; per-head Q/K norm, heads of 96) and olmo2 (norms after
 // attention and FFN only, Q/K norms over the whole projections) as well; their sliding windows
 // after 400 tokens are in test_sliding_window.cpp.
+// granite (embedding, residual, attention and logit scales), smollm3 (4 layers, the fourth without
+// rotary) and mistral3 (YaRN with its own beta_fast / beta_slow / yarn_log_multiplier, attention
+// temperature after an 85-token prompt past original_context_length 64), F32 / Q8_0 / Q4_K_M, in
+// the same lists; rope_llama_yarn: YaRN after 400 tokens.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
@@ -32,20 +36,6 @@ using namespace cv::dnn;
 
 namespace {
 
-std::vector<double> softmax(const Mat& logitsMat)
-{
-    const Mat logits = logitsMat.reshape(1, 1);
-    double maxv;
-    minMaxLoc(logits, nullptr, &maxv);
-    std::vector<double> p(logits.cols);
-    double sum = 0;
-    for (int i = 0; i < logits.cols; i++)
-        sum += p[i] = std::exp(logits.at<float>(i) - maxv);
-    for (double& v : p)
-        v /= sum;
-    return p;
-}
-
 // exact: every matmul on the float path (OPENCV_DNN_LLM_INTEGER_DOT=0); otherwise the default,
 // where matmuls over a few tokens quantize activations to 8 bits like llama.cpp.
 std::vector<double> nextTokenProbabilities(const std::string& modelPath, const std::vector<int>& prompt, bool exact)
@@ -58,7 +48,7 @@ std::vector<double> nextTokenProbabilities(const std::string& modelPath, const s
     for (size_t i = 0; i < prompt.size(); i++)
         ids.at<float>((int)i) = (float)prompt[i];
     net.setInput(ids);
-    return softmax(net.forward());
+    return llm_test::softmax(net.forward());
 }
 
 // n greedy tokens after the prompt (the prompt in one forward, then one token per forward).
@@ -78,20 +68,11 @@ std::vector<int> greedyIds(const std::string& modelPath, const std::vector<int>&
     return ids;
 }
 
-// Largest |p_ours - p_llama.cpp| over an oracle's top-k list.
-double maxDifference(const std::vector<double>& p, const FileNode& topK)
-{
-    double worst = 0;
-    for (const FileNode& e : topK)
-        worst = std::max(worst, std::abs(p.at((int)e["id"]) - (double)e["p"]));
-    return worst;
-}
-
 TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 45u);
+    ASSERT_EQ(oracles.size(), 54u);
     std::printf("%-22s %12s %12s %10s %10s\n", "model", "max|dp| F32", "max|dp| q", "top1 ours", "top1 l.cpp");
     for (const String& path : oracles)
     {
@@ -113,7 +94,7 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
         // 2-ulp change of every GELU input alone moves our own p by 1.7e-4), hence 5e-4 there.
         const FileNode twin = fs["twin"];
         const FileNode exactTopK = twin.empty() ? fs["top_k"] : twin["top_k"];
-        const double exactDiff = maxDifference(exact, exactTopK);
+        const double exactDiff = llm_test::maxDifference(exact, exactTopK);
         EXPECT_LE(exactDiff, ((std::string)fs["arch"]).compare(0, 5, "gemma") == 0 ? 5e-4 : 1e-4);
 
         // The quantized run itself: llama.cpp rounds activations to 8 bits there (and so do we,
@@ -123,9 +104,9 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
         // roundings differ in detail); ours is also checked against exact math directly.
         const FileNode topK = fs["top_k"];
         const int top1 = (int)topK[0]["id"];
-        const double quantDiff = maxDifference(p, topK);
+        const double quantDiff = llm_test::maxDifference(p, topK);
         EXPECT_EQ((int)(std::max_element(p.begin(), p.end()) - p.begin()), top1);
-        EXPECT_LE(maxDifference(p, exactTopK), 0.06) << "our 8-bit path against exact math";
+        EXPECT_LE(llm_test::maxDifference(p, exactTopK), 0.06) << "our 8-bit path against exact math";
         EXPECT_LE(quantDiff, 0.12);
         std::printf("%-22s %12.2e %12.2e %10.4f %10.4f\n", file.substr(10, file.size() - 15).c_str(),
                     exactDiff, quantDiff, p[top1], (double)topK[0]["p"]);
@@ -140,7 +121,7 @@ TEST(GGUFSynthetic, version2WithAlignment64)
     fs["prompt_ids"] >> prompt;
     const std::vector<double> p =
         nextTokenProbabilities(llm_test::testModel("synthetic/synthetic_llama_F32_v2_align64.gguf"), prompt, true);
-    EXPECT_LE(maxDifference(p, fs["top_k"]), 1e-4);
+    EXPECT_LE(llm_test::maxDifference(p, fs["top_k"]), 1e-4);
 }
 
 // Greedy ids against llama.cpp's. Exact math on both sides (our float path against llama.cpp on
@@ -153,7 +134,7 @@ TEST(GGUFSynthetic, greedyIdsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 45u);
+    ASSERT_EQ(oracles.size(), 54u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -190,7 +171,7 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 45u);
+    ASSERT_EQ(oracles.size(), 54u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -209,8 +190,8 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
         for (int step = 1; step < 4; step++)
         {
             net.setInput(Mat(1, 1, CV_32F, Scalar(greedyIds[step - 1])));
-            const std::vector<double> p = softmax(net.forward());
-            EXPECT_LE(maxDifference(p, steps[step]["top5"]), 0.1) << "step " << step;
+            const std::vector<double> p = llm_test::softmax(net.forward());
+            EXPECT_LE(llm_test::maxDifference(p, steps[step]["top5"]), 0.1) << "step " << step;
         }
     }
 }
@@ -230,8 +211,9 @@ double maxLogDifference(const std::vector<double>& p, const FileNode& topK)
 }
 
 // RoPE scaling end to end against llama.cpp: F32 models with linear scaling (llama, qwen2:
-// <arch>.rope.scaling.type / .factor) and with Llama-3 scaling (llama: per-pair frequency
-// factors in rope_freqs.weight, as llama.cpp's converter writes them for Llama 3.1), after a
+// <arch>.rope.scaling.type / .factor), with Llama-3 scaling (llama: per-pair frequency
+// factors in rope_freqs.weight, as llama.cpp's converter writes them for Llama 3.1), with YaRN
+// (llama: factor 4, original_context_length 128) and phi3's LongRoPE, after a
 // 400-token prompt (positions 0..399, then 3 decode steps) where the scaled angles are far
 // from the unscaled ones. Each oracle also holds llama.cpp's outputs for the same weights
 // without the scaling ("unscaled"): the test checks that ignoring the scaling would be seen,
@@ -241,7 +223,7 @@ TEST(GGUFSynthetic, ropeScalingMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/rope_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 5u);
+    ASSERT_EQ(oracles.size(), 6u);
     std::printf("%-18s %10s %10s %10s %12s %12s\n", "model", "max|dp|", "max|dlogp|", "steps|dp|",
                 "unscaled|dp|", "ignored|dp|");
     for (const String& path : oracles)
@@ -258,10 +240,10 @@ TEST(GGUFSynthetic, ropeScalingMatchesLlamaCpp)
         // KV cache on both sides: exact math, 1e-4 as for the other F32 models).
         Net net = readNet(llm_test::testModel("synthetic/" + file));
         net.setInput(llm_test::idsToMat(prompt));
-        const std::vector<double> p = softmax(net.forward());
+        const std::vector<double> p = llm_test::softmax(net.forward());
         const FileNode topK = fs["top_k"];
         ASSERT_EQ(p.size(), (size_t)(int)fs["n_vocab"]);
-        const double diff = maxDifference(p, topK);
+        const double diff = llm_test::maxDifference(p, topK);
         EXPECT_LE(diff, 1e-4);
         EXPECT_EQ((int)(std::max_element(p.begin(), p.end()) - p.begin()), (int)topK[0]["id"]);
         double stepsDiff = 0;
@@ -269,7 +251,7 @@ TEST(GGUFSynthetic, ropeScalingMatchesLlamaCpp)
         for (int step = 1; step < 4; step++)
         {
             net.setInput(Mat(1, 1, CV_32F, Scalar(greedyIds[step - 1])));
-            const double d = maxDifference(softmax(net.forward()), steps[step]["top5"]);
+            const double d = llm_test::maxDifference(llm_test::softmax(net.forward()), steps[step]["top5"]);
             EXPECT_LE(d, 1e-4) << "step " << step;
             stepsDiff = std::max(stepsDiff, d);
         }
@@ -279,9 +261,9 @@ TEST(GGUFSynthetic, ropeScalingMatchesLlamaCpp)
         const FileNode unscaled = fs["unscaled"];
         const std::vector<double> q =
             nextTokenProbabilities(llm_test::testModel("synthetic/" + (std::string)unscaled["model_file"]), prompt, true);
-        const double unscaledDiff = maxDifference(q, unscaled["top_k"]);
+        const double unscaledDiff = llm_test::maxDifference(q, unscaled["top_k"]);
         EXPECT_LE(unscaledDiff, 1e-4);
-        const double ignoredDiff = std::max(maxDifference(q, topK), maxDifference(p, unscaled["top_k"]));
+        const double ignoredDiff = std::max(llm_test::maxDifference(q, topK), llm_test::maxDifference(p, unscaled["top_k"]));
         EXPECT_GE(ignoredDiff, 0.1) << "the scaling barely matters at these positions: the test would not see it ignored";
         EXPECT_NE((int)unscaled["top_k"][0]["id"], (int)topK[0]["id"]);
         std::printf("%-18s %10.2e %10.2e %10.2e %12.2e %12.3f\n", file.substr(0, file.size() - 5).c_str(), diff,
@@ -306,11 +288,11 @@ TEST(GGUFSynthetic, contextLengthAtLoadTime)
     unsetenv("OPENCV_DNN_LLM_INTEGER_DOT");
     EXPECT_EQ(getLLMKVCache(net)->getMaxSequenceLength(), 256);
     net.setInput(llm_test::idsToMat(prompt));
-    const std::vector<double> p = softmax(net.forward());
-    EXPECT_LE(maxDifference(p, fs["top_k"]), 1e-4);
+    const std::vector<double> p = llm_test::softmax(net.forward());
+    EXPECT_LE(llm_test::maxDifference(p, fs["top_k"]), 1e-4);
     FileStorage longFactors(llm_test::projectRoot() + "/test/data/oracle/synthetic_phi3_F32.nlc.json",
                             FileStorage::READ | FileStorage::FORMAT_JSON);
-    EXPECT_GE(maxDifference(p, longFactors["top_k"]), 0.1);
+    EXPECT_GE(llm_test::maxDifference(p, longFactors["top_k"]), 0.1);
     EXPECT_EQ(TextGenerationModel(model, 300).getNetwork().empty(), false);
 
     EXPECT_THROW(readNetFromGGUF(llm_test::testModel("synthetic/synthetic_gpt2_F32.gguf"), false, 257), cv::Exception);

@@ -134,7 +134,10 @@ INSTANTIATE_TEST_CASE_P(Models, BatchEqualsAlone, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_phi3_Q8_0.gguf"),          // fused qkv, LongRoPE, attn_factor
     llm_test::testModel("synthetic/synthetic_gemma2_Q8_0.gguf"),        // window 4, soft-capping, GELU
     llm_test::testModel("synthetic/synthetic_gemma3_Q4_K_M.gguf"),      // 5 local layers, 1 global
-    llm_test::testModel("synthetic/synthetic_olmo2_Q8_0.gguf")));       // post-norms, whole-projection Q/K norm
+    llm_test::testModel("synthetic/synthetic_olmo2_Q8_0.gguf"),         // post-norms, whole-projection Q/K norm
+    llm_test::testModel("synthetic/synthetic_granite_Q8_0.gguf"),       // embedding / residual / logit scales
+    llm_test::testModel("synthetic/synthetic_smollm3_Q8_0.gguf"),       // a layer without rotary
+    llm_test::testModel("synthetic/synthetic_mistral3_Q8_0.gguf")));    // YaRN, attention temperature
 
 // The plan is made before the Net plans its buffers, so batched forwards and plain ones mix
 // freely, whatever their token and sequence counts (stories260K's logits: bit-exact against a

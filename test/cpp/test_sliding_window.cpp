@@ -23,28 +23,6 @@ using namespace cv::dnn;
 
 namespace {
 
-std::vector<double> softmax(const Mat& logitsMat)
-{
-    const Mat logits = logitsMat.reshape(1, 1);
-    double maxv;
-    minMaxLoc(logits, nullptr, &maxv);
-    std::vector<double> p(logits.cols);
-    double sum = 0;
-    for (int i = 0; i < logits.cols; i++)
-        sum += p[i] = std::exp(logits.at<float>(i) - maxv);
-    for (double& v : p)
-        v /= sum;
-    return p;
-}
-
-double maxDifference(const std::vector<double>& p, const FileNode& topK)
-{
-    double worst = 0;
-    for (const FileNode& e : topK)
-        worst = std::max(worst, std::abs(p.at((int)e["id"]) - (double)e["p"]));
-    return worst;
-}
-
 // The prompt in pieces of 1, 37, 100 and the rest: each piece's forward releases what the
 // previous ones no longer need.
 Mat feedInPieces(Net& net, const std::vector<int>& prompt)
@@ -82,10 +60,10 @@ TEST(SlidingWindow, matchesLlamaCppAndReleasesPages)
         const std::string model = llm_test::testModel("synthetic/" + file), arch = (std::string)fs["arch"];
         const int layers = (int)GGUFFile::open(model)->getInt(arch + ".block_count");
         Net net = readNet(model);
-        const std::vector<double> p = softmax(feedInPieces(net, prompt));
+        const std::vector<double> p = llm_test::softmax(feedInPieces(net, prompt));
         const FileNode topK = fs["top_k"];
         // Gemma's half-precision GELU input makes 5e-4 the F32 tolerance (test_gguf_synthetic.cpp).
-        const double diff = maxDifference(p, topK);
+        const double diff = llm_test::maxDifference(p, topK);
         EXPECT_LE(diff, 5e-4);
         EXPECT_EQ((int)(std::max_element(p.begin(), p.end()) - p.begin()), (int)topK[0]["id"]);
         double stepsDiff = 0;
@@ -93,7 +71,7 @@ TEST(SlidingWindow, matchesLlamaCppAndReleasesPages)
         for (int step = 1; step < 8; step++)
         {
             net.setInput(Mat(1, 1, CV_32F, Scalar(greedyIds[step - 1])));
-            const double d = maxDifference(softmax(net.forward()), steps[step]["top5"]);
+            const double d = llm_test::maxDifference(llm_test::softmax(net.forward()), steps[step]["top5"]);
             EXPECT_LE(d, 1e-3) << "step " << step;  // (the GELU flips add up over the steps: 5.5e-4 seen)
             stepsDiff = std::max(stepsDiff, d);
         }
@@ -115,10 +93,10 @@ TEST(SlidingWindow, matchesLlamaCppAndReleasesPages)
         // windowed result.
         const FileNode unwindowed = fs["unscaled"];
         Net plain = readNet(llm_test::testModel("synthetic/" + (std::string)unwindowed["model_file"]));
-        const std::vector<double> q = softmax(feedInPieces(plain, prompt));
-        const double plainDiff = maxDifference(q, unwindowed["top_k"]);
+        const std::vector<double> q = llm_test::softmax(feedInPieces(plain, prompt));
+        const double plainDiff = llm_test::maxDifference(q, unwindowed["top_k"]);
         EXPECT_LE(plainDiff, 5e-4);
-        const double ignoredDiff = std::max(maxDifference(q, topK), maxDifference(p, unwindowed["top_k"]));
+        const double ignoredDiff = std::max(llm_test::maxDifference(q, topK), llm_test::maxDifference(p, unwindowed["top_k"]));
         EXPECT_GE(ignoredDiff, 0.05) << "the window barely matters here: the test would not see it ignored";
         std::printf("%-22s %10.2e %10.2e %12.2e %12.3f %14.0f %14zu\n", file.substr(0, file.size() - 5).c_str(), diff,
                     stepsDiff, plainDiff, ignoredDiff, (double)used / length, cache->getBytesPerToken());

@@ -428,14 +428,28 @@ GGUFVocabWriter tinyBpe(const std::vector<std::string>& merges)
     return w;
 }
 
-TEST(TokenizerMetadata, bpe_without_a_known_pre_tokenizer_falls_back_to_gpt2)
+// As llama.cpp: no tokenizer.ggml.pre means its "default" pre-tokenizer (which cuts "'" out of
+// words), a name it does not know is an error. (gpt-neox's vocabulary, which has no
+// tokenizer.ggml.pre, is checked against llama.cpp in test_tokenizer_vectors.cpp.)
+TEST(TokenizerMetadata, bpe_without_pre_tokenizer_is_default_and_unknown_names_are_errors)
 {
     const std::vector<std::string> merges = {"\xC4\xA0 t", "h e", "\xC4\xA0t he"};
     GGUFVocabWriter missing = tinyBpe(merges);
-    EXPECT_EQ(std::vector<int>({'t', 257, 258, 'a'}), missing.load()->encode("the thea", false, false));
+    EXPECT_EQ(std::vector<int>({'t', 257, 258, 'a', '\'', 's'}), missing.load()->encode("the thea's", false, false));
+    GGUFVocabWriter gpt2 = tinyBpe(merges);
+    gpt2.string("tokenizer.ggml.pre", "gpt-2");
+    EXPECT_EQ(std::vector<int>({'t', 257, 258, 'a', '\'', 's'}), gpt2.load()->encode("the thea's", false, false));
     GGUFVocabWriter unknown = tinyBpe(merges);
     unknown.string("tokenizer.ggml.pre", "no-such-pre-tokenizer");
-    EXPECT_EQ(std::vector<int>({'t', 257, 258, 'a'}), unknown.load()->encode("the thea", false, false));
+    try
+    {
+        unknown.load();
+        ADD_FAILURE() << "an unknown tokenizer.ggml.pre was accepted";
+    }
+    catch (const cv::Exception& e)
+    {
+        EXPECT_NE(std::string::npos, e.msg.find("'no-such-pre-tokenizer'")) << e.msg;
+    }
 }
 
 TEST(TokenizerMetadata, inconsistent_vocabularies_are_errors)
@@ -486,7 +500,7 @@ TEST(TokenizerMetadata, inconsistent_vocabularies_are_errors)
     GGUFVocabWriter otherModel;
     otherModel.string("tokenizer.ggml.model", "t5");
     otherModel.strings("tokenizer.ggml.tokens", {"a"});
-    expectError(otherModel, "'llama' (SentencePiece), 'gpt2' (byte-level BPE) and 'bert' (WordPiece)");
+    expectError(otherModel, "tokenizer.ggml.model = 't5'");
 }
 
 TEST(TokenizerMetadata, sentencepiece_without_types_still_falls_back_to_bytes)

@@ -24,7 +24,17 @@ std::string readTextFile(const std::string& path)
 
 std::vector<std::string> readVocabInputs(const std::string& name)
 {
-    const std::string text = readTextFile(vocabPath(name) + ".inp");
+    return readInputFile(vocabPath(name) + ".inp");
+}
+
+std::vector<std::vector<int>> readVocabExpectedIds(const std::string& name)
+{
+    return readIdFile(vocabPath(name) + ".out");
+}
+
+std::vector<std::string> readInputFile(const std::string& path)
+{
+    const std::string text = readTextFile(path);
     const std::string separator = "\n__ggml_vocab_test__\n";
     std::vector<std::string> inputs;
     size_t start = 0;
@@ -35,9 +45,9 @@ std::vector<std::string> readVocabInputs(const std::string& name)
     return inputs;
 }
 
-std::vector<std::vector<int>> readVocabExpectedIds(const std::string& name)
+std::vector<std::vector<int>> readIdFile(const std::string& path)
 {
-    std::istringstream lines(readTextFile(vocabPath(name) + ".out"));
+    std::istringstream lines(readTextFile(path));
     std::vector<std::vector<int>> expected;
     for (std::string line; std::getline(lines, line);)
     {

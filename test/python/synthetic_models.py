@@ -34,13 +34,12 @@ def make_model(oracle, out_dir):
     return path
 
 
-def generate_matches_llama_cpp(oracle, out_dir, n):
+def generate_matches_llama_cpp(oracle, out_dir, n, prompt="Once upon a time"):
     """TextGenerationModel on the oracle's model: the prompt's ids and the first n greedy ids are
     llama.cpp's, and the text is what the tokenizer decodes from them. Returns the text."""
     model = cv.dnn.TextGenerationModel(str(make_model(oracle, out_dir)))
     tokenizer = model.getTokenizer()
-    prompt = "Once upon a time"
-    assert list(tokenizer.encode(prompt)) == oracle["prompt_ids"]  # BOS 403 407 261 378
+    assert list(tokenizer.encode(prompt)) == oracle["prompt_ids"]  # e.g. BOS 403 407 261 378
     config = cv.dnn.GenerationConfig()
     config.maxNewTokens = n
     text = model.generate(prompt, config)
@@ -53,15 +52,15 @@ def generate_matches_llama_cpp(oracle, out_dir, n):
     return text
 
 
-def rewrite(src, dst, set_kvs=(), drop_tensors=(), rename_arch=None):
-    """A copy of a GGUF file with keys added or replaced, tensors dropped, or the architecture
-    renamed (general.architecture and every `<arch>.` key)."""
+def rewrite(src, dst, set_kvs=(), drop_tensors=(), rename_arch=None, drop_kvs=()):
+    """A copy of a GGUF file with keys added, replaced or dropped, tensors dropped, or the
+    architecture renamed (general.architecture and every `<arch>.` key)."""
     g = read_gguf(str(src))
     w = GGUFWriter(version=g.version, alignment=g.alignment, write_alignment_key=False)
     arch = g.kv("general.architecture")
     overrides = dict((k, (v, t)) for k, v, t in set_kvs)
     for kv in g.kvs:
-        if kv.key in overrides:
+        if kv.key in overrides or kv.key in drop_kvs:
             continue
         if rename_arch and kv.key == "general.architecture":
             w.add_string(kv.key, rename_arch)

@@ -24,14 +24,23 @@ def test_readnet_refuses_what_it_does_not_implement(tmp_path):
     same = rewrite(path, tmp_path / "same.gguf")
     assert cv.dnn.readNet(str(same)) is not None  # the copy itself loads
 
-    msg = read_error(rewrite(path, tmp_path / "yarn.gguf", set_kvs=[
+    # YaRN and rope.scaling.attn_factor apply to every rotary architecture as in llama.cpp (their
+    # numbers: test_gguf_synthetic's rope_llama_yarn and mistral3, phi3's attn_factor); scaling
+    # types llama.cpp does not know are refused by name, attn_factor out of range too.
+    yarn = rewrite(path, tmp_path / "yarn.gguf", set_kvs=[
         ("qwen3.rope.scaling.type", "yarn", ValueType.STRING),
-        ("qwen3.rope.scaling.factor", 4.0, ValueType.FLOAT32)]))
-    assert "rope scaling type 'yarn' is not supported" in msg
+        ("qwen3.rope.scaling.factor", 4.0, ValueType.FLOAT32),
+        ("qwen3.rope.scaling.original_context_length", 64, ValueType.UINT32)])
+    assert cv.dnn.readNet(str(yarn)) is not None
+    msg = read_error(rewrite(path, tmp_path / "dynamic.gguf", set_kvs=[
+        ("qwen3.rope.scaling.type", "dynamic", ValueType.STRING)]))
+    assert "rope scaling type 'dynamic' is not supported (none, linear, llama3, yarn are)" in msg
 
-    msg = read_error(rewrite(path, tmp_path / "attn_factor.gguf", set_kvs=[
-        ("qwen3.rope.scaling.attn_factor", 0.5, ValueType.FLOAT32)]))
-    assert "'qwen3.rope.scaling.attn_factor'" in msg
+    assert cv.dnn.readNet(str(rewrite(path, tmp_path / "attn_factor.gguf", set_kvs=[
+        ("qwen3.rope.scaling.attn_factor", 0.5, ValueType.FLOAT32)]))) is not None
+    msg = read_error(rewrite(path, tmp_path / "attn_factor0.gguf", set_kvs=[
+        ("qwen3.rope.scaling.attn_factor", 0.0, ValueType.FLOAT32)]))
+    assert "'qwen3.rope.scaling.attn_factor' = 0 is out of range" in msg
 
     msg = read_error(rewrite(path, tmp_path / "noncausal.gguf", set_kvs=[
         ("qwen3.attention.causal", False, ValueType.BOOL)]))

@@ -18,9 +18,9 @@ MODEL = SHARED_TESTDATA / "stories260K.gguf"
 
 # Each program's keys: the interface issue 14 asks for (the flags each program had, renamed to
 # one convention). --help must list exactly these (plus help itself).
-CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "max-new-tokens", "threads"]
+CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "max-new-tokens", "threads", "context"]
 KEYS = {
-    "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "print-token-ids",
+    "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
                      "parallel"],
     "llm_chatbot": CHATBOT_KEYS,
@@ -132,7 +132,7 @@ def readme_commands():
 
 # What the README's placeholders stand for: small counts, stories260K, one thread.
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
-KEY_PLACEHOLDERS = {"--threads": "1"}
+KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256"}
 PROGRAM_PLACEHOLDERS = {
     "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3"},
     "llm_bench": {"P": "16", "G": "8"},

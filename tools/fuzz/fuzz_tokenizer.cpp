@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary bytes through the tokenizers (encode with and without special
 // tokens, then decode), and arbitrary ids through decode. The vocabularies are llama.cpp's
-// test vocabularies (SentencePiece, byte-level BPE, WordPiece), named by FUZZ_VOCAB_DIR.
+// test vocabularies (SentencePiece, byte-level BPE with several pre-tokenizers, gpt-neox's
+// llama.cpp "default" among them, WordPiece), named by FUZZ_VOCAB_DIR.
 
 #include <opencv2/dnn/tokenizer.hpp>
 
@@ -14,7 +15,7 @@ static std::vector<cv::Ptr<cv::dnn::Tokenizer>>& tokenizers()
         const char* dir = std::getenv("FUZZ_VOCAB_DIR");
         const std::string base = dir ? dir : "../shared/testdata/llama.cpp-vocab";
         std::vector<cv::Ptr<cv::dnn::Tokenizer>> t;
-        for (const char* name : {"llama-spm", "gpt-2", "bert-bge", "deepseek-coder", "phi-3"})
+        for (const char* name : {"llama-spm", "gpt-2", "bert-bge", "deepseek-coder", "phi-3", "gpt-neox"})
             t.push_back(cv::dnn::Tokenizer::create(base + "/ggml-vocab-" + name + ".gguf"));
         return t;
     }();

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Write a random-weight Llama-family GGUF model that llama.cpp loads.
 
-    make_synthetic_model.py --arch llama|qwen2|qwen3|gpt2|phi3 --type Q4_K_M --shape tiny --seed 1 --out m.gguf
+    make_synthetic_model.py --arch llama|qwen2|qwen3|gpt2|phi3|granite|smollm3|mistral3 --type Q4_K_M
+                            --shape tiny --seed 1 --out m.gguf
                             [--tied] [--dequant-f32] [--version 3] [--context-length N] [--head-dim N]
-                            [--rope-scaling linear|llama3 --rope-factor F ...]
+                            [--layers N] [--rope-scaling linear|llama3|yarn --rope-factor F ...]
 
 --type  F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K: "pure" files, every 2-D weight
         (token_embd and output included) in that type, like `llama-quantize --pure`.
@@ -29,8 +30,15 @@
         high_freq_factor, original_max_position_embeddings} (--rope-factor, --rope-low-freq-factor,
         --rope-high-freq-factor, --rope-original-context): pair i turns by
         pos * base^(-2i/n_rot) / rope_freqs[i]. llama only (llama.cpp's qwen2 graph has no
-        rope_freqs tensor). The weights do not depend on these options: a model made without them
-        is the same model with scaling ignored.
+        rope_freqs tensor).
+        yarn: <arch>.rope.scaling.type = "yarn", .factor = --rope-factor,
+        .original_context_length = --rope-original-context (as the converter writes a rope_scaling
+        {rope_type yarn, ...}); mistral3 also takes --yarn-beta-fast / --yarn-beta-slow
+        (rope.scaling.yarn_beta_fast / _slow) and --yarn-log-mul (rope.scaling.yarn_log_multiplier),
+        the keys llama.cpp reads for mistral3 only.
+        The weights do not depend on these options: a model made without them is the same model
+        with scaling ignored.
+--layers N  block_count (default: the shape's).
 
 Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256),
         tinyllama (2048, 22 layers, 32/4 heads, FFN 5632, vocab 32000, ctx 2048),
@@ -52,8 +60,16 @@ gpt2 (llama.cpp's graph): token_embd + position_embd (n_ctx rows), per block Lay
 attn_output with bias, ffn_up / ffn_down with biases (GELU between), output_norm weight and bias;
 <arch>.attention.layer_norm_epsilon 1e-5, no rotary keys; attn_qkv is quantized like an attn_v
 (llama.cpp's quantizer, category_is_attn_v).
-Vocab 512 copies the tokenizer from stories260K.gguf (--vocab-from); other sizes get a synthetic
-SentencePiece-style vocab.
+granite, smollm3, mistral3: llama's tensors (the same weights for the same seed) and NORM rotary,
+with rope base 1e4 / 5e6 / 1e6 and eps 1e-5 / 1e-6 / 1e-5. granite writes --embedding-scale,
+--residual-scale, --attention-scale (granite.embedding_scale, residual_scale, attention.scale, each
+only when given) and --logit-scale (granite.logit_scale, required by llama.cpp). smollm3 has no
+key of its own: llama.cpp leaves out the rotary of every fourth layer (layers 3, 7, ...), so give
+it --layers 4 or more. mistral3: --attn-temperature-scale writes attention.temperature_scale
+(llama.cpp then scales q by 1 + scale * ln(1 + floor(pos / original_context_length))).
+Vocab 512 copies the tokenizer from stories260K.gguf; other sizes get a synthetic
+SentencePiece-style vocab. --vocab-from FILE copies the tokenizer of any GGUF (e.g.
+ggml-vocab-gpt-2.gguf) and makes the vocabulary that size.
 
 Weights are N(0, sigma^2) from a per-tensor generator seeded by (seed, crc32(name)), scaled so
 that the next-token distribution is peaked (logit std about 1.4*sqrt(2 ln n_vocab)).
@@ -99,6 +115,10 @@ ARCH_DEFAULTS = {
     "gemma3": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True, post_norms=True),
     "olmo2": dict(rope_base=500000.0, rms_eps=1e-6, qkv_bias=False, qk_norm="whole", post_norms=True,
                   pre_norms=False),
+    # llama's tensors and NORM rotary; what differs is in the metadata (see the docstring)
+    "granite": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
+    "smollm3": dict(rope_base=5000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=False),
+    "mistral3": dict(rope_base=1000000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
 }
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
@@ -333,7 +353,7 @@ def synthetic_spm_vocab(n_vocab):
 
 
 def add_tokenizer(w, n_vocab, vocab_from):
-    if n_vocab == 512 and vocab_from:
+    if vocab_from:
         src = read_gguf(vocab_from)
         n = len(src.kv("tokenizer.ggml.tokens"))
         if n != n_vocab:
@@ -371,8 +391,6 @@ def add_window_keys(w, arch, args):
 
 def build(args):
     shape = dict(SHAPES[args.shape])
-    if args.layers:
-        shape["n_layer"] = args.layers
     arch = args.arch
     ad = ARCH_DEFAULTS[arch]
     tied = args.tied or arch == "gemma2"  # llama.cpp's gemma2 always shares token_embd
@@ -392,9 +410,13 @@ def build(args):
     w.add_uint32("general.file_type", 0 if args.dequant_f32 else FILE_TYPE[args.type])
     if args.type not in ("F32", "F16", "BF16") and not args.dequant_f32:
         w.add_uint32("general.quantization_version", 2)
+    if args.vocab_from:  # the model takes that vocabulary, whatever its size
+        shape["n_vocab"] = len(read_gguf(args.vocab_from).kv("tokenizer.ggml.tokens"))
     w.add_uint32(arch + ".vocab_size", shape["n_vocab"])
     if args.context_length:
         shape["n_ctx"] = args.context_length
+    if args.layers:
+        shape["n_layer"] = args.layers
     w.add_uint32(arch + ".context_length", shape["n_ctx"])
     w.add_uint32(arch + ".embedding_length", shape["n_embd"])
     w.add_uint32(arch + ".block_count", shape["n_layer"])
@@ -428,7 +450,25 @@ def build(args):
     if args.rope_scaling == "linear":
         w.add_string(arch + ".rope.scaling.type", "linear")
         w.add_float32(arch + ".rope.scaling.factor", args.rope_factor)
-    tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from)
+    if args.rope_scaling == "yarn":
+        # as convert_hf_to_gguf.py writes a rope_scaling {rope_type yarn, factor,
+        # original_max_position_embeddings} (and Mistral's beta / alpha as beta_fast / beta_slow)
+        w.add_string(arch + ".rope.scaling.type", "yarn")
+        w.add_float32(arch + ".rope.scaling.factor", args.rope_factor)
+        w.add_uint32(arch + ".rope.scaling.original_context_length", args.rope_original_context)
+        if args.yarn_beta_fast is not None:
+            w.add_float32(arch + ".rope.scaling.yarn_beta_fast", args.yarn_beta_fast)
+        if args.yarn_beta_slow is not None:
+            w.add_float32(arch + ".rope.scaling.yarn_beta_slow", args.yarn_beta_slow)
+    if args.yarn_log_mul is not None:
+        w.add_float32(arch + ".rope.scaling.yarn_log_multiplier", args.yarn_log_mul)
+    if args.attn_temperature_scale is not None:
+        w.add_float32(arch + ".attention.temperature_scale", args.attn_temperature_scale)
+    for key, value in (("attention.scale", args.attention_scale), ("embedding_scale", args.embedding_scale),
+                       ("residual_scale", args.residual_scale), ("logit_scale", args.logit_scale)):
+        if value is not None:  # granite (convert_hf_to_gguf.py's GraniteModel order)
+            w.add_float32(arch + "." + key, value)
+    tok = add_tokenizer(w, shape["n_vocab"], args.vocab_from or (DEFAULT_VOCAB if shape["n_vocab"] == 512 else None))
 
     hist = {}
     if args.rope_scaling == "llama3":
@@ -474,7 +514,7 @@ def main(argv=None):
     ap.add_argument("--alignment", type=int, default=32)
     ap.add_argument("--context-length", type=int, default=0, help="default: the shape's")
     ap.add_argument("--head-dim", type=int, default=0, help="default: the shape's, else n_embd / n_head")
-    ap.add_argument("--rope-scaling", choices=("none", "linear", "llama3", "longrope"), default="none")
+    ap.add_argument("--rope-scaling", choices=("none", "linear", "llama3", "longrope", "yarn"), default="none")
     ap.add_argument("--rope-factor", type=float, default=8.0)
     ap.add_argument("--rope-low-freq-factor", type=float, default=1.0)
     ap.add_argument("--rope-high-freq-factor", type=float, default=4.0)
@@ -488,8 +528,16 @@ def main(argv=None):
     ap.add_argument("--attn-softcap", type=float, default=None, help="gemma2: attn_logit_softcapping")
     ap.add_argument("--final-softcap", type=float, default=None, help="gemma2/3: final_logit_softcapping")
     ap.add_argument("--layers", type=int, default=0, help="block count (default: the shape's)")
-    ap.add_argument("--vocab-from", default=DEFAULT_VOCAB,
-                    help="GGUF whose tokenizer.* keys are copied when the vocab size is 512")
+    ap.add_argument("--yarn-beta-fast", type=float, default=None, help="mistral3 yarn: rope.scaling.yarn_beta_fast")
+    ap.add_argument("--yarn-beta-slow", type=float, default=None, help="mistral3 yarn: rope.scaling.yarn_beta_slow")
+    ap.add_argument("--yarn-log-mul", type=float, default=None, help="mistral3: rope.scaling.yarn_log_multiplier")
+    ap.add_argument("--attn-temperature-scale", type=float, default=None,
+                    help="mistral3: attention.temperature_scale")
+    for key in ("embedding", "residual", "attention", "logit"):
+        ap.add_argument("--%s-scale" % key, type=float, default=None, help="granite: %s scale" % key)
+    ap.add_argument("--vocab-from", default=None,
+                    help="GGUF whose tokenizer.* keys are copied; the vocab size becomes its token count "
+                         "(default: stories260K.gguf's for the 512-token shapes, else a synthetic vocab)")
     ap.add_argument("--out", required=True)
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -509,6 +557,17 @@ def main(argv=None):
         ap.error("--swa-pattern, --rope-base-swa, --attn-softcap and --final-softcap are gemma2/3 and olmo2 options")
     if args.rope_scaling != "none" and not args.rope_factor > 0:
         ap.error("--rope-factor must be positive")
+    granite_scales = (args.embedding_scale, args.residual_scale, args.attention_scale, args.logit_scale)
+    if args.arch != "granite" and any(v is not None for v in granite_scales):
+        ap.error("--embedding-scale, --residual-scale, --attention-scale and --logit-scale are granite options")
+    if args.arch == "granite" and args.logit_scale is None:
+        ap.error("granite needs --logit-scale (llama.cpp requires granite.logit_scale)")
+    mistral3_keys = (args.yarn_beta_fast, args.yarn_beta_slow, args.yarn_log_mul, args.attn_temperature_scale)
+    if args.arch != "mistral3" and any(v is not None for v in mistral3_keys):
+        ap.error("--yarn-beta-fast, --yarn-beta-slow, --yarn-log-mul and --attn-temperature-scale are mistral3 "
+                 "options (llama.cpp reads those keys only there)")
+    if (args.yarn_beta_fast is not None or args.yarn_beta_slow is not None) and args.rope_scaling != "yarn":
+        ap.error("--yarn-beta-fast / --yarn-beta-slow need --rope-scaling yarn")
     t0 = time.time()
     w, hist, tok = build(args)
     tmp = args.out + ".tmp"

@@ -5,6 +5,7 @@
 #include "../../precomp.hpp"
 #include "rotary_embedding.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cv {
@@ -110,6 +111,48 @@ void RotaryEmbedding::apply(float* x, int rows, size_t rowStride, int heads, int
             }
         }
     }
+}
+
+std::vector<float> yarnAngleFactors(int ropeDim, float base, float freqScale, const YarnSettings& yarn)
+{
+    CV_CheckGT(ropeDim, 0, "YaRN: rotary dimension must be positive");
+    CV_CheckGT(base, 1.f, "YaRN: frequency base must be above 1");
+    CV_CheckGT(freqScale, 0.f, "YaRN: frequency scale must be positive");
+    const int pairs = ropeDim / 2;
+    std::vector<float> factors(pairs, freqScale);
+    if (yarn.extFactor == 0.f)
+        return factors;
+    CV_CheckGT(yarn.originalContext, 0, "YaRN: the original context length must be positive");
+    CV_CheckGT(yarn.betaFast, 0.f, "YaRN: beta_fast must be positive");
+    CV_CheckGT(yarn.betaSlow, 0.f, "YaRN: beta_slow must be positive");
+    // ggml_rope_yarn_corr_dim, in float as ggml computes it
+    const auto corrDim = [&](float beta) {
+        return ropeDim * std::log(yarn.originalContext / (beta * 2 * (float)CV_PI)) / (2 * std::log(base));
+    };
+    const float low = std::max(0.f, std::floor(corrDim(yarn.betaFast)));
+    const float high = std::min((float)(ropeDim - 1), std::ceil(corrDim(yarn.betaSlow)));
+    for (int i = 0; i < pairs; i++)
+    {
+        const float y = (i - low) / std::max(0.001f, high - low);  // rope_yarn_ramp
+        const float mix = (1 - std::min(1.f, std::max(0.f, y))) * yarn.extFactor;
+        factors[i] = freqScale * (1 - mix) + mix;
+    }
+    return factors;
+}
+
+float yarnMagnitude(float contextFreqScale, float layerFreqScale, const YarnSettings& yarn,
+                    float attnFactor, float logMultiplier)
+{
+    CV_CheckGT(contextFreqScale, 0.f, "YaRN: frequency scale must be positive");
+    CV_CheckGT(layerFreqScale, 0.f, "YaRN: frequency scale must be positive");
+    if (yarn.extFactor == 0.f)
+        return attnFactor;
+    const auto mscale = [](float s, float m) { return s <= 1.f ? 1.f : 0.1f * m * std::log(s) + 1.f; };
+    const float factor = 1.f / contextFreqScale;
+    float f = logMultiplier != 0.f ? mscale(factor, 1.f) / mscale(factor, logMultiplier) : mscale(factor, 1.f);
+    f *= 1.f / (1.f + 0.1f * std::log(factor));  // llama_context cancels rope_yarn's correction ...
+    f *= attnFactor;
+    return f * (1.f + 0.1f * std::log(1.f / layerFreqScale));  // ... which ggml's rope_yarn applies
 }
 
 }}} // namespace cv::dnn::llm

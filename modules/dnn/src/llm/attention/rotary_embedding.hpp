@@ -18,7 +18,8 @@ namespace llm {
     NORM style pairs adjacent dimensions (2i, 2i+1), as Llama GGUFs need (their converter
     permuted the Q/K rows); NEOX style pairs i and i + ropeDim/2 (Qwen2, Phi-3, Gemma, and
     Hugging Face checkpoints). freqScale = 1/factor gives linear scaling; frequency factors
-    give Llama-3 style scaling (GGUF's rope_freqs.weight).
+    give Llama-3 style scaling (GGUF's rope_freqs.weight) and, divided by yarnAngleFactors(),
+    YaRN's angles.
 
     Instead of a frequency formula, the angles may come as tables cos[p][i] and sin[p][i] of
     positions p (ONNX Runtime's cos_cache / sin_cache): those are used exactly as stored, and
@@ -55,6 +56,40 @@ private:
     bool neox_ = false;
     bool configured_ = false;
 };
+
+/** YaRN's settings as llama.cpp passes them to ggml_rope_ext (ext_factor, n_ctx_orig, beta_fast,
+    beta_slow). extFactor 0: no YaRN (the pairs' angles are all scaled by freqScale). */
+struct YarnSettings
+{
+    float extFactor = 0.f;    //!< llama.cpp: 1 when rope.scaling.type is yarn, else 0
+    int originalContext = 0;  //!< rope.scaling.original_context_length (default: context_length)
+    float betaFast = 32.f;    //!< llama.cpp's defaults; mistral3 reads rope.scaling.yarn_beta_fast
+    float betaSlow = 1.f;     //!< ... and yarn_beta_slow
+};
+
+/** YaRN (ggml's rope_yarn, ggml_rope_yarn_corr_dims): per rotated pair i, the factor its
+    unscaled angle pos * base^(-2i/ropeDim) is multiplied by: freqScale (interpolation) for the
+    low-frequency pairs, 1 (extrapolation) for the high-frequency ones, a linear ramp between,
+    i.e. freqScale * (1 - r_i) + r_i with r_i = extFactor * (1 - clamp((i - low) / max(0.001,
+    high - low), 0, 1)), where low = max(0, floor(d(betaFast))), high = min(ropeDim - 1,
+    ceil(d(betaSlow))) and d(b) = ropeDim * ln(originalContext / (2 pi b)) / (2 ln base): the pair
+    that turns b times over the original context. With extFactor 0 every factor is freqScale.
+    Dividing a pair's frequency factor by its value gives RotaryEmbedding YaRN's angles (with
+    freqScale 1 there). Computed in float as ggml does. */
+CV_EXPORTS std::vector<float> yarnAngleFactors(int ropeDim, float base, float freqScale, const YarnSettings& yarn);
+
+/** The factor llama.cpp multiplies cos and sin by (ggml_rope_ext's attn_factor times rope_yarn's
+    own magnitude correction) in a layer rotating with frequency scale `layerFreqScale`, for
+    rope.scaling.attn_factor `attnFactor` and rope.scaling.yarn_log_multiplier `logMultiplier`
+    (0: none): without YaRN attnFactor; with it, llama_context's yarn_attn_factor
+    attnFactor * mscale(F, 1) / mscale(F, logMultiplier) / (1 + 0.1 ln F) (the division by
+    mscale(F, logMultiplier) only when logMultiplier != 0; mscale(s, m) = 1 + 0.1 m ln s for
+    s > 1, else 1; F = 1 / contextFreqScale, the model's scaling factor), times ggml's rope_yarn
+    correction 1 + 0.1 ln(1 / layerFreqScale). Layers rotating at the model's frequency scale
+    get attnFactor * mscale(F, 1) / mscale(F, logMultiplier); layers that keep scale 1 (gemma3's
+    and olmo2's sliding-window layers) get attnFactor / (1 + 0.1 ln F), as in llama.cpp. */
+CV_EXPORTS float yarnMagnitude(float contextFreqScale, float layerFreqScale, const YarnSettings& yarn,
+                               float attnFactor, float logMultiplier);
 
 }}} // namespace cv::dnn::llm
 

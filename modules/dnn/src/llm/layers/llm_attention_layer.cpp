@@ -68,6 +68,13 @@ public:
         ropeAttnFactor_ = params.get<float>("rope_attn_factor", 1.f);
         CV_Check(ropeAttnFactor_, ropeAttnFactor_ > 0.f && std::isfinite(ropeAttnFactor_),
                  "LLMAttention: rope_attn_factor must be positive");
+        // llama.cpp's attention temperature (mistral3's attention.temperature_scale, Llama 4's
+        // scaling): each query row times 1 + scale * ln(1 + floor(pos / length)) after rotary.
+        temperatureScale_ = params.get<float>("attn_temperature_scale", 0.f);
+        temperatureLength_ = params.get<int>("attn_temperature_length", 0);
+        CV_Check(temperatureScale_, std::isfinite(temperatureScale_), "LLMAttention: attn_temperature_scale must be finite");
+        if (temperatureScale_ != 0.f)
+            CV_CheckGT(temperatureLength_, 0, "LLMAttention: attn_temperature_length must be positive");
         const String ropeMode = params.get<String>("rope_mode", "formula");
         if (ropeMode == "none")
         {
@@ -184,6 +191,8 @@ public:
             scaleRotated(query_.data(), (size_t)tokens * heads_);
             scaleRotated(keys_.data(), (size_t)tokens * kvHeads_);
         }
+        if (temperatureScale_ != 0.f)
+            scaleByTemperature(query_.data(), tokens, plan.position.data());
         const auto& pageTables = plan.pageTables[cache.layerGroup(layerIndex_)];
         for (int t = 0; t < tokens; t++)
             cache.store(layerIndex_, *pageTables[plan.batchSequence[t]], plan.position[t],
@@ -203,8 +212,24 @@ private:
                 x[h * headDim_ + d] *= ropeAttnFactor_;
     }
 
+    // Query row t times llama.cpp's llm_graph_input_attn_temp value at its position (computed
+    // with the same float / double steps).
+    void scaleByTemperature(float* q, int tokens, const int* positions) const
+    {
+        const int width = heads_ * headDim_;
+        for (int t = 0; t < tokens; t++)
+        {
+            const float pos = (float)positions[t];
+            const float s = (float)(std::log(std::floor(pos / (float)temperatureLength_) + 1.0) * temperatureScale_ + 1.0);
+            for (int d = 0; d < width; d++)
+                q[(size_t)t * width + d] *= s;
+        }
+    }
+
     int heads_, kvHeads_, headDim_, maxContext_, window_ = 0;
     float scale_, softCap_ = 0.f, ropeAttnFactor_ = 1.f;
+    float temperatureScale_ = 0.f;  // 0: none
+    int temperatureLength_ = 0;
     llm::RotaryEmbedding rope_;
     Ptr<llm::LLMNetState> state_;
     int layerIndex_ = 0;

@@ -7,6 +7,11 @@
 // byte-to-unicode map (so that every byte string has a spelling in the vocabulary), and the
 // adjacent pair with the lowest merge rank (tokenizer.ggml.merges order) is merged until no
 // pair of the word has a rank.
+//
+// Some pre-tokenizers (Gemma 4's, also tokenizer.ggml.model = "gemma4") make it
+// SentencePiece-style BPE instead: spaces become "â", the words are merged from their
+// UTF-8 characters as they are, and what the vocabulary cannot spell goes out as "<0xXX>" byte
+// tokens.
 
 #include "../../precomp.hpp"
 #include "tokenizer_models.hpp"
@@ -24,6 +29,7 @@ namespace {
 
 const char* const kMergesKey = "tokenizer.ggml.merges";
 const char* const kPreKey = "tokenizer.ggml.pre";
+const char kSpaceEscape[] = "\xE2\x96\x81";  // U+2581
 
 // GPT-2's byte <-> character map: printable Latin-1 bytes stand for themselves, the others
 // (controls, space, 0x7F-0xA0, 0xAD) take the characters from U+0100 on, in byte order.
@@ -76,7 +82,7 @@ uint64_t pairKey(int leftId, int rightId)
 class ByteLevelBpeTokenizer CV_FINAL : public Tokenizer
 {
 public:
-    ByteLevelBpeTokenizer(const GGUFFile& file, std::unique_ptr<BpePreTokenizer> preTokenizer);
+    ByteLevelBpeTokenizer(const GGUFFile& file, const std::string& model, std::unique_ptr<BpePreTokenizer> preTokenizer);
 
 protected:
     void encodeText(const std::string& text, bool startsSegment, std::vector<int>& ids) const CV_OVERRIDE;
@@ -88,23 +94,32 @@ private:
 
     std::unique_ptr<BpePreTokenizer> preTokenizer_;
     std::unordered_map<uint64_t, MergeRule> merges_;  // (left id, right id) -> rank, result
-    int byteTokenIds_[256];  // the token of each byte's character, -1 if the vocabulary lacks it
+    // Byte-encoded: the token of each byte's character; raw UTF-8: the byte's "<0xXX>" token.
+    // -1 if the vocabulary lacks it.
+    int byteTokenIds_[256];
 };
 
 TokenizerDefaults bpeDefaults(const BpePreTokenizer& preTokenizer)
 {
     TokenizerDefaults defaults;
     defaults.addBos = preTokenizer.addsBosByDefault();
+    defaults.forceAddBos = preTokenizer.forcesBos();
     return defaults;
 }
 
-ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(const GGUFFile& file, std::unique_ptr<BpePreTokenizer> preTokenizer)
-    : Tokenizer(file, "gpt2", bpeDefaults(*preTokenizer), /*requireScores=*/false),
+ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(const GGUFFile& file, const std::string& model,
+                                             std::unique_ptr<BpePreTokenizer> preTokenizer)
+    : Tokenizer(file, model, bpeDefaults(*preTokenizer), /*requireScores=*/false),
       preTokenizer_(std::move(preTokenizer))
 {
     const ByteCharacterMap& map = byteCharacterMap();
+    static const char hex[] = "0123456789ABCDEF";
     for (int b = 0; b < 256; b++)
-        byteTokenIds_[b] = vocab().find(map.character((unsigned char)b));
+    {
+        const char name[] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+        byteTokenIds_[b] = preTokenizer_->byteEncoded() ? vocab().find(map.character((unsigned char)b))
+                                                        : vocab().find(std::string_view(name, sizeof(name)));
+    }
     readMerges(file);
 }
 
@@ -138,17 +153,31 @@ void ByteLevelBpeTokenizer::readMerges(const GGUFFile& file)
 void ByteLevelBpeTokenizer::encodeText(const std::string& text, bool /*startsSegment*/, std::vector<int>& ids) const
 {
     // PCRE2 needs valid UTF-8: malformed bytes become U+FFFD, as in llama.cpp.
-    const std::string clean = sanitizeUtf8(text);
+    std::string clean = sanitizeUtf8(text);
+    if (preTokenizer_->escapesSpaces())
+    {
+        std::string escaped;
+        escaped.reserve(clean.size() + clean.size() / 2);
+        for (char c : clean)
+        {
+            if (c == ' ')
+                escaped += kSpaceEscape;
+            else
+                escaped += c;
+        }
+        clean.swap(escaped);
+    }
     for (std::string_view word : preTokenizer_->split(clean))
         encodeWord(word, ids);
 }
 
-// One byte of the word, or a token merged from adjacent ones; a doubly linked list.
+// One byte (byte-encoded) or character (raw UTF-8) of the word, or a token merged from
+// adjacent ones; a doubly linked list.
 struct WordSymbol
 {
-    int id;  // -1: a byte the vocabulary cannot spell (it never merges)
+    int id;  // -1: a byte or character the vocabulary cannot spell (it never merges)
     int prev, next;
-    unsigned char firstByte;
+    uint32_t offset, length;  // in the word, before any merge
     bool merged;  // absorbed into its left neighbour
 };
 
@@ -169,11 +198,20 @@ struct MergeCandidate
 void ByteLevelBpeTokenizer::encodeWord(std::string_view word, std::vector<int>& ids) const
 {
     const ByteCharacterMap& map = byteCharacterMap();
-    if (preTokenizer_->ignoresMerges())
+    const bool byteEncoded = preTokenizer_->byteEncoded();
+    const bool newlines = word.find_first_not_of('\n') == std::string_view::npos;
+    if (preTokenizer_->ignoresMerges() || (newlines && preTokenizer_->keepsNewlineTokens()))
     {
         std::string spelled;
-        for (char c : word)
-            spelled += map.character((unsigned char)c);
+        if (byteEncoded)
+        {
+            for (char c : word)
+                spelled += map.character((unsigned char)c);
+        }
+        else
+        {
+            spelled = word;
+        }
         const int id = vocab().find(spelled);
         if (id >= 0)
         {
@@ -182,12 +220,19 @@ void ByteLevelBpeTokenizer::encodeWord(std::string_view word, std::vector<int>& 
         }
     }
 
-    std::vector<WordSymbol> symbols(word.size());
-    for (size_t i = 0; i < word.size(); i++)
+    std::vector<WordSymbol> symbols;
+    symbols.reserve(word.size());
+    for (size_t offset = 0; offset < word.size();)
     {
-        const unsigned char byte = (unsigned char)word[i];
-        symbols[i] = {byteTokenIds_[byte], (int)i - 1, i + 1 < word.size() ? (int)i + 1 : -1, byte, false};
+        const size_t length = byteEncoded ? 1 : std::min(word.size() - offset,
+                                                         (size_t)utf8SequenceLength((unsigned char)word[offset]));
+        const int id = byteEncoded ? byteTokenIds_[(unsigned char)word[offset]] : vocab().find(word.substr(offset, length));
+        const int index = (int)symbols.size();
+        symbols.push_back({id, index - 1, index + 1, (uint32_t)offset, (uint32_t)length, false});
+        offset += length;
     }
+    if (!symbols.empty())
+        symbols.back().next = -1;
 
     std::priority_queue<MergeCandidate> candidates;
     auto proposeMerge = [&](int left, int right) {
@@ -224,9 +269,20 @@ void ByteLevelBpeTokenizer::encodeWord(std::string_view word, std::vector<int>& 
             ids.push_back(symbols[i].id);
             continue;
         }
+        if (!byteEncoded)
+        {
+            // A character without a token: its bytes' "<0xXX>" tokens, where the vocabulary has them.
+            for (size_t k = 0; k < symbols[i].length; k++)
+            {
+                const int id = byteTokenIds_[(unsigned char)word[symbols[i].offset + k]];
+                if (id >= 0)
+                    ids.push_back(id);
+            }
+            continue;
+        }
         // A byte without a token: keep whatever single characters of its spelling the
         // vocabulary has (llama.cpp's fallback); usually nothing.
-        for (char c : map.character(symbols[i].firstByte))
+        for (char c : map.character((unsigned char)word[symbols[i].offset]))
         {
             const int id = vocab().find(std::string_view(&c, 1));
             if (id >= 0)
@@ -239,6 +295,24 @@ std::string ByteLevelBpeTokenizer::normalTokenPiece(int id) const
 {
     const ByteCharacterMap& map = byteCharacterMap();
     const std::string& text = vocab().text(id);
+    if (preTokenizer_->escapesSpaces())
+    {
+        std::string piece;
+        piece.reserve(text.size());
+        for (size_t pos = 0; pos < text.size();)
+        {
+            if (text.compare(pos, sizeof(kSpaceEscape) - 1, kSpaceEscape) == 0)
+            {
+                piece += ' ';
+                pos += sizeof(kSpaceEscape) - 1;
+            }
+            else
+            {
+                piece += text[pos++];
+            }
+        }
+        return piece;
+    }
     std::string bytes;
     bytes.reserve(text.size());
     for (size_t pos = 0; pos < text.size();)
@@ -258,7 +332,15 @@ std::string ByteLevelBpeTokenizer::normalTokenPiece(int id) const
 std::shared_ptr<Tokenizer> createByteLevelBpeTokenizer(const GGUFFile& file)
 {
     const std::string pre = file.hasMetadata(kPreKey) ? file.getString(kPreKey) : std::string();
-    return std::make_shared<ByteLevelBpeTokenizer>(file, std::unique_ptr<BpePreTokenizer>(new BpePreTokenizer(pre)));
+    return std::make_shared<ByteLevelBpeTokenizer>(file, "gpt2", std::unique_ptr<BpePreTokenizer>(new BpePreTokenizer(pre)));
+}
+
+std::shared_ptr<Tokenizer> createGemma4Tokenizer(const GGUFFile& file)
+{
+    // llama.cpp runs tokenizer.ggml.model = "gemma4" as BPE with the "gemma4" pre-tokenizer,
+    // whatever tokenizer.ggml.pre says.
+    return std::make_shared<ByteLevelBpeTokenizer>(file, "gemma4",
+                                                   std::unique_ptr<BpePreTokenizer>(new BpePreTokenizer("gemma4")));
 }
 
 }}} // namespace cv::dnn::llm

@@ -68,8 +68,28 @@ std::shared_ptr<Tokenizer> Tokenizer::fromGGUF(const GGUFFile& file)
         return createByteLevelBpeTokenizer(file);
     if (model == "bert")
         return createWordPieceTokenizer(file);
-    CV_Error_(Error::StsNotImplemented, ("tokenizer: %s = '%s' is not supported; supported are 'llama' "
-              "(SentencePiece), 'gpt2' (byte-level BPE) and 'bert' (WordPiece)", kModelKey, model.c_str()));
+    if (model == "gemma4")
+        return createGemma4Tokenizer(file);
+    // The other tokenizers that llama.cpp knows, none of which a supported architecture uses.
+    static const char* const kRefused[][2] = {
+        {"t5", "T5's Unigram tokenizer (llama.cpp's UGM)"},
+        {"rwkv", "RWKV's trie tokenizer"},
+        {"plamo2", "PLaMo 2's Aho-Corasick tokenizer"},
+        {"hybriddna", "the DNA k-mer BPE tokenizer"},
+        {"whitespace", "the whitespace-split BPE tokenizer"},
+        {"none", "no tokenizer (a model without vocabulary)"},
+        {"no_vocab", "no tokenizer (a model without vocabulary)"},
+    };
+    for (const auto& refused : kRefused)
+    {
+        if (model == refused[0])
+            CV_Error_(Error::StsNotImplemented, ("tokenizer: %s = '%s' (%s) is not supported; supported are 'llama' "
+                      "(SentencePiece), 'gpt2' (byte-level BPE), 'gemma4' (SentencePiece-style BPE) and 'bert' "
+                      "(WordPiece)", kModelKey, model.c_str(), refused[1]));
+    }
+    CV_Error_(Error::StsNotImplemented, ("tokenizer: %s = '%s' is not a tokenizer that llama.cpp knows; supported are "
+              "'llama' (SentencePiece), 'gpt2' (byte-level BPE), 'gemma4' (SentencePiece-style BPE) and 'bert' "
+              "(WordPiece)", kModelKey, model.c_str()));
 }
 
 Tokenizer::Tokenizer(const GGUFFile& file, const std::string& model, const TokenizerDefaults& defaults, bool requireScores)
@@ -96,6 +116,8 @@ void Tokenizer::readSpecialIds(const GGUFFile& file, const TokenizerDefaults& de
     const int eomId = readTokenId(file, "tokenizer.ggml.eom_token_id", -1, n);
 
     addBos_ = readFlag(file, "tokenizer.ggml.add_bos_token", defaults.addBos);
+    if (defaults.forceAddBos)
+        addBos_ = true;
     addEos_ = readFlag(file, "tokenizer.ggml.add_eos_token", defaults.addEos);
     addSeparator_ = readFlag(file, "tokenizer.ggml.add_sep_token", defaults.addSeparator);
     requireToken(addBos_, bosId_, "tokenizer.ggml.add_bos_token", "tokenizer.ggml.bos_token_id");

@@ -4,12 +4,15 @@
 
 // Text <-> token ids for GGUF language models, from the model's own tokenizer.ggml.* metadata.
 //
-// Three models, chosen by tokenizer.ggml.model:
+// Four models, chosen by tokenizer.ggml.model:
 //   "llama"  SentencePiece-style: score-ordered merges with byte fallback (Llama 1/2, Mistral,
-//            TinyLlama, Phi-3, ...)
+//            TinyLlama, Phi-3, Gemma 1/2/3, ...)
 //   "gpt2"   byte-level BPE: a pre-tokenizer regex (tokenizer.ggml.pre) then ranked merges
 //            (GPT-2, Llama 3, Qwen2, DeepSeek, Falcon, StarCoder, ...)
+//   "gemma4" ranked merges on SentencePiece-style text ("▁" spaces, <0xXX> byte tokens)
 //   "bert"   WordPiece: BERT's basic pre-tokenization then longest-match pieces
+// The others llama.cpp knows ("t5", "rwkv", "plamo2", "hybriddna", "whitespace", "none") are
+// refused by name.
 // They reproduce llama.cpp's tokenization (its test vectors are the acceptance test), which
 // in turn follows HF tokenizers.
 //
@@ -41,6 +44,8 @@ struct TokenizerDefaults
 {
     int bos = -1, eos = -1, unknown = -1, separator = -1;
     bool addBos = false, addEos = false, addSeparator = false;
+    //! BOS is added even when tokenizer.ggml.add_bos_token is false (Gemma 4, as llama.cpp does)
+    bool forceAddBos = false;
     //! decode() drops a leading space at the start and after special tokens
     bool dropsImpliedSpace = false;
 };
@@ -76,7 +81,7 @@ public:
     //! WordPiece encoding implies at the start of the text and after each special token.
     std::string decode(const std::vector<int>& ids, bool renderSpecial) const;
 
-    //! "llama", "gpt2" or "bert".
+    //! "llama", "gpt2", "gemma4" or "bert".
     const std::string& model() const { return model_; }
     int vocabSize() const { return vocab_.size(); }
     int bosId() const { return bosId_; }            //!< -1 when the model has none

@@ -17,6 +17,8 @@ namespace llm {
 std::shared_ptr<Tokenizer> createSentencePieceTokenizer(const GGUFFile& file);
 //! tokenizer.ggml.model = "gpt2" (bpe_tokenizer.cpp)
 std::shared_ptr<Tokenizer> createByteLevelBpeTokenizer(const GGUFFile& file);
+//! tokenizer.ggml.model = "gemma4" (bpe_tokenizer.cpp)
+std::shared_ptr<Tokenizer> createGemma4Tokenizer(const GGUFFile& file);
 //! tokenizer.ggml.model = "bert" (wordpiece_tokenizer.cpp)
 std::shared_ptr<Tokenizer> createWordPieceTokenizer(const GGUFFile& file);
 
