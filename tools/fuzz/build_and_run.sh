@@ -44,8 +44,8 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   if selected fuzz_gguf; then
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
       "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
-      "$SRC"/llm/gguf/gguf_net_builder.cpp "${KV_CACHE_SOURCES[@]}" "$SRC"/llm/attention/rotary_embedding.cpp \
-      "${LIBS[@]}"
+      "$SRC"/llm/gguf/gguf_net_builder.cpp "$SRC"/llm/gguf/gguf_hyper_parameters.cpp "${KV_CACHE_SOURCES[@]}" \
+      "$SRC"/llm/attention/rotary_embedding.cpp "${LIBS[@]}"
   fi
   if selected fuzz_tokenizer; then
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
