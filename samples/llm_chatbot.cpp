@@ -1,6 +1,8 @@
 // A streaming chatbot on cv::dnn::TextGenerationModel: type a message, watch the reply arrive
 // piece by piece. Earlier turns stay in the model's KV cache, so each turn only processes the
-// new message. End of input ends the conversation; "/reset" starts a new one.
+// new message. End of input ends the conversation; "/reset" starts a new one. The first line
+// says which chat template formats the conversation: the model's own Jinja template, or the
+// built-in family --template names (for files without one).
 //
 //   llm_chatbot [--model=FILE] [--system=TEXT] [--template=NAME] [--temperature=T] [--top-p=P]
 //               [--seed=S] [--max-new-tokens=N] [--threads=N]
@@ -18,11 +20,18 @@
 using namespace cv;
 using namespace cv::dnn;
 
+static std::string describe(const Ptr<ChatTemplate>& chatTemplate)
+{
+    if (chatTemplate->getName() != "jinja")
+        return "built-in \"" + chatTemplate->getName() + "\" (--template)";
+    return format("the model's own Jinja template (%zu bytes)", chatTemplate->getSource().size());
+}
+
 static const char* keys =
     "{help h usage ? |       | print this help }"
     "{model m        |       | GGUF model file (default: the project's demo model, models/demo/demo-stories.gguf) }"
     "{system         |       | system message }"
-    "{template       |       | chat template name when the model has none: llama2, llama3, chatml, mistral, phi3, gemma, zephyr }"
+    "{template       |       | built-in chat template instead of the model's own: llama2, llama3, chatml, mistral, phi3, gemma, zephyr }"
     "{temperature    | 0     | 0: greedy; otherwise sample at this temperature }"
     "{top-p          | 1     | nucleus sampling threshold, in (0, 1] }"
     "{seed           | 0     | random seed }"
@@ -51,6 +60,8 @@ int main(int argc, char** argv)
         TextGenerationModel model(modelPath, cl.getInt("context", 0));
         if (!templateName.empty())
             model.setChatTemplate(templateName);
+        const std::string templateUsed = describe(model.getChatTemplate());  // throws when there is none
+        std::cout << "chat template: " << templateUsed << "\n";
         model.resetConversation(system);
         std::string line;
         while (std::cout << "> " << std::flush, std::getline(std::cin, line))

@@ -42,6 +42,12 @@ set_tests_properties(make_tokenizer_vocabs PROPERTIES FIXTURES_SETUP generated_t
 add_test(NAME make_onnx_llm_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/check_onnx_llm_models.py" --keep "${test_models}/onnx_llm")
 set_tests_properties(make_onnx_llm_models PROPERTIES FIXTURES_SETUP generated_test_data)
+# Python's jinja2 (Debian's python3-jinja2) renders every chat template of the shared test data
+# as transformers does; test_jinja_reference.cpp compares our engine with it byte for byte.
+add_test(NAME make_chat_template_reference
+         COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/chat_template/render_reference.py"
+                 "${shared_testdata}/chat-templates" "${test_models}/chat_templates/reference.json")
+set_tests_properties(make_chat_template_reference PROPERTIES FIXTURES_SETUP generated_test_data)
 add_test(NAME make_onnx_llm_error_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_onnx_llm_error_models.py" "${test_models}/onnx_llm_errors")
 set_tests_properties(make_onnx_llm_error_models PROPERTIES FIXTURES_SETUP generated_test_data)

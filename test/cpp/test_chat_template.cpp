@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/core.hpp>
+#include <opencv2/dnn/chat_template.hpp>
 #include <opencv2/dnn/gguf.hpp>
 
 #include <functional>
@@ -67,6 +68,7 @@ struct ReferenceTemplate
     const char* source;      // where the Jinja text comes from
     const char* familyName;  // the family fromJinja() must find
     const char* bosToken;    // the model's BOS text, as bos_token when rendering
+    const char* eosToken;    // the model's EOS text, as eos_token when rendering
     const char* jinja;
 };
 
@@ -81,7 +83,7 @@ struct ReferenceRendering
 // ---- generated reference data: begin ----
 // meta-llama/Llama-2-7b-chat-hf tokenizer_config.json
 const ReferenceTemplate kLlama2Chat = {
-    "meta-llama/Llama-2-7b-chat-hf tokenizer_config.json", "llama2", "<s>",
+    "meta-llama/Llama-2-7b-chat-hf tokenizer_config.json", "llama2", "<s>", "</s>",
     R"jinja({% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %})jinja"
     R"jinja({% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %})jinja"
     R"jinja({% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }})jinja"
@@ -92,7 +94,7 @@ const ReferenceTemplate kLlama2Chat = {
 
 // meta-llama/Meta-Llama-3-8B-Instruct tokenizer_config.json
 const ReferenceTemplate kLlama3Instruct = {
-    "meta-llama/Meta-Llama-3-8B-Instruct tokenizer_config.json", "llama3", "<|begin_of_text|>",
+    "meta-llama/Meta-Llama-3-8B-Instruct tokenizer_config.json", "llama3", "<|begin_of_text|>", "<|eot_id|>",
     R"jinja({% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>
 )jinja"
     R"jinja(
@@ -106,7 +108,7 @@ const ReferenceTemplate kLlama3Instruct = {
 
 // teknium/OpenHermes-2.5-Mistral-7B tokenizer_config.json
 const ReferenceTemplate kOpenHermesChatML = {
-    "teknium/OpenHermes-2.5-Mistral-7B tokenizer_config.json", "chatml", "<s>",
+    "teknium/OpenHermes-2.5-Mistral-7B tokenizer_config.json", "chatml", "<s>", "<|im_end|>",
     R"jinja({% for message in messages %}{{'<|im_start|>' + message['role'] + '
 )jinja"
     R"jinja(' + message['content'] + '<|im_end|>' + '
@@ -117,7 +119,7 @@ const ReferenceTemplate kOpenHermesChatML = {
 
 // Qwen/Qwen2-7B-Instruct tokenizer_config.json
 const ReferenceTemplate kQwen2Instruct = {
-    "Qwen/Qwen2-7B-Instruct tokenizer_config.json", "chatml", "",
+    "Qwen/Qwen2-7B-Instruct tokenizer_config.json", "chatml", "", "<|im_end|>",
     R"jinja({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system
 )jinja"
     R"jinja(You are a helpful assistant.<|im_end|>
@@ -132,7 +134,7 @@ const ReferenceTemplate kQwen2Instruct = {
 
 // mistralai/Mistral-7B-Instruct-v0.2 tokenizer_config.json (2024 revision with system message)
 const ReferenceTemplate kMistral7BInstructV02 = {
-    "mistralai/Mistral-7B-Instruct-v0.2 tokenizer_config.json (2024 revision with system message)", "mistral", "<s>",
+    "mistralai/Mistral-7B-Instruct-v0.2 tokenizer_config.json (2024 revision with system message)", "mistral", "<s>", "</s>",
     R"jinja({%- if messages[0]['role'] == 'system' %}
 )jinja"
     R"jinja(    {%- set system_message = messages[0]['content'] %}
@@ -184,7 +186,7 @@ const ReferenceTemplate kMistral7BInstructV02 = {
 
 // mistralai/Mistral-7B-Instruct-v0.2 tokenizer_config.json (original 2023 revision, no system message)
 const ReferenceTemplate kMistral7BInstructV02Original = {
-    "mistralai/Mistral-7B-Instruct-v0.2 tokenizer_config.json (original 2023 revision, no system message)", "mistral", "<s>",
+    "mistralai/Mistral-7B-Instruct-v0.2 tokenizer_config.json (original 2023 revision, no system message)", "mistral", "<s>", "</s>",
     R"jinja({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %})jinja"
     R"jinja({{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }})jinja"
     R"jinja({% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }})jinja"
@@ -193,7 +195,7 @@ const ReferenceTemplate kMistral7BInstructV02Original = {
 
 // microsoft/Phi-3.5-mini-instruct tokenizer_config.json
 const ReferenceTemplate kPhi35MiniInstruct = {
-    "microsoft/Phi-3.5-mini-instruct tokenizer_config.json", "phi3", "<s>",
+    "microsoft/Phi-3.5-mini-instruct tokenizer_config.json", "phi3", "<s>", "<|endoftext|>",
     R"jinja({% for message in messages %}{% if message['role'] == 'system' and message['content'] %}{{'<|system|>
 )jinja"
     R"jinja(' + message['content'] + '<|end|>
@@ -212,7 +214,7 @@ const ReferenceTemplate kPhi35MiniInstruct = {
 
 // tokenizer.chat_template of /work/shared/testdata/llama.cpp-vocab/ggml-vocab-phi-3.gguf (Phi-3-mini-4k-instruct, 2024-04)
 const ReferenceTemplate kPhi3MiniGGUF = {
-    "tokenizer.chat_template of /work/shared/testdata/llama.cpp-vocab/ggml-vocab-phi-3.gguf (Phi-3-mini-4k-instruct, 2024-04)", "phi3", "<s>",
+    "tokenizer.chat_template of /work/shared/testdata/llama.cpp-vocab/ggml-vocab-phi-3.gguf (Phi-3-mini-4k-instruct, 2024-04)", "phi3", "<s>", "<|endoftext|>",
     R"jinja({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' + '
 )jinja"
     R"jinja(' + message['content'] + '<|end|>' + '
@@ -225,7 +227,7 @@ const ReferenceTemplate kPhi3MiniGGUF = {
 
 // google/gemma-7b-it tokenizer_config.json (also gemma-2-*-it)
 const ReferenceTemplate kGemma7BIt = {
-    "google/gemma-7b-it tokenizer_config.json (also gemma-2-*-it)", "gemma", "<bos>",
+    "google/gemma-7b-it tokenizer_config.json (also gemma-2-*-it)", "gemma", "<bos>", "<eos>",
     R"jinja({{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }})jinja"
     R"jinja({% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %})jinja"
     R"jinja({{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }})jinja"
@@ -240,7 +242,7 @@ const ReferenceTemplate kGemma7BIt = {
 
 // google/gemma-3-12b-it, as tokenizer.chat_template of ggml-org/gemma-3-12b-it-GGUF
 const ReferenceTemplate kGemma3It = {
-    "google/gemma-3-12b-it, as tokenizer.chat_template of ggml-org/gemma-3-12b-it-GGUF", "gemma", "<bos>",
+    "google/gemma-3-12b-it, as tokenizer.chat_template of ggml-org/gemma-3-12b-it-GGUF", "gemma", "<bos>", "<eos>",
     R"jinja({{ bos_token }}
 )jinja"
     R"jinja({%- if messages[0]['role'] == 'system' -%}
@@ -338,7 +340,7 @@ const ReferenceTemplate kGemma3It = {
 
 // HuggingFaceH4/zephyr-7b-beta tokenizer_config.json (also TinyLlama/TinyLlama-1.1B-Chat-v1.0)
 const ReferenceTemplate kZephyr7BBeta = {
-    "HuggingFaceH4/zephyr-7b-beta tokenizer_config.json (also TinyLlama/TinyLlama-1.1B-Chat-v1.0)", "zephyr", "<s>",
+    "HuggingFaceH4/zephyr-7b-beta tokenizer_config.json (also TinyLlama/TinyLlama-1.1B-Chat-v1.0)", "zephyr", "<s>", "</s>",
     R"jinja({% for message in messages %}
 )jinja"
     R"jinja({% if message['role'] == 'user' %}
@@ -821,4 +823,24 @@ TEST(ChatTemplate, turnEndMarkers)
     for (const auto& nameAndMarker : namesAndMarkers)
         EXPECT_EQ(ChatTemplate::fromName(nameAndMarker.first).turnEndMarkers(),
                   std::vector<std::string>(1, nameAndMarker.second)) << nameAndMarker.first;
+}
+
+// The Jinja engine (cv::dnn::ChatTemplate::create) renders each reference template exactly as
+// Python's jinja2 did, BOS and EOS texts included; the families above only imitate them.
+TEST(ChatTemplate, jinjaEngineRendersReferenceTemplatesAsJinja2)
+{
+    for (const ReferenceRendering& rendering : kReferenceRenderings)
+    {
+        const ReferenceTemplate& reference = *rendering.reference;
+        SCOPED_TRACE(std::string(reference.source) + ", " + conversationName(rendering.conversation));
+        const cv::Ptr<cv::dnn::ChatTemplate> jinja = cv::dnn::ChatTemplate::create(reference.jinja, reference.bosToken,
+                                                                                  reference.eosToken);
+        std::vector<cv::String> roles, contents;
+        for (const ChatMessage& m : conversation(rendering.conversation))
+        {
+            roles.push_back(m.role);
+            contents.push_back(m.content);
+        }
+        EXPECT_EQ(jinja->apply(roles, contents, rendering.addGenerationPrompt), std::string(rendering.expected));
+    }
 }

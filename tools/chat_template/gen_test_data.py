@@ -7,16 +7,12 @@ render.mjs) differs, and writes the templates and expected strings as C++ litera
 "generated reference data" markers of the test file given as argument.
 """
 import json, os, sys
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-from jinja2.ext import loopcontrols
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import transformers_env  # noqa: E402
 
-def raise_exception(message):
-    raise ValueError(message)
-
-env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-env.globals['raise_exception'] = raise_exception
+env = transformers_env.make_environment()
 
 system = {"role": "system", "content": "You are a helpful assistant."}
 user1 = {"role": "user", "content": "Hello! Grüß dich 👋"}
@@ -82,8 +78,8 @@ def main(test_path):
     out = []
     for key, cpp_name, family in REFERENCES:
         t = templates[key]
-        out.append('// %s\nconst ReferenceTemplate %s = {\n    "%s", "%s", "%s",\n    %s};\n'
-                   % (t['source'], cpp_name, t['source'], family, t['bos'], cpp_string(t['text'], '    ')))
+        out.append('// %s\nconst ReferenceTemplate %s = {\n    "%s", "%s", "%s", "%s",\n    %s};\n'
+                   % (t['source'], cpp_name, t['source'], family, t['bos'], t['eos'], cpp_string(t['text'], '    ')))
     out.append('const ReferenceTemplate* const kReferenceTemplates[] = {\n    %s,\n};\n'
                % ',\n    '.join('&' + r[1] for r in REFERENCES))
     names = {k: n for k, n, _ in REFERENCES}

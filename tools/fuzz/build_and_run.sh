@@ -44,8 +44,8 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   if selected fuzz_gguf; then
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
       "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
-      "$SRC"/llm/gguf/gguf_net_builder.cpp "${KV_CACHE_SOURCES[@]}" "$SRC"/llm/attention/rotary_embedding.cpp \
-      "${LIBS[@]}"
+      "$SRC"/llm/gguf/gguf_net_builder.cpp "$SRC"/llm/gguf/gguf_hyper_parameters.cpp "${KV_CACHE_SOURCES[@]}" \
+      "$SRC"/llm/attention/rotary_embedding.cpp "${LIBS[@]}"
   fi
   if selected fuzz_tokenizer; then
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
@@ -92,8 +92,11 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
       "$PROTO/fuzz-opencv-onnx.pb.cc" "${LIBS[@]}" -lprotobuf
   fi
   if selected fuzz_chat_template; then
+    # The family code and the Jinja engine with what it uses (JSON reading, UTF-8, Unicode tables).
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
-      "$SRC"/llm/generation/chat_template.cpp "${LIBS[@]}"
+      "$SRC"/llm/generation/chat_template.cpp "$SRC"/llm/generation/chat_template_api.cpp "$SRC"/llm/jinja/*.cpp \
+      "$SRC"/llm/common/json_document.cpp "$SRC"/llm/tokenizer/utf8.cpp "$SRC"/llm/tokenizer/unicode_tables.cpp \
+      "${LIBS[@]}"
   fi
 fi
 [ "$SECONDS_PER_TARGET" = 0 ] && exit 0
@@ -102,6 +105,12 @@ fi
 cp -n "$SHARED"/stories260K.gguf "$SHARED"/llama.cpp-vocab/ggml-vocab-gpt-2.gguf "$OUT/corpus_gguf/" 2>/dev/null || true
 for f in "$SHARED"/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
+# The shared real chat templates, each after an options byte (add_generation_prompt, tools) and
+# followed by a short conversation.
+for f in "$SHARED"/chat-templates/*.jinja; do
+  seed="$OUT/corpus_chat_template/seed_$(basename "$f" .jinja)"
+  [ -e "$seed" ] || { printf '\003'; cat "$f"; printf '\fsystem\fBe brief.\fuser\fHello!\fassistant\fHi.\fuser\fBye'; } > "$seed"
+done 2>/dev/null || true
 cp -n $B/test-models/*.onnx "$OUT/corpus_onnx/" 2>/dev/null || true  # made by the test fixtures
 # Tiny builder-style decoders (1 layer, hidden 32, vocab 32, under 60 KB each), made here: each
 # as model.onnx alone and framed after its genai_config.json (see fuzz_onnx_llm.cpp).

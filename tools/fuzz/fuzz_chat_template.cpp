@@ -2,11 +2,13 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// libFuzzer target: arbitrary bytes as a chat template and a conversation, through
-// ChatTemplate::fromJinja, fromName, format and turnEndMarkers. A cv::Exception is the expected
-// answer to a template that is not recognised, a name that is not known or a conversation whose
-// roles a family rejects; anything else (a crash, a sanitizer report, a leak, a timeout, a broken
-// invariant below) is a bug.
+// libFuzzer target: arbitrary bytes as a chat template and a conversation, through our Jinja
+// engine (jinja::Template: lexer, parser, interpreter, filters, JSON bridge; and the public
+// cv::dnn::ChatTemplate::applyJSON) and through the built-in families (llm::ChatTemplate::fromJinja,
+// fromName, format, turnEndMarkers). A cv::Exception is the expected answer to a template that
+// does not compile or raises, reaches a render limit, is not recognised as a family, or a
+// conversation a family rejects; anything else (a crash, a sanitizer report, a leak, a timeout,
+// another exception, a broken invariant below) is a bug.
 //
 // Input layout (so that the seeds in seeds/chat_template are plain text files):
 //   byte 0            options: bit 0 addGenerationPrompt, bits 1-2 the BOS text
@@ -14,8 +16,14 @@
 //                     (also out of range) for the ChatTemplate constructor
 //   bytes 1..         fields separated by '\f': the Jinja template text, then role and content
 //                     of each message in turn (at most kMaxMessages)
+// The Jinja render gets add_generation_prompt from bit 0, a tools list when bit 1 is set, and
+// the conversation (an odd last field becomes an assistant message with a tool call).
+
+#include <opencv2/dnn/chat_template.hpp>
 
 #include "llm/generation/chat_template.hpp"
+#include "llm/jinja/template.hpp"
+#include "llm/tokenizer/utf8.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -30,6 +38,123 @@ using cv::dnn::llm::ChatTemplateFamily;
 
 const size_t kMaxMessages = 16;
 const int kFamilyCount = 7;
+
+// Limits small enough that every input renders in milliseconds.
+cv::dnn::llm::jinja::RenderOptions fuzzOptions()
+{
+    cv::dnn::llm::jinja::RenderOptions options;
+    options.limits.maxOutputBytes = 1 << 20;
+    options.limits.maxSteps = 200000;
+    options.limits.maxLoopIterations = 20000;
+    options.limits.maxCallDepth = 32;
+    options.fixedTime = true;
+    options.time.tm_year = 126;
+    options.time.tm_mday = 15;
+    return options;
+}
+
+// A JSON string of the text (made valid UTF-8 first, as JSON must be).
+std::string jsonString(const std::string& text)
+{
+    std::string out = "\"";
+    for (unsigned char c : cv::dnn::llm::sanitizeUtf8(text))
+    {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        if (c < 0x20)
+        {
+            char buf[8];
+            snprintf(buf, sizeof(buf), "\\u%04x", c);
+            out += buf;
+        }
+        else
+            out += (char)c;
+    }
+    return out + "\"";
+}
+
+// An error of a template names its line and column; other errors (limits included) do too,
+// except for a template that is too long and variables that are not valid JSON (here: text
+// that is not valid UTF-8).
+void checkTemplateError(const cv::Exception& e)
+{
+    // OpenCV prefixes each line of a multi-line message (a template's raise_exception text may
+    // have several) with "> ".
+    const std::string m = e.err.compare(0, 2, "> ") == 0 ? e.err.substr(2) : e.err;
+    if (m.compare(0, 15, "Jinja template,") == 0 && m.find(", line ") == std::string::npos)
+        std::abort();
+    if (m.compare(0, 15, "Jinja template,") != 0 && m.compare(0, 15, "Jinja template:") != 0 &&
+        m.find("not valid JSON") == std::string::npos && m.find("ChatTemplate") == std::string::npos)
+        std::abort();
+}
+
+void fuzzJinja(const std::string& jinja, const std::vector<ChatMessage>& messages, uint8_t options)
+{
+    using cv::dnn::llm::jinja::Template;
+    std::string json = "{\"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"add_generation_prompt\": ";
+    json += (options & 1) ? "true" : "false";
+    json += ", \"tools\": ";
+    json += (options & 2) ? "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                            "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"string\"}}}}}]"
+                          : "null";
+    std::string list = "[";
+    for (size_t i = 0; i < messages.size(); i++)
+    {
+        list += (i ? ", " : "") + std::string("{\"role\": ") + jsonString(messages[i].role) + ", \"content\": " +
+                jsonString(messages[i].content);
+        if (i + 1 == messages.size() && (options & 4))
+            list += ", \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"f\", "
+                    "\"arguments\": {\"a\": \"x\"}}}]";
+        list += "}";
+    }
+    list += "]";
+    json += ", \"messages\": " + list + "}";
+    try
+    {
+        const Template compiled(jinja);
+        std::string first;
+        bool firstRaised = false, limitReached = false;
+        try
+        {
+            first = compiled.renderJson(json, fuzzOptions());
+            if (first.size() > fuzzOptions().limits.maxOutputBytes)
+                std::abort();
+        }
+        catch (const cv::Exception& e)
+        {
+            checkTemplateError(e);
+            firstRaised = true;
+            limitReached = e.err.find("limit reached") != std::string::npos;
+        }
+        // Rendering is deterministic: a second render gives the same text or raises again.
+        try
+        {
+            if (compiled.renderJson(json, fuzzOptions()) != first || firstRaised)
+                std::abort();
+        }
+        catch (const cv::Exception&)
+        {
+            if (!firstRaised)
+                std::abort();
+        }
+        if (limitReached)
+            return;  // the public API's default limits are far higher: too slow for fuzzing
+    }
+    catch (const cv::Exception& e)
+    {
+        checkTemplateError(e);
+        return;
+    }
+    // The public API on the same template, with role / content messages only.
+    try
+    {
+        cv::dnn::ChatTemplate::create(jinja, "<s>", "</s>")->applyJSON(list, (options & 1) != 0, std::string());
+    }
+    catch (const cv::Exception& e)
+    {
+        checkTemplateError(e);
+    }
+}
 
 std::vector<std::string> splitFields(const uint8_t* data, size_t size)
 {
@@ -92,6 +217,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     case 3: if (!messages.empty()) bosText = messages.back().content; break;
     default: break;
     }
+
+    fuzzJinja(jinja, messages, options);
 
     // The template recognised from the text, if any.
     try

@@ -6,6 +6,7 @@
 #define OPENCV_DNN_TEXT_GENERATION_HPP
 
 #include <opencv2/dnn.hpp>
+#include <opencv2/dnn/chat_template.hpp>
 #include <opencv2/dnn/tokenizer.hpp>
 
 #include <functional>
@@ -104,8 +105,9 @@ public:
     CV_WRAP bool isDone() const;
 
     /** @brief Multi-turn chat: adds the user's message to the conversation, formats it with the
-    model's chat template and returns the reply. Earlier turns stay in the KV cache and are not
-    processed again. */
+    model's chat template (getChatTemplate()) and returns the reply. Earlier turns stay in the KV
+    cache and are not processed again. When the tokenizer adds BOS itself, a BOS text at the start
+    of the rendered prompt is dropped (as llama.cpp does). */
     CV_WRAP String chat(const String& userMessage, const GenerationConfig& config = GenerationConfig());
     //! Streaming form of chat().
     String chat(const String& userMessage, const GenerationConfig& config,
@@ -114,12 +116,19 @@ public:
     CV_WRAP void startChat(const String& userMessage, const GenerationConfig& config = GenerationConfig());
     //! Sets the system message and clears the conversation.
     CV_WRAP void resetConversation(const String& systemMessage = String());
-    //! Formats messages with the chat template (roles: "system", "user", "assistant").
+    //! Formats messages with the chat template, getChatTemplate()->apply(roles, contents, addGenerationPrompt).
     CV_WRAP String applyChatTemplate(const std::vector<String>& roles, const std::vector<String>& contents,
                                      bool addGenerationPrompt = true) const;
-    /** @brief Chooses the chat template by name ("llama2", "llama3", "chatml", "mistral",
-    "phi3", "gemma", "zephyr") instead of recognising the model's own. */
+    /** @brief Uses a built-in template family ("llama2", "llama3", "chatml", "mistral", "phi3",
+    "gemma", "zephyr") instead of the model's own template: for files that carry none. */
     CV_WRAP void setChatTemplate(const String& name);
+    //! Uses this template (e.g. ChatTemplate::create(jinja, bos, eos)) instead of the model's own.
+    CV_WRAP void setCustomChatTemplate(const Ptr<ChatTemplate>& chatTemplate);
+    /** @brief The chat template chat() uses: the model's own Jinja template (GGUF
+    `tokenizer.chat_template`, or the ONNX folder's tokenizer_config.json / chat_template.jinja),
+    rendered with the tokenizer's BOS and EOS texts, unless setChatTemplate() or setCustomChatTemplate() chose another.
+    Throws cv::Exception when the model has none (or it does not compile) and none was chosen. */
+    CV_WRAP Ptr<ChatTemplate> getChatTemplate() const;
 
     //! Token ids of the last prompt (with BOS when the model adds it).
     CV_WRAP std::vector<int> getPromptTokenIds() const;

@@ -56,6 +56,30 @@ JsonDocument::JsonDocument(const std::string& path, size_t maxBytes) : path_(pat
     }
 }
 
+OrderedJson parseJsonText(const std::string& text, const std::string& what, size_t maxBytes)
+{
+    if (text.size() > maxBytes)
+        CV_Error(Error::StsOutOfRange, format("%s: %zu bytes is more than the %zu bytes accepted", what.c_str(),
+                                              text.size(), maxBytes));
+    const OrderedJson::parser_callback_t limitDepth = [](int depth, OrderedJson::parse_event_t, OrderedJson&) {
+        if (depth > kMaxJsonDepth)
+            throw TooDeep();
+        return true;
+    };
+    try
+    {
+        return OrderedJson::parse(text, limitDepth);
+    }
+    catch (const TooDeep&)
+    {
+        CV_Error(Error::StsParseError, format("%s: JSON nested deeper than %d levels", what.c_str(), kMaxJsonDepth));
+    }
+    catch (const OrderedJson::exception& e)
+    {
+        CV_Error(Error::StsParseError, format("%s: not valid JSON: %s", what.c_str(), e.what()));
+    }
+}
+
 void JsonDocument::fail(const std::string& field, const std::string& problem, int code) const
 {
     CV_Error(code, format("%s: %s %s", path_.c_str(), field.c_str(), problem.c_str()));

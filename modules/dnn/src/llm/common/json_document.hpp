@@ -56,6 +56,14 @@ private:
     Json root_;
 };
 
+//! nlohmann-json keeping the order of object members (Python's json does; chat templates
+//! render tool schemas in their order).
+using OrderedJson = nlohmann::ordered_json;
+
+/** Parses JSON text given in memory (at most maxBytes, nested as deep as files may be); throws
+    cv::Exception naming `what` for size, syntax and nesting. */
+OrderedJson parseJsonText(const std::string& text, const std::string& what, size_t maxBytes);
+
 //! "field.key", for error messages.
 std::string jsonMember(const std::string& field, const std::string& key);
 //! "field[index]", for error messages.

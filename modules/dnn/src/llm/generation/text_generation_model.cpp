@@ -18,6 +18,7 @@
 #include "../model/model_bundle.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "chat_template.hpp"
+#include "chat_template_api.hpp"
 #include "batch_generation.hpp"
 #include "completion.hpp"
 
@@ -49,8 +50,9 @@ struct TextGenerationModel::Impl
     Net net;
     std::shared_ptr<llm::Tokenizer> tokenizer;
     Ptr<Tokenizer> publicTokenizer;
-    String chatTemplateText;      // the model's tokenizer.chat_template ("" if none)
-    String chatTemplateName;      // chosen by the user; overrides the model's
+    Ptr<ChatTemplate> modelTemplate;   // the model's own Jinja template, compiled at load (or empty)
+    String modelTemplateProblem;       // why modelTemplate is empty
+    Ptr<ChatTemplate> chosenTemplate;  // setChatTemplate(); overrides the model's
     GenerationConfig generationDefaults;  // the model's recommended sampling settings
     Ptr<llm::PagedKVCache> cache;
     std::vector<int> fed;         // tokens of sequence 0 whose keys and values the cache holds
@@ -75,13 +77,43 @@ struct TextGenerationModel::Impl
     {
         net = bundle.net;
         tokenizer = bundle.tokenizer;
-        chatTemplateText = bundle.chatTemplate;
+        loadChatTemplate(bundle.chatTemplate);
         generationDefaults = bundle.generationDefaults;
         publicTokenizer = llm::makePublicTokenizer(tokenizer);
         cache = getLLMKVCache(net).dynamicCast<llm::PagedKVCache>();
         CV_Assert(cache);
         contextLength = cache->getMaxSequenceLength();
         resetLLMState(net);
+    }
+
+    // The model's template is compiled once; one that does not compile is reported when a chat
+    // needs it, so that the model still generates.
+    void loadChatTemplate(const std::string& jinja)
+    {
+        if (jinja.empty())
+        {
+            modelTemplateProblem = "the model has no chat template";
+            return;
+        }
+        auto tokenText = [&](int id) { return id >= 0 ? tokenizer->tokenText(id) : std::string(); };
+        try
+        {
+            modelTemplate = ChatTemplate::create(jinja, tokenText(tokenizer->bosId()), tokenText(tokenizer->eosId()));
+        }
+        catch (const cv::Exception& e)
+        {
+            modelTemplateProblem = "the model's chat template cannot be used: " + e.err;
+        }
+    }
+
+    Ptr<ChatTemplate> chatTemplate() const
+    {
+        if (chosenTemplate)
+            return chosenTemplate;
+        if (!modelTemplate)
+            CV_Error(Error::StsError, "TextGenerationModel: " + modelTemplateProblem +
+                                      "; choose one with setChatTemplate() (e.g. \"chatml\")");
+        return modelTemplate;
     }
 
     void checkLoaded() const
@@ -198,34 +230,27 @@ struct TextGenerationModel::Impl
         return completion->text();
     }
 
-    std::vector<llm::ChatMessage> messagesFrom(const std::vector<String>& roles, const std::vector<String>& contents) const
-    {
-        CV_CheckEQ(roles.size(), contents.size(), "TextGenerationModel: one role per message");
-        std::vector<llm::ChatMessage> messages;
-        for (size_t i = 0; i < roles.size(); i++)
-            messages.push_back(llm::ChatMessage{roles[i], contents[i]});
-        return messages;
-    }
-
-    llm::ChatTemplate chatTemplate() const
-    {
-        if (!chatTemplateName.empty())
-            return llm::ChatTemplate::fromName(chatTemplateName);
-        if (chatTemplateText.empty())
-            CV_Error(Error::StsError, "TextGenerationModel: the model has no chat template; "
-                                      "choose one with setChatTemplate()");
-        return llm::ChatTemplate::fromJinja(chatTemplateText);
-    }
-
     void startChat(const String& message, const GenerationConfig& cfg)
     {
         checkLoaded();
         cancel();  // the previous reply joins the conversation before the new turn is formatted
-        const llm::ChatTemplate tmpl = chatTemplate();
+        const Ptr<ChatTemplate> tmpl = chatTemplate();
         std::vector<llm::ChatMessage> messages = conversation;
         messages.push_back(llm::ChatMessage{"user", message});
-        const std::vector<int> ids = tokenizer->encode(tmpl.format(messages, true), true, true);
-        const std::vector<std::string> markers = tmpl.turnEndMarkers();
+        std::vector<String> roles, contents;
+        for (const llm::ChatMessage& m : messages)
+        {
+            roles.push_back(m.role);
+            contents.push_back(m.content);
+        }
+        std::string text = tmpl->apply(roles, contents, true);
+        // The tokenizer adds BOS as a token: a BOS text the template wrote first is dropped, as
+        // llama.cpp does, so that the prompt does not start with two.
+        const std::string bos = tmpl->getBosToken();
+        if (tokenizer->addBos() && !bos.empty() && text.compare(0, bos.size(), bos) == 0)
+            text.erase(0, bos.size());
+        const std::vector<int> ids = tokenizer->encode(text, true, true);
+        const std::vector<std::string> markers = llm::chatTemplateStopStrings(*tmpl);
         start(ids, cfg, std::vector<String>(markers.begin(), markers.end()));
         conversation = messages;
         replyPending = true;
@@ -396,13 +421,25 @@ String TextGenerationModel::applyChatTemplate(const std::vector<String>& roles, 
                                               bool addGenerationPrompt) const
 {
     impl->checkLoaded();
-    return impl->chatTemplate().format(impl->messagesFrom(roles, contents), addGenerationPrompt);
+    return impl->chatTemplate()->apply(roles, contents, addGenerationPrompt);
 }
 
 void TextGenerationModel::setChatTemplate(const String& name)
 {
-    llm::ChatTemplate::fromName(name);  // validates the name
-    impl->chatTemplateName = name;
+    impl->chosenTemplate = ChatTemplate::createBuiltin(name);  // validates the name
+}
+
+void TextGenerationModel::setCustomChatTemplate(const Ptr<ChatTemplate>& chatTemplate)
+{
+    if (!chatTemplate)
+        CV_Error(Error::StsNullPtr, "TextGenerationModel::setCustomChatTemplate: the template is empty");
+    impl->chosenTemplate = chatTemplate;
+}
+
+Ptr<ChatTemplate> TextGenerationModel::getChatTemplate() const
+{
+    impl->checkLoaded();
+    return impl->chatTemplate();
 }
 
 Ptr<Tokenizer> TextGenerationModel::getTokenizer() const
