@@ -20,7 +20,7 @@
 #include <string>
 
 #include "test_common.hpp"
-#include "../../modules/dnn/src/llm/jinja/template.hpp"
+#include "jinja_test_common.hpp"
 
 using cv::dnn::llm::jinja::RenderLimits;
 using cv::dnn::llm::jinja::RenderOptions;
@@ -36,24 +36,6 @@ Json readJson(const std::string& path)
     if (bytes.empty())
         throw std::runtime_error("cannot read " + path);
     return Json::parse(bytes.begin(), bytes.end());
-}
-
-// strftime_now's moment in the reference data: "2026-01-15T09:30:05" (naive local time).
-RenderOptions optionsAt(const std::string& isoTime)
-{
-    RenderOptions options;
-    options.fixedTime = true;
-    std::tm t = std::tm();
-    EXPECT_EQ(sscanf(isoTime.c_str(), "%d-%d-%dT%d:%d:%d", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour, &t.tm_min,
-                     &t.tm_sec), 6) << isoTime;
-    t.tm_year -= 1900;
-    t.tm_mon -= 1;
-    std::tm normalized = t;
-    timegm(&normalized);  // fills in the weekday and the day of the year
-    t.tm_wday = normalized.tm_wday;
-    t.tm_yday = normalized.tm_yday;
-    options.time = t;
-    return options;
 }
 
 std::string render(const std::string& source, const std::string& variablesJson = "{}",
@@ -93,7 +75,7 @@ RenderOptions smallLimits()
 TEST(JinjaEngine, rendersAsJinja2)
 {
     const Json data = readJson(llm_test::projectRoot() + "/test/data/jinja/engine_cases.json");
-    const RenderOptions options = optionsAt(data["now"].get<std::string>());
+    const RenderOptions options = llm_test::jinjaOptionsAt(data["now"].get<std::string>());
     std::map<std::string, std::pair<int, int> > byGroup;  // group -> (identical, total)
     ASSERT_GT(data["cases"].size(), 100u);
     for (const Json& c : data["cases"])

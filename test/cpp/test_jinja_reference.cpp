@@ -21,7 +21,7 @@
 #include <string>
 
 #include "test_common.hpp"
-#include "../../modules/dnn/src/llm/jinja/template.hpp"
+#include "jinja_test_common.hpp"
 
 using cv::dnn::llm::jinja::RenderOptions;
 using cv::dnn::llm::jinja::Template;
@@ -37,23 +37,6 @@ Json readReference()
     if (bytes.empty())
         throw std::runtime_error(path + " is missing: run the fixtures first (ctest --test-dir build -R make_)");
     return Json::parse(bytes.begin(), bytes.end());
-}
-
-RenderOptions optionsAt(const std::string& isoTime)
-{
-    RenderOptions options;
-    options.fixedTime = true;
-    std::tm t = std::tm();
-    EXPECT_EQ(sscanf(isoTime.c_str(), "%d-%d-%dT%d:%d:%d", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour, &t.tm_min,
-                     &t.tm_sec), 6) << isoTime;
-    t.tm_year -= 1900;
-    t.tm_mon -= 1;
-    std::tm normalized = t;
-    timegm(&normalized);
-    t.tm_wday = normalized.tm_wday;
-    t.tm_yday = normalized.tm_yday;
-    options.time = t;
-    return options;
 }
 
 // The variables transformers passes: messages, tools and documents (None unless given),
@@ -88,7 +71,7 @@ TEST(JinjaReference, everySharedTemplateRendersAsJinja2)
 {
     const Json reference = readReference();
     const Json& templates = reference["templates"];
-    const RenderOptions options = optionsAt(reference["now"].get<std::string>());
+    const RenderOptions options = llm_test::jinjaOptionsAt(reference["now"].get<std::string>());
     ASSERT_FALSE(reference["renderings"].empty());
     std::map<std::string, std::unique_ptr<Template> > compiled;
     std::map<std::string, std::string> compileErrors;

@@ -337,10 +337,9 @@ void ONNXNetBuilder::importEmbedLayerNorm(const NodeProto& n)
 
 // com.microsoft SkipLayerNormalization (input, skip, gamma, beta, bias): LayerNorm of
 // input + skip (+ bias) with a shift; outputs normalized, mean, inv_std_var, the sum.
-void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)
+// The skip norms' input + skip (+ the optional bias input `biasInput`), one value per feature.
+Pin ONNXNetBuilder::skipSum(const NodeProto& n, int biasInput)
 {
-    if (outputNeeded(n, 1) || outputNeeded(n, 2))
-        failNode(n, "only the normalized output and the sum are supported (not mean / inv_std_var)");
     const Pin x = tensorInput(n, 0), skip = tensorInput(n, 1);
     const int w = values_.at(n.input(0)).width;
     if (values_.at(n.input(1)).width != w)
@@ -348,9 +347,9 @@ void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)
     LayerParams lp = params(n.name() + "/residual", "LLMElementwise");
     lp.set("operation", "add");
     Pin sum = add(lp, {x, skip});
-    if (hasInput(n, 4))
+    if (hasInput(n, biasInput))
     {
-        const Mat bias = constantInput(n, 4).toFloat().reshape(1, 1);
+        const Mat bias = constantInput(n, biasInput).toFloat().reshape(1, 1);
         if ((int)bias.total() != w)
             failNode(n, "the bias must have one value per feature");
         LayerParams b = params(n.name() + "/bias", "LLMElementwise");
@@ -358,6 +357,15 @@ void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)
         b.blobs.push_back(bias);
         sum = add(b, {sum});
     }
+    return sum;
+}
+
+void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)
+{
+    if (outputNeeded(n, 1) || outputNeeded(n, 2))
+        failNode(n, "only the normalized output and the sum are supported (not mean / inv_std_var)");
+    const int w = values_.at(n.input(0)).width;
+    const Pin sum = skipSum(n, 4);
     const Mat gamma = constantInput(n, 2).toFloat().reshape(1, 1);
     Mat beta = Mat::zeros(1, w, CV_32F);
     if (hasInput(n, 3))
@@ -377,23 +385,8 @@ void ONNXNetBuilder::importSkipRMSNorm(const NodeProto& n)
     // outputs: normalized, mean (unused by the simplified form), inv_std_var, input + skip (+ bias)
     if (outputNeeded(n, 1))
         failNode(n, "the mean output is not supported (the simplified form has no mean)");
-    const Pin x = tensorInput(n, 0), skip = tensorInput(n, 1);
     const int w = values_.at(n.input(0)).width;
-    if (values_.at(n.input(1)).width != w)
-        failNode(n, "input and skip have different widths");
-    LayerParams lp = params(n.name() + "/residual", "LLMElementwise");
-    lp.set("operation", "add");
-    Pin sum = add(lp, {x, skip});
-    if (hasInput(n, 3))
-    {
-        const Mat bias = constantInput(n, 3).toFloat().reshape(1, 1);
-        if ((int)bias.total() != w)
-            failNode(n, "the bias must have one value per feature");
-        LayerParams b = params(n.name() + "/bias", "LLMElementwise");
-        b.set("operation", "add");
-        b.blobs.push_back(bias);
-        sum = add(b, {sum});
-    }
+    const Pin sum = skipSum(n, 3);
     const int id = rmsNorm(n, sum, w, 2);
     defineTensor(n, 0, Pin{id, 0}, w);
     defineTensor(n, 2, Pin{id, 1}, 1);  // inv_std_var

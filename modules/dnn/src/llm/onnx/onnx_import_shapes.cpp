@@ -538,7 +538,6 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
     }
 
     // Stored as float32 or int64 (what the importer's readers take).
-    auto t = std::make_shared<OnnxTensor>();
     auto buf = std::make_shared<std::vector<uchar>>(r.v.size() * (r.isFloat ? 4 : 8));
     for (size_t k = 0; k < r.v.size(); k++)
     {
@@ -553,18 +552,26 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
             std::memcpy(buf->data() + 8 * k, &i, 8);
         }
     }
+    defineConstant(n, r.isFloat ? ONNX_FLOAT : ONNX_INT64, r.shape, buf, symbolic);
+    return true;
+}
+
+// Output 0 of `n` becomes a constant tensor holding `bytes` (symbolic: it stands for run-time sizes).
+void ONNXNetBuilder::defineConstant(const NodeProto& n, int dataType, const std::vector<int64>& shape,
+                                    const std::shared_ptr<std::vector<uchar>>& bytes, bool symbolic)
+{
+    auto t = std::make_shared<OnnxTensor>();
     t->name = n.output_size() ? n.output(0) : std::string();
-    t->dataType = r.isFloat ? ONNX_FLOAT : ONNX_INT64;
-    t->shape = r.shape;
-    t->data = buf->data();
-    t->bytes = buf->size();
-    t->owner = buf;
+    t->dataType = dataType;
+    t->shape = shape;
+    t->data = bytes->data();
+    t->bytes = bytes->size();
+    t->owner = bytes;
     Value v;
     v.kind = Value::Constant;
     v.constant = t;
     v.symbolic = symbolic;
     define(n, 0, v);
-    return true;
 }
 
 // Shape of an activation [batch, seq, width]: a shape tensor whose first two entries stand for the
@@ -577,7 +584,6 @@ bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
     int64 s = onnxIntAttribute(n, "start", 0), e = onnxIntAttribute(n, "end", 3);
     s = std::min(std::max(s < 0 ? s + 3 : s, (int64)0), (int64)3);
     e = std::min(std::max(e < 0 ? e + 3 : e, (int64)0), (int64)3);
-    auto t = std::make_shared<OnnxTensor>();
     auto buf = std::make_shared<std::vector<uchar>>();
     for (int64 k = s; k < e; k++)
     {
@@ -586,17 +592,7 @@ bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
         const int64_t d = dims[(size_t)k];
         std::memcpy(buf->data() + at, &d, 8);
     }
-    t->name = n.output_size() ? n.output(0) : std::string();
-    t->dataType = ONNX_INT64;
-    t->shape = {(int64)(buf->size() / 8)};
-    t->data = buf->data();
-    t->bytes = buf->size();
-    t->owner = buf;
-    Value v;
-    v.kind = Value::Constant;
-    v.constant = t;
-    v.symbolic = true;
-    define(n, 0, v);
+    defineConstant(n, ONNX_INT64, {(int64)(buf->size() / 8)}, buf, true);
     return true;
 }
 

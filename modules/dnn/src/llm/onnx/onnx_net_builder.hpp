@@ -192,6 +192,7 @@ private:
 
     void importRMSNorm(const NodeProto& n);
 
+    Pin skipSum(const NodeProto& n, int biasInput);
     void importSkipRMSNorm(const NodeProto& n);
 
     void importSkipLayerNorm(const NodeProto& n);
@@ -216,6 +217,8 @@ private:
     // is not one that folds or an input is not constant.
     bool foldConstantNode(const NodeProto& n);
     bool foldShapeOfActivation(const NodeProto& n);
+    void defineConstant(const NodeProto& n, int dataType, const std::vector<int64>& shape,
+                        const std::shared_ptr<std::vector<uchar>>& bytes, bool symbolic);
 
     // Placeholders in symbolic shape tensors (Value::symbolic).
     static constexpr int64 kBatchDim = -(int64(1) << 40), kTokenDim = -(int64(1) << 40) - 1;
