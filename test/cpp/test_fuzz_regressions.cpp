@@ -44,4 +44,12 @@ TEST(FuzzRegressions, onnxLlmGenAIConfigNumberOutOfIntRange)
     EXPECT_NE(msg.find("field 'context_length': 1e+30 is not an integer in int's range"), std::string::npos) << msg;
 }
 
+// fuzz_onnx_llm: a SkipSimplifiedLayerNormalization without its first input: the importer looked
+// the input's width up before checking the input (std::out_of_range, not a cv::Exception).
+TEST(FuzzRegressions, onnxLlmSkipNormWithoutInput)
+{
+    const std::string msg = llm_test::onnxLlmError("fuzz_skip_norm_no_input");
+    EXPECT_NE(msg.find("input 0 is missing"), std::string::npos) << msg;
+}
+
 } // namespace

@@ -20,6 +20,8 @@ and the inputs tools/fuzz/fuzz_onnx_llm found (test/cpp/test_fuzz_regressions.cp
                              (num_heads + 2 * kv_num_heads overflowed int)
   fuzz_config_float_int      genai_config.json's context_length 1e+30 (json's float-to-int cast
                              was undefined behaviour)
+  fuzz_skip_norm_no_input    a SkipSimplifiedLayerNormalization whose input 0 is empty (a map
+                             lookup before the input check threw std::out_of_range)
 
 Usage: make_onnx_llm_error_models.py OUTPUT_DIR
 """
@@ -117,6 +119,12 @@ def main(out_root):
     add = helper.make_node("Add", [logits.input[0], "present.0.key"], ["mixed"], name="consumes_present")
     logits.input[0] = "mixed"
     m.graph.node.insert(list(m.graph.node).index(logits), add)
+    onnx.save(m, path)
+
+    d = folder("fuzz_skip_norm_no_input")
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    next(n for n in m.graph.node if n.op_type == "SkipSimplifiedLayerNormalization").input[0] = ""
     onnx.save(m, path)
 
     d = folder("fuzz_packed_head_overflow", extra=["--packed-qkv"])

@@ -364,8 +364,8 @@ void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)
 {
     if (outputNeeded(n, 1) || outputNeeded(n, 2))
         failNode(n, "only the normalized output and the sum are supported (not mean / inv_std_var)");
+    const Pin sum = skipSum(n, 4);  // (checks the inputs first)
     const int w = values_.at(n.input(0)).width;
-    const Pin sum = skipSum(n, 4);
     const Mat gamma = constantInput(n, 2).toFloat().reshape(1, 1);
     Mat beta = Mat::zeros(1, w, CV_32F);
     if (hasInput(n, 3))
@@ -385,8 +385,8 @@ void ONNXNetBuilder::importSkipRMSNorm(const NodeProto& n)
     // outputs: normalized, mean (unused by the simplified form), inv_std_var, input + skip (+ bias)
     if (outputNeeded(n, 1))
         failNode(n, "the mean output is not supported (the simplified form has no mean)");
+    const Pin sum = skipSum(n, 3);  // (checks the inputs first)
     const int w = values_.at(n.input(0)).width;
-    const Pin sum = skipSum(n, 3);
     const int id = rmsNorm(n, sum, w, 2);
     defineTensor(n, 0, Pin{id, 0}, w);
     defineTensor(n, 2, Pin{id, 1}, 1);  // inv_std_var
