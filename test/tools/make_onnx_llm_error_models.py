@@ -3,10 +3,10 @@
 (test/cpp/test_onnx_llm.cpp, ONNXLanguageModelErrors). Each goes to OUTPUT_DIR/<name>/:
 
   unsupported_op      the MLP's Sigmoid replaced by Softplus (an operator the importer does not know)
-  transpose_activation a Transpose of the embedding output (shape operators on activations other
-                      than Reshape / Squeeze / Unsqueeze are refused; on constants they fold)
+  transpose_activation a Transpose(0, 2, 1) of the embedding output (on activations only the head
+                      transposes of attention are taken; on constants Transpose folds)
   token_count_arithmetic  --qk-norm dynamic, the token count from Shape(q) doubled by a Mul before
-                      the Concat of the Reshape's shape (computing with it is refused)
+                      the Concat of the Reshape's shape (computing with it is refused, naming the Mul)
   view_into_matmul    the first q_proj MatMul fed [batch, seq * 4, 16] (a Reshape of the normed
                       input into rows of 16): a view where a matmul needs whole tokens
   external_escape     an external-data location that leaves the model's folder ("../...")

@@ -136,7 +136,8 @@ ModelBundle loadGGUF(const std::string& path, const Net& net, int contextLength)
 }
 
 // An ONNX Runtime GenAI model folder: model.onnx, tokenizer.json (+ tokenizer_config.json
-// with the chat template) and genai_config.json (end-of-generation ids, context length).
+// with the chat template) and genai_config.json (end-of-generation ids, context length); or an
+// optimum export's folder, with Hugging Face's config.json instead of genai_config.json.
 ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
 {
     ModelBundle b;
@@ -154,7 +155,7 @@ ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
         // Ids in, ids out: text needs the tokenizer.json that is missing.
         if (config.vocabSize <= 0)
             CV_Error(Error::StsBadArg, "TextGenerationModel: " + folder + " has no tokenizer.json, and its "
-                                       "genai_config.json gives no model.vocab_size for token ids alone");
+                                       "genai_config.json (or Hugging Face config.json) gives no vocab_size for token ids alone");
         b.tokenizer = Tokenizer::idsOnly(config.vocabSize, "the model folder " + folder + " has no tokenizer.json");
     }
     std::vector<int> eos;
@@ -168,7 +169,7 @@ ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
         const OnnxModelFile file(path);
         if (!isONNXLanguageModel(file))
             CV_Error(Error::StsBadArg, "TextGenerationModel: " + path + " is not a decoder with a KV cache "
-                                       "(no attention operator fed by past key/value inputs)");
+                                       "(no attention fed by past key/value inputs)");
         b.net = buildNetFromONNXLanguageModel(file, config, LoadOptions::fromEnvironment(false, contextLength));
     }
     else

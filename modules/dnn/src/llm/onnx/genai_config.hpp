@@ -33,8 +33,10 @@ struct GenAIConfig
     std::optional<int> topK;
 };
 
-/** Reads `<folder of modelPath>/genai_config.json` if it exists. A file that exists but is not
-    valid JSON, or has fields of the wrong type, is a cv::Exception naming the file and field. */
+/** Reads `<folder of modelPath>/genai_config.json` if it exists, else Hugging Face's config.json
+    there (model_type, vocab_size, special ids, max_position_embeddings as the context length;
+    `found` stays false). A file that exists but is not valid JSON, or has fields of the wrong
+    type, is a cv::Exception naming the file and field. */
 GenAIConfig readGenAIConfig(const std::string& modelPath);
 
 }}} // namespace cv::dnn::llm

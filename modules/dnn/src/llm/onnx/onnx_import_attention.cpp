@@ -152,21 +152,23 @@ void ONNXNetBuilder::importAttention(const NodeProto& n)
         if (input(n, 1).width != kvWidth || input(n, 2).width != kvWidth)
             failNode(n, format("key and value must have %d heads of %d features", kvHeads, headDim));
     }
-    addAttentionLayer(n, inputs, heads, kvHeads, headDim, rotary);
+    addAttentionLayer(n, inputs, heads, kvHeads, headDim, rotary, onnxFloatAttribute(n, "scale", 0.f));
 }
 
 // The LLMAttention on the shared cache, its inputs q, k, v or one packed q|k|v.
 void ONNXNetBuilder::addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads,
-                                       int headDim, const std::shared_ptr<RotaryTables>& rotary)
+                                       int headDim, const std::shared_ptr<RotaryTables>& rotary, float scale,
+                                       float softcap)
 {
     LayerParams lp = params(n.name(), "LLMAttention");
     lp.set("num_heads", heads);
     lp.set("num_kv_heads", kvHeads);
     lp.set("head_dim", headDim);
     lp.set("max_context", contextLength());
-    const float scale = onnxFloatAttribute(n, "scale", 0.f);
     if (scale != 0.f)
         lp.set("scale", scale);
+    if (softcap != 0.f)
+        lp.set("logit_softcap", softcap);
     if (rotary)
     {
         if (2 * rotary->cos.cols > headDim)
@@ -235,7 +237,7 @@ void ONNXNetBuilder::importMicrosoftAttention(const NodeProto& n)
         b.blobs.push_back(bias);
         x = add(b, {x});
     }
-    addAttentionLayer(n, {x}, heads, heads, dim / heads, nullptr);
+    addAttentionLayer(n, {x}, heads, heads, dim / heads, nullptr, onnxFloatAttribute(n, "scale", 0.f));
 }
 }}}} // namespace cv::dnn::llm::onnx_import
 

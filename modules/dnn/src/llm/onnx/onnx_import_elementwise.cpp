@@ -77,14 +77,16 @@ void ONNXNetBuilder::importBinary(const NodeProto& n)
             values = repeat(values, 1, w / inner);  // one value per feature of each row of the view
         lp.set("constant_first", constA);
         lp.blobs.push_back(values);
-        defineTensor(n, 0, add(lp, {pin}), w, inner);
+        define(n, 0, viewLike(t, add(lp, {pin})));
         return;
     }
     const Pin pa = tensorInput(n, 0, true), pb = tensorInput(n, 1, true);
     const Value &va = values_.at(n.input(0)), &vb = values_.at(n.input(1));
-    if (va.width != vb.width || innerOf(va) != innerOf(vb))
+    if (va.width != vb.width || innerOf(va) != innerOf(vb) || va.heads != vb.heads || va.headsMajor != vb.headsMajor)
         failNode(n, "the operands have different shapes (broadcasting between activations is not supported)");
-    defineTensor(n, 0, add(lp, {pa, pb}), va.width, innerOf(va));
+    Value out = va;
+    out.pin = add(lp, {pa, pb});
+    define(n, 0, out);
 }
 
 void ONNXNetBuilder::importSigmoid(const NodeProto& n)
@@ -92,8 +94,11 @@ void ONNXNetBuilder::importSigmoid(const NodeProto& n)
     Value v;
     v.kind = Value::Sigmoid;
     v.pin = tensorInput(n, 0, true);
-    v.width = values_.at(n.input(0)).width;
-    v.inner = values_.at(n.input(0)).inner;
+    const Value& x = values_.at(n.input(0));
+    v.width = x.width;
+    v.inner = x.inner;
+    v.heads = x.heads;
+    v.headsMajor = x.headsMajor;
     define(n, 0, v);
 }
 
@@ -104,7 +109,7 @@ void ONNXNetBuilder::importUnary(const NodeProto& n)
     lp.set("operation", op == "Relu" ? "relu" : op == "Tanh" ? "tanh" : op == "Erf" ? "erf" : op == "Sqrt" ? "sqrt" : "neg");
     const Pin x = tensorInput(n, 0, true);
     const Value& v = values_.at(n.input(0));
-    defineTensor(n, 0, add(lp, {x}), v.width, innerOf(v));
+    define(n, 0, viewLike(v, add(lp, {x})));
 }
 
 // Pow of an activation by a constant scalar exponent: 1 (the input), 2, 3 (products), 0.5 (sqrt).
@@ -139,7 +144,7 @@ void ONNXNetBuilder::importPow(const NodeProto& n)
         cube.set("operation", "mul");
         y = add(cube, {y, x});
     }
-    defineTensor(n, 0, y, v.width, innerOf(v));
+    define(n, 0, viewLike(v, y));
 }
 
 // ReduceMean over the features of x^2 (keepdims): the start of an RMS norm written out.
@@ -156,8 +161,10 @@ void ONNXNetBuilder::importReduceMean(const NodeProto& n)
         for (int64 k = 0; k < t.total(); k++)
             axes.push_back((int64)t.at(k));
     }
-    if (x.kind != Value::Square || x.inner != 0 || axes.size() != 1 || (axes[0] != -1 && axes[0] != 2) ||
-        onnxIntAttribute(n, "keepdims", 1) != 1)
+    // The last axis: 2 of [batch, seq, features], 3 of a [batch, seq, heads, d] view (per-head norms).
+    const int64 lastAxis = x.heads > 0 ? 3 : 2;
+    if (x.kind != Value::Square || (x.inner != 0 && x.heads == 0) || axes.size() != 1 ||
+        (axes[0] != -1 && axes[0] != lastAxis) || onnxIntAttribute(n, "keepdims", 1) != 1)
         failNode(n, "only the mean over the features (axes [-1], keepdims) of Pow(x, 2) is supported on activations "
                     "(an RMS norm written out)");
     Value v = x;
@@ -197,8 +204,14 @@ bool ONNXNetBuilder::importWrittenOutRMSNorm(const NodeProto& n)
             failNode(n, "an RMS norm written out must scale the same x whose squares it averaged");
         LayerParams lp = params(n.name(), "RMSNorm");
         lp.set("epsilon", v.eps);
-        lp.blobs.push_back(Mat::ones(1, v.width, CV_32F));
-        defineTensor(n, 0, add(lp, {v.pin}), v.width);
+        const int row = innerOf(v);
+        if (row != v.width)
+            lp.set("group_size", row);  // each head's row of the view normalized on its own
+        lp.blobs.push_back(Mat::ones(1, row, CV_32F));
+        Value out = v;
+        out.kind = Value::Tensor;
+        out.pin = add(lp, {v.pin});
+        define(n, 0, out);
         return true;
     }
     else
@@ -239,7 +252,7 @@ void ONNXNetBuilder::importGelu(const NodeProto& n)
     }
     LayerParams lp = params(n.name(), "LLMElementwise");
     lp.set("operation", tanhForm ? "gelu_tanh" : "gelu");
-    defineTensor(n, 0, add(lp, {x}), w, inner);
+    define(n, 0, viewLike(v, add(lp, {x})));
 }
 
 // LayerNormalization over the features (ai.onnx; the bias optional) -> LLMLayerNorm.
@@ -299,7 +312,7 @@ void ONNXNetBuilder::importRMSNorm(const NodeProto& n)
     if (inner != w && outputNeeded(n, 1))
         failNode(n, "the inv_std_var output of a per-row norm of a view is not supported");
     const int id = rmsNorm(n, x, w, 1, inner != w ? inner : 0);
-    defineTensor(n, 0, Pin{id, 0}, w, inner);
+    define(n, 0, viewLike(v, Pin{id, 0}));
     if (inner == w)
         defineTensor(n, 1, Pin{id, 1}, 1);  // inv_std_var
 }

@@ -34,19 +34,6 @@ namespace {
 // an error, not an allocation a hostile file chooses.
 constexpr int64 kMaxFoldedElements = int64(1) << 22;
 
-// A constant while it is folded: values as double, integer or float.
-struct Folded
-{
-    std::vector<int64> shape;
-    std::vector<double> v;
-    bool isFloat = true;
-
-    int64 total() const
-    {
-        return (int64)v.size();
-    }
-};
-
 bool isFloatType(int t)
 {
     return t == ONNX_FLOAT || t == ONNX_FLOAT16 || t == ONNX_BFLOAT16 || t == ONNX_DOUBLE;
@@ -103,20 +90,23 @@ float roundToBFloat16(float f)
 
 } // namespace
 
-bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
+bool ONNXNetBuilder::isFoldableOperator(const NodeProto& n)
 {
     static const std::set<std::string> kFoldable = {
         "Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Gather", "Slice", "Shape",
-        "Size", "Expand", "Where", "Range", "ConstantOfShape", "Equal", "Less", "Greater", "Not", "Add", "Sub", "Mul",
-        "Div", "Pow", "Sqrt", "Neg", "Reciprocal", "Transpose"};
+        "Size", "Expand", "Where", "Range", "ConstantOfShape", "Equal", "Less", "Greater", "LessOrEqual",
+        "GreaterOrEqual", "Not", "And", "Or", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Reciprocal",
+        "Transpose", "MatMul", "Cos", "Sin", "Trilu", "Min", "Max", "CumSum"};
+    return (n.domain().empty() || n.domain() == "ai.onnx") && kFoldable.count(n.op_type());
+}
+
+bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
+{
     const std::string& op = n.op_type();
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-        return false;
-    if (!kFoldable.count(op))
+    if (!isFoldableOperator(n))
         return false;
     std::vector<Folded> in(n.input_size());
     std::vector<bool> present(n.input_size(), false);
-    bool symbolic = false;
     if (op == "Shape" && hasInput(n, 0) && input(n, 0).kind != Value::Constant)
         return foldShapeOfActivation(n);
     for (int i = 0; i < n.input_size(); i++)
@@ -128,36 +118,71 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
             return false;
         if (v.symbolic)
         {
-            // Shape entries that stand for the batch size or token count may be moved around
-            // (Gather, Slice, Squeeze, Unsqueeze, Concat, Reshape, Cast to an integer), not
-            // computed with.
+            // Shape entries that stand for run-time sizes may be moved around (Gather, Slice,
+            // Squeeze, Unsqueeze, Concat, Reshape, Cast to an integer); a node computing with them
+            // is not folded: its result is Derived (importDerived).
+            // Equal and Where as torch exports expand(-1, ...): a size compared with a number <= 0
+            // is never equal to it (foldOperator; other comparisons leave the node Derived).
             static const std::set<std::string> kMoving = {"Identity", "Cast", "Gather", "Slice", "Squeeze",
                                                           "Unsqueeze", "Concat", "Reshape", "Flatten"};
             const int to = (int)onnxIntAttribute(n, "to", ONNX_INT64);
-            if (!kMoving.count(op) || (op != "Concat" && i != 0) || (op == "Cast" && isFloatType(to)))
-                failNode(n, format("input %d ('%s') holds the batch size or token count (a Shape of an activation); "
-                                   "only moving such shape entries (Gather, Slice, Squeeze, Unsqueeze, Concat, Reshape) "
-                                   "into a Reshape of an activation is supported, not computing with them",
-                                   i, n.input(i).c_str()));
-            symbolic = true;
+            const bool moved = kMoving.count(op) && (op == "Concat" || i == 0) && !(op == "Cast" && isFloatType(to));
+            if (!moved && op != "Equal" && !(op == "Where" && i > 0) && op != "Shape" && op != "Size")
+                return false;
         }
-        const OnnxTensor& t = *v.constant;
-        if (t.total() > kMaxFoldedElements)
-            failNode(n, format("input %d has %lld elements, more than constant folding takes", i, (long long)t.total()));
-        in[i].shape = t.shape;
-        in[i].isFloat = isFloatType(t.dataType);
-        in[i].v.resize((size_t)t.total());
-        try
-        {
-            for (int64 k = 0; k < t.total(); k++)
-                in[i].v[(size_t)k] = t.at(k);
-        }
-        catch (const cv::Exception& e)
-        {
-            failNode(n, e.err);
-        }
+        in[i] = foldedOf(n, i, *v.constant);
         present[i] = true;
     }
+    foldUndecidable_ = false;
+    const Folded r = foldOperator(n, in, present);
+    if (foldUndecidable_)
+        return false;  // depends on the run-time sizes: Derived
+    bool symbolic = false;
+    for (double x : r.v)
+        symbolic = symbolic || isSymbol(x);
+
+    // Stored as float32 or int64 (what the importer's readers take).
+    auto buf = std::make_shared<std::vector<uchar>>(r.v.size() * (r.isFloat ? 4 : 8));
+    for (size_t k = 0; k < r.v.size(); k++)
+    {
+        if (r.isFloat)
+        {
+            const float f = (float)r.v[k];
+            std::memcpy(buf->data() + 4 * k, &f, 4);
+        }
+        else
+        {
+            const int64_t i = (int64_t)r.v[k];
+            std::memcpy(buf->data() + 8 * k, &i, 8);
+        }
+    }
+    defineConstant(n, r.isFloat ? ONNX_FLOAT : ONNX_INT64, r.shape, buf, symbolic);
+    return true;
+}
+
+Folded ONNXNetBuilder::foldedOf(const NodeProto& n, int i, const OnnxTensor& t)
+{
+    if (t.total() > kMaxFoldedElements)
+        failNode(n, format("input %d has %lld elements, more than constant folding takes", i, (long long)t.total()));
+    Folded f;
+    f.shape = t.shape;
+    f.isFloat = isFloatType(t.dataType);
+    f.v.resize((size_t)t.total());
+    try
+    {
+        for (int64 k = 0; k < t.total(); k++)
+            f.v[(size_t)k] = t.at(k);
+    }
+    catch (const cv::Exception& e)
+    {
+        failNode(n, e.err);
+    }
+    return f;
+}
+
+Folded ONNXNetBuilder::foldOperator(const NodeProto& n, const std::vector<Folded>& in, const std::vector<bool>& present)
+{
+    const std::string& op = n.op_type();
     auto need = [&](int i) -> const Folded& {
         if (i >= (int)in.size() || !present[i])
             failNode(n, format("input %d is missing", i));
@@ -165,8 +190,8 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
     };
     auto ints = [&](int i) {
         std::vector<int64> r;
-        for (double x : need(i).v)
-            r.push_back((int64)x);
+        for (double x : need(i).v)  // INT64_MAX ("to the end") is 2^63 as a double: clamped before the cast
+            r.push_back((int64)std::max(-4.6e18, std::min(4.6e18, x)));
         return r;
     };
     auto axisOf = [&](int64 a, int64 rank) -> int64 {
@@ -460,19 +485,106 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
             r.v.push_back(start + k * delta);
         r.shape = {(int64)r.v.size()};
     }
-    else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Not")
+    else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Not" || op == "Cos" || op == "Sin")
     {
         r = need(0);
         for (double& x : r.v)
-            x = op == "Sqrt" ? std::sqrt(x) : op == "Neg" ? -x : op == "Not" ? (double)(x == 0) : 1.0 / x;
+            x = op == "Sqrt" ? std::sqrt(x) : op == "Neg" ? -x : op == "Not" ? (double)(x == 0) : op == "Cos" ? std::cos((float)x)
+              : op == "Sin" ? std::sin((float)x) : 1.0 / x;
         if (r.isFloat)
             for (double& x : r.v)
                 x = (float)x;
     }
-    else  // broadcasting: Expand, Where, Equal, Less, Greater, Add, Sub, Mul, Div, Pow
+    else if (op == "MatMul")
+    {
+        // [..., m, k] @ [..., k, n] with broadcast batch dimensions (1-D operands not taken).
+        const Folded &a = need(0), &b = need(1);
+        if (a.shape.size() < 2 || b.shape.size() < 2 || a.shape.back() != b.shape[b.shape.size() - 2])
+            failNode(n, "the operands' shapes do not multiply");
+        const int64 m = a.shape[a.shape.size() - 2], k = a.shape.back(), cols = b.shape.back();
+        std::vector<int64> batchA(a.shape.begin(), a.shape.end() - 2), batchB(b.shape.begin(), b.shape.end() - 2);
+        const size_t rank = std::max(batchA.size(), batchB.size());
+        std::vector<int64> batch(rank, 1);
+        for (const auto* s : {&batchA, &batchB})
+            for (size_t d = 0; d < s->size(); d++)
+            {
+                int64& o = batch[rank - s->size() + d];
+                if ((*s)[d] != 1)
+                {
+                    if (o != 1 && o != (*s)[d])
+                        failNode(n, "the operands' batch dimensions do not broadcast");
+                    o = (*s)[d];
+                }
+            }
+        r.shape = batch;
+        r.shape.push_back(m);
+        r.shape.push_back(cols);
+        const int64 total = checkedTotal(r.shape), batches = m * cols ? total / (m * cols) : 0;
+        if (total > 0 && k > kMaxFoldedElements / total)
+            failNode(n, "the product is larger than constant folding takes");
+        r.isFloat = a.isFloat;
+        r.v.assign((size_t)total, 0.0);
+        for (int64 bi = 0; bi < batches; bi++)
+        {
+            const int64 offA = broadcastOffset(bi, batch, batchA) * m * k, offB = broadcastOffset(bi, batch, batchB) * k * cols;
+            for (int64 i = 0; i < m; i++)
+                for (int64 j = 0; j < cols; j++)
+                {
+                    double sum = 0;
+                    for (int64 t = 0; t < k; t++)
+                        sum += a.v[(size_t)(offA + i * k + t)] * b.v[(size_t)(offB + t * cols + j)];
+                    r.v[(size_t)((bi * m + i) * cols + j)] = r.isFloat ? (double)(float)sum : sum;
+                }
+        }
+    }
+    else if (op == "Trilu")
+    {
+        r = need(0);
+        if (r.shape.size() < 2)
+            failNode(n, "the input must have at least 2 dimensions");
+        const int64 k = hasInput(n, 1) ? ints(1).at(0) : 0;
+        const bool upper = onnxIntAttribute(n, "upper", 1) != 0;
+        const int64 rows = r.shape[r.shape.size() - 2], cols = r.shape.back();
+        for (int64 i = 0; i < r.total(); i++)
+        {
+            const int64 col = i % cols, row = (i / cols) % rows;
+            if (upper ? col - row < k : col - row > k)
+                r.v[(size_t)i] = 0;
+        }
+    }
+    else if (op == "CumSum")
+    {
+        r = need(0);
+        const int64 rank = (int64)r.shape.size();
+        const int64 axis = axisOf(ints(1).at(0), rank);
+        const bool exclusive = onnxIntAttribute(n, "exclusive", 0) != 0, reverse = onnxIntAttribute(n, "reverse", 0) != 0;
+        int64 inner = 1;
+        for (int64 d = axis + 1; d < rank; d++)
+            inner *= r.shape[(size_t)d];
+        const int64 dim = r.shape[(size_t)axis], outer = dim * inner ? r.total() / (dim * inner) : 0;
+        const std::vector<double> x = r.v;
+        for (int64 o = 0; o < outer; o++)
+            for (int64 e = 0; e < inner; e++)
+            {
+                double sum = 0;
+                for (int64 t = 0; t < dim; t++)
+                {
+                    const int64 idx = reverse ? dim - 1 - t : t;
+                    const size_t at = (size_t)((o * dim + idx) * inner + e);
+                    if (!exclusive)
+                        sum += x[at];
+                    r.v[at] = sum;
+                    if (exclusive)
+                        sum += x[at];
+                }
+            }
+    }
+    else  // broadcasting: Expand, Where, comparisons, And, Or, Add, Sub, Mul, Div, Pow, Min, Max
     {
         std::vector<const Folded*> ops;
         const int operands = op == "Expand" ? 1 : op == "Where" ? 3 : 2;
+        if ((op == "Min" || op == "Max") && n.input_size() != 2)
+            failNode(n, "only Min / Max of two inputs folds");
         for (int i = 0; i < operands; i++)
             ops.push_back(&need(i));
         std::vector<std::vector<int64>> shapes;
@@ -496,7 +608,8 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
                 }
             }
         const int64 total = checkedTotal(r.shape);
-        const bool compare = op == "Equal" || op == "Less" || op == "Greater";
+        const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                             op == "GreaterOrEqual" || op == "And" || op == "Or";
         r.isFloat = op == "Where" ? ops[1]->isFloat : compare ? false : ops[0]->isFloat;
         r.v.resize((size_t)total);
         for (int64 i = 0; i < total; i++)
@@ -510,13 +623,33 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
             const double b = ops[1]->v[(size_t)broadcastOffset(i, r.shape, ops[1]->shape)];
             double y;
             if (op == "Where")
+            {
+                foldUndecidable_ = foldUndecidable_ || isSymbol(a);
                 y = a != 0 ? b : ops[2]->v[(size_t)broadcastOffset(i, r.shape, ops[2]->shape)];
+            }
             else if (op == "Equal")
+            {
+                // A run-time size (batch, tokens, past + tokens: all >= 1) equals itself and no number <= 0.
+                if ((isSymbol(a) || isSymbol(b)) && a != b && !(isSymbol(a) ? b <= 0 : a <= 0))
+                    foldUndecidable_ = true;
                 y = a == b;
+            }
             else if (op == "Less")
                 y = a < b;
             else if (op == "Greater")
                 y = a > b;
+            else if (op == "LessOrEqual")
+                y = a <= b;
+            else if (op == "GreaterOrEqual")
+                y = a >= b;
+            else if (op == "And")
+                y = a != 0 && b != 0;
+            else if (op == "Or")
+                y = a != 0 || b != 0;
+            else if (op == "Min")
+                y = std::min(a, b);
+            else if (op == "Max")
+                y = std::max(a, b);
             else if (op == "Add")
                 y = a + b;
             else if (op == "Sub")
@@ -537,23 +670,7 @@ bool ONNXNetBuilder::foldConstantNode(const NodeProto& n)
         }
     }
 
-    // Stored as float32 or int64 (what the importer's readers take).
-    auto buf = std::make_shared<std::vector<uchar>>(r.v.size() * (r.isFloat ? 4 : 8));
-    for (size_t k = 0; k < r.v.size(); k++)
-    {
-        if (r.isFloat)
-        {
-            const float f = (float)r.v[k];
-            std::memcpy(buf->data() + 4 * k, &f, 4);
-        }
-        else
-        {
-            const int64_t i = (int64_t)r.v[k];
-            std::memcpy(buf->data() + 8 * k, &i, 8);
-        }
-    }
-    defineConstant(n, r.isFloat ? ONNX_FLOAT : ONNX_INT64, r.shape, buf, symbolic);
-    return true;
+    return r;
 }
 
 // Output 0 of `n` becomes a constant tensor holding `bytes` (symbolic: it stands for run-time sizes).
@@ -574,16 +691,44 @@ void ONNXNetBuilder::defineConstant(const NodeProto& n, int dataType, const std:
     define(n, 0, v);
 }
 
-// Shape of an activation [batch, seq, width]: a shape tensor whose first two entries stand for the
-// batch size and the token count (kBatchDim, kTokenDim), which the Net knows only at run time.
+// Shape of an activation: [batch, seq, width], of a view [batch, seq, heads, row] (or
+// [batch, heads, seq, row] transposed), of the token ids [batch, seq], of the cache's keys or
+// values [batch, heads, past + seq, row]: a shape tensor with placeholders for the sizes the Net
+// knows only at run time (kBatchDim, kTokenDim, kTotalDim). Other inputs (the mask, positions,
+// past keys) make the result Derived: false.
 bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
 {
     const Value& x = input(n, 0);
-    tensorInput(n, 0);  // errors for other kinds and for views ([batch, seq * k, d])
-    const std::vector<int64> dims = {kBatchDim, kTokenDim, (int64)x.width};
-    int64 s = onnxIntAttribute(n, "start", 0), e = onnxIntAttribute(n, "end", 3);
-    s = std::min(std::max(s < 0 ? s + 3 : s, (int64)0), (int64)3);
-    e = std::min(std::max(e < 0 ? e + 3 : e, (int64)0), (int64)3);
+    std::vector<int64> dims;
+    if (x.kind == Value::TokenIds)
+        dims = {kBatchDim, kTokenDim};
+    else if (x.kind == Value::CacheKV)
+    {
+        const int kvHeads = x.width / innerOf(x) * x.repeat;
+        dims = {kBatchDim, kvHeads, kTotalDim, innerOf(x)};
+        if (x.transposed)
+            std::swap(dims[2], dims[3]);
+    }
+    else if (x.kind == Value::CacheInput || x.kind == Value::Derived)
+        return false;
+    else
+    {
+        if (x.kind != Value::Tensor)
+            tensorInput(n, 0, true);  // computes a pending sigmoid; errors for other kinds
+        if (x.flatRows)
+            failNode(n, "the Shape of [batch * seq, features] rows is not supported");
+        if (x.heads > 0)
+            dims = x.headsMajor ? std::vector<int64>{kBatchDim, x.heads, kTokenDim, innerOf(x)}
+                                : std::vector<int64>{kBatchDim, kTokenDim, x.heads, innerOf(x)};
+        else if (x.inner != 0)
+            failNode(n, "the Shape of a [batch, seq * rows, row] view is not supported");
+        else
+            dims = {kBatchDim, kTokenDim, (int64)x.width};
+    }
+    const int64 rank = (int64)dims.size();
+    int64 s = onnxIntAttribute(n, "start", 0), e = onnxIntAttribute(n, "end", rank);
+    s = std::min(std::max(s < 0 ? s + rank : s, (int64)0), rank);
+    e = std::min(std::max(e < 0 ? e + rank : e, (int64)0), rank);
     auto buf = std::make_shared<std::vector<uchar>>();
     for (int64 k = s; k < e; k++)
     {
@@ -596,11 +741,27 @@ bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
     return true;
 }
 
+// The token ids [batch, seq] reshaped to [-1, seq] (GPT-2's input_ids.view(-1, input_shape[-1])):
+// still the token ids.
+void ONNXNetBuilder::importTokenIdsReshape(const NodeProto& n)
+{
+    const Value& s = input(n, 1);
+    if (n.op_type() != "Reshape" || s.kind != Value::Constant || s.constant->total() != 2 ||
+        !(s.constant->at(1) == (double)kTokenDim || (s.constant->at(1) == 0 && s.constant->at(0) == 0)) ||
+        !(s.constant->at(0) == -1 || s.constant->at(0) == 0 || s.constant->at(0) == (double)kBatchDim))
+        failNode(n, "the token ids may only be reshaped to [batch, seq] (e.g. [-1, seq])");
+    define(n, 0, input(n, 0));
+}
+
 void ONNXNetBuilder::importReshape(const NodeProto& n)
 {
-    const Value& x = input(n, 0);
-    if (x.kind != Value::Tensor && x.kind != Value::Sigmoid && x.kind != Value::Silu)
-        tensorInput(n, 0, true);  // the error for other kinds
+    if (input(n, 0).kind == Value::TokenIds)
+        return importTokenIdsReshape(n);
+    if (input(n, 0).kind != Value::Tensor)
+        tensorInput(n, 0, true);  // computes a pending sigmoid; the error for other kinds
+    const Value x = input(n, 0);  // a copy: a Split's column range carries over to the result
+    if (x.headsMajor)
+        failNode(n, "a Reshape of a [batch, heads, seq, d] view (transpose it back to [batch, seq, heads, d] first)");
     const int w = x.width;
     const int inner = innerOf(x);
     const std::string& op = n.op_type();
@@ -610,9 +771,26 @@ void ONNXNetBuilder::importReshape(const NodeProto& n)
         if (onnxIntAttribute(n, "allowzero", 0) != 0)
             failNode(n, "allowzero is not supported on activations");
         const Value& sv = input(n, 1);
+        if (sv.kind == Value::Derived)
+            failNode(n, "the shape is computed with the batch size, token count or past length (by node " + sv.origin +
+                        "); only moving the batch size and token count (Gather, Slice, Squeeze, Unsqueeze, Concat) into "
+                        "a Reshape's shape is supported, not computing with them");
         if (sv.kind != Value::Constant)
             failNode(n, "the shape must be a constant or computed from the activations' shapes");
         const OnnxTensor& s = *sv.constant;
+        // [-1, features]: the tokens of all sequences as rows (Hugging Face's Conv1D before its
+        // Gemm); the Net's rows already are that. Back to [batch, seq, ...] only with the sizes
+        // taken from a Shape.
+        if (s.total() == 2 && s.at(0) == -1 && s.at(1) == w && x.inner == 0 && x.columnOffset < 0)
+        {
+            Value flat = x;
+            flat.flatRows = true;
+            define(n, 0, flat);
+            return;
+        }
+        if (x.flatRows && !(sv.symbolic && s.total() >= 3 && s.at(0) == (double)kBatchDim && s.at(1) == (double)kTokenDim))
+            failNode(n, "[batch * seq, features] rows may only be reshaped back to [batch, seq, ...] with the sizes "
+                        "taken from a Shape of the activation");
         for (int64 k = 0; k < s.total(); k++)
         {
             int64 d = (int64)s.at(k);
@@ -624,6 +802,9 @@ void ONNXNetBuilder::importReshape(const NodeProto& n)
                     failNode(n, "the shape moves the batch or sequence dimension (only [batch, seq, ...] is supported)");
                 d = 0;
             }
+            // [-1, seq, ...] with the token count from a Shape: the -1 is the batch (GPT-2's output_shape).
+            if (k == 0 && d == -1 && sv.symbolic && s.total() >= 3 && s.at(1) == (double)kTokenDim)
+                d = 0;
             target.push_back(d);
         }
     }
@@ -642,9 +823,10 @@ void ONNXNetBuilder::importReshape(const NodeProto& n)
                 axes.push_back((int64)s.at(k));
         }
         for (int64 a : axes)
-            if (a == -1 || (op == "Squeeze" && axes.empty()))
-                failNode(n, "only unit dimensions before the feature axis can be added or removed on activations");
-        defineTensor(n, 0, tensorInput(n, 0, true), w, inner);
+            if (a == -1 || (op == "Squeeze" && axes.empty()) || x.heads > 0)
+                failNode(n, "only unit dimensions before the feature axis of a [batch, seq, features] activation "
+                            "can be added or removed");
+        define(n, 0, x);
         return;
     }
     else
@@ -671,7 +853,11 @@ void ONNXNetBuilder::importReshape(const NodeProto& n)
     if (!tokenAxis || row <= 0 || w % row != 0 || (last != -1 && rows * row > w) || (rows > 1 && rows * row != w))
         failNode(n, format("the shape must keep each token's %d features together (e.g. [0, -1, d] or [0, 0, h, d] "
                            "with d dividing %d)", w, w));
-    defineTensor(n, 0, tensorInput(n, 0, true), w, (int)row);
+    Value out = x;
+    out.flatRows = false;
+    out.inner = row == w ? 0 : (int)row;
+    out.heads = target.size() == 4 ? (int)(w / row) : 0;
+    define(n, 0, out);
 }
 
 }}}} // namespace cv::dnn::llm::onnx_import

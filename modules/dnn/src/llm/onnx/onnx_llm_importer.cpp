@@ -147,6 +147,8 @@ Pin ONNXNetBuilder::tensor(const Value& v, const std::string& where)
     switch (v.kind)
     {
     case Value::Tensor:
+        if (v.columnOffset >= 0)
+            f_.fail(where + ": a Split of the features is supported only into an attention's query, key and value");
         return v.pin;
     case Value::Sigmoid:
     case Value::Silu:
@@ -171,6 +173,20 @@ Pin ONNXNetBuilder::tensor(const Value& v, const std::string& where)
         f_.fail(where + ": a constant where an activation is expected (constant folding is not supported)");
     case Value::TokenIds:
         f_.fail(where + ": the token ids are supported only as the indices of the embedding Gather");
+    case Value::Derived:
+        f_.fail(where + ": computed from the positions, the attention mask or the sequence lengths (by node " + v.origin +
+                "); supported only as an attention mask, a rotary table, position-embedding indices or a Reshape's shape "
+                "moving the batch and sequence sizes");
+    case Value::HalfRow:
+    case Value::RotateHalf:
+    case Value::RotaryCos:
+    case Value::RotarySin:
+        f_.fail(where + ": part of a rotary embedding written out (x * cos + rotate_half(x) * sin) used otherwise");
+    case Value::CacheKV:
+        f_.fail(where + ": the past keys / values with the new ones are supported only as an attention's k^T and v");
+    case Value::Scores:
+    case Value::Probabilities:
+        f_.fail(where + ": attention scores used other than through the softmax and the MatMul with the values");
     case Value::CacheInput:
         break;
     }
@@ -252,7 +268,7 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importConstant(n);
     else if ((op == "Identity" || op == "Cast") && castPassesThrough(n))
         define(n, 0, input(n, 0));
-    else if (foldConstantNode(n) || importWrittenOutRMSNorm(n))
+    else if (foldConstantNode(n) || importWrittenOutRMSNorm(n) || importDerived(n) || importWrittenAttention(n))
         return;
     else if (op == "Gather")
         importGather(n);
@@ -260,6 +276,8 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
         importMatMul(n);
     else if (op == "MatMulNBits")
         importMatMulNBits(n);
+    else if (op == "Gemm")
+        importGemm(n);
     else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div")
         importBinary(n);
     else if (op == "Sigmoid")
@@ -289,7 +307,8 @@ void ONNXNetBuilder::importNode(const NodeProto& n)
     else if (isAttentionOp(n))
         importAttention(n);
     else
-        failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, "
+        failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, Gemm, Transpose, "
+                    "Split, Slice, Concat, Softmax (in attention written out), "
                     "MatMulNBits, Add, Sub, Mul, Div, Pow, ReduceMean (in an RMS norm), Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
                     "Cast, Identity, Reshape, Squeeze, Unsqueeze, SimplifiedLayerNormalization, "
                     "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, SkipLayerNormalization, EmbedLayerNormalization, RotaryEmbedding, "
@@ -408,18 +427,23 @@ void ONNXNetBuilder::importMatMul(const NodeProto& n)
 }
 
 // LLMMatMul of x by a constant [k, N] float weight (float32, float16 or bfloat16 rows).
-Pin ONNXNetBuilder::addMatMul(const NodeProto& n, const std::string& name, Pin x, int k, const OnnxTensor& w)
+Pin ONNXNetBuilder::addMatMul(const NodeProto& n, const std::string& name, Pin x, int k, const OnnxTensor& w,
+                              bool transposed)
 {
-    if (w.shape.size() != 2 || w.shape[0] != k || w.shape[1] <= 0 || w.shape[1] > INT_MAX)
-        failNode(n, format("the weight must be a constant [%d, N] matrix", k));
+    const int kAxis = transposed ? 1 : 0;
+    if (w.shape.size() != 2 || w.shape[kAxis] != k || w.shape[1 - kAxis] <= 0 || w.shape[1 - kAxis] > INT_MAX)
+        failNode(n, format(transposed ? "the weight must be a constant [N, %d] matrix" : "the weight must be a constant [%d, N] matrix", k));
     if (w.dataType != ONNX_FLOAT && w.dataType != ONNX_FLOAT16 && w.dataType != ONNX_BFLOAT16)
         failNode(n, "the weight must be float, float16 or bfloat16");
-    const int outFeatures = (int)w.shape[1];
-    // ONNX stores W as [K, N]; LLMMatMul wants N rows of K elements.
+    const int outFeatures = (int)w.shape[1 - kAxis];
+    // ONNX stores W as [K, N]; LLMMatMul wants N rows of K elements (Gemm's transB: as stored).
     const int depth = w.dataType == ONNX_FLOAT ? CV_32S : CV_16U;  // bit patterns, transposed as they are
-    Mat stored(k, outFeatures, depth, const_cast<uchar*>(w.data));
+    Mat stored(transposed ? outFeatures : k, transposed ? k : outFeatures, depth, const_cast<uchar*>(w.data));
     Mat rows;
-    cv::transpose(stored, rows);
+    if (transposed)
+        rows = stored;
+    else
+        cv::transpose(stored, rows);
     LayerParams lp = params(name, "LLMMatMul");
     lp.set("ggml_type", (int)ggmlFloatType(w.dataType));
     lp.set("in_features", k);
@@ -427,6 +451,32 @@ Pin ONNXNetBuilder::addMatMul(const NodeProto& n, const std::string& name, Pin x
     lp.set("integer_dot", integerDot_);
     lp.blobs.push_back(Mat(outFeatures, (int)(k * onnxElementSize(w.dataType)), CV_8U, rows.data).clone());
     return add(lp, {x});
+}
+
+// Gemm(x, W, bias) of [batch * seq, k] rows (Hugging Face's Conv1D: addmm): LLMMatMul (+ bias add).
+void ONNXNetBuilder::importGemm(const NodeProto& n)
+{
+    const int k = width(n, 0);
+    if (onnxIntAttribute(n, "transA", 0) != 0 || onnxFloatAttribute(n, "alpha", 1.f) != 1.f ||
+        onnxFloatAttribute(n, "beta", 1.f) != 1.f)
+        failNode(n, "only Gemm with transA = 0, alpha = 1 and beta = 1 is supported on activations");
+    const bool transB = onnxIntAttribute(n, "transB", 0) != 0;
+    const OnnxTensor& w = constantInput(n, 1);
+    Pin out = addMatMul(n, n.name(), matmulInput(n), k, w, transB);
+    const int outFeatures = (int)w.shape[transB ? 0 : 1];
+    if (hasInput(n, 2))
+    {
+        const Mat bias = constantInput(n, 2).toFloat().reshape(1, 1);
+        if ((int)bias.total() != outFeatures && bias.total() != 1)
+            failNode(n, format("the bias must have 1 or %d values", outFeatures));
+        LayerParams b = params(n.name() + "/bias", "LLMElementwise");
+        b.set("operation", "add");
+        b.blobs.push_back(bias.total() == 1 ? Mat(1, outFeatures, CV_32F, Scalar(bias.at<float>(0))) : bias);
+        out = add(b, {out});
+    }
+    Value v = input(n, 0);
+    defineTensor(n, 0, out, outFeatures);
+    values_.at(n.output(0)).flatRows = v.flatRows;
 }
 
 void ONNXNetBuilder::importMatMulNBits(const NodeProto& n)
@@ -483,6 +533,13 @@ bool isONNXLanguageModel(const OnnxModelFile& file)
     std::set<std::string> graphInputs;
     for (const auto& in : file.graph().input())
         graphInputs.insert(in.name());
+    // Hugging Face exports write attention out in operators: past_key_values.* in, present.* out.
+    bool presentOutput = false;
+    for (const auto& out : file.graph().output())
+        presentOutput = presentOutput || out.name().compare(0, 7, "present") == 0;
+    for (const std::string& in : graphInputs)
+        if (presentOutput && in.compare(0, 15, "past_key_values") == 0)
+            return true;
     for (const NodeProto& n : file.graph().node())
     {
         if (!isAttentionOp(n))
@@ -501,13 +558,16 @@ Net buildNetFromONNXLanguageModel(const OnnxModelFile& file, const GenAIConfig& 
 
 bool mayBeONNXLanguageModel(const String& path)
 {
-    // Every attention operator this importer knows has "Attention" in its type name, which the
-    // serialized graph holds as plain bytes: without them, the file is not one of ours. Scanning
-    // the mapped bytes costs far less than parsing the protobuf.
-    static const char kMarker[] = "Attention";
+    // Every attention operator this importer knows has "Attention" in its type name, and graphs
+    // with attention written out have "past_key_values" inputs; the serialized graph holds both
+    // as plain bytes: without them, the file is not one of ours. Scanning the mapped bytes costs
+    // far less than parsing the protobuf.
     const MappedFile file(path);
     const uchar* end = file.data() + file.size();
-    return std::search(file.data(), end, kMarker, kMarker + sizeof(kMarker) - 1) != end;
+    for (const std::string marker : {"Attention", "past_key_values"})
+        if (std::search(file.data(), end, marker.begin(), marker.end()) != end)
+            return true;
+    return false;
 }
 
 bool readONNXLanguageModel(const String& path, Net& net)

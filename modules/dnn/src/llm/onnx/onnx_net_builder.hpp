@@ -48,6 +48,41 @@ struct RotaryTables
     }
 };
 
+struct Value;
+
+// The parts of an attention written out in operators (Hugging Face / optimum exports) while its
+// nodes are imported: q @ k^T, scaled, masked, soft-capped, softmax, @ v
+// (onnx_import_written_attention.cpp).
+struct WrittenAttention
+{
+    enum MaskKind
+    {
+        Additive,   // Add(scores, mask): 0 keeps a score, a large negative number drops it
+        KeepWhere,  // Where(cond, scores, large negative): cond keeps
+        DropWhere   // Where(cond, large negative, scores): cond drops
+    };
+    std::shared_ptr<const Value> query, key;
+    float scale = 1.f;       // product of the scalar factors applied to q, k^T and the scores
+    float tanhScale = 0.f;   // the scale when a Tanh was applied (soft-capping), 0: none
+    float softcap = 0.f;
+    bool pendingTanh = false;
+    std::vector<std::pair<int, std::string>> masks;  // (MaskKind, name of the Derived value)
+    std::string firstMaskNode;  // a node that masks the scores, for error messages
+};
+
+// A constant while it is folded or evaluated: values as double, integer or float.
+struct Folded
+{
+    std::vector<int64> shape;
+    std::vector<double> v;
+    bool isFloat = true;
+
+    int64 total() const
+    {
+        return (int64)v.size();
+    }
+};
+
 // What a graph value is while the Net is built.
 struct Value
 {
@@ -63,7 +98,20 @@ struct Value
         Square,      // pin * pin (Pow(x, 2)), not computed unless something other than an RMS norm needs it
         MeanSquare,  // mean over the features of pin^2 (+ `eps`): an RMS norm written out (ReduceMean)
         RootMeanSquare,     // sqrt of MeanSquare
-        InvRootMeanSquare   // 1 / RootMeanSquare: x * it is RMSNorm(x) with a unit scale
+        InvRootMeanSquare,  // 1 / RootMeanSquare: x * it is RMSNorm(x) with a unit scale
+        // Computed from the graph's non-token inputs (attention mask, positions, past lengths) and
+        // run-time sizes without any activation: evaluated at import where a rotary table, a
+        // position lookup or an attention mask needs its values (onnx_derived_values.cpp).
+        Derived,
+        // Written-out rotary embedding (rotate_half): a half of the rows of `pin` (`half` 0 or 1,
+        // `negated`), the two halves swapped with the first negated, x * cos, rotate_half(x) * sin.
+        HalfRow,
+        RotateHalf,
+        RotaryCos,
+        RotarySin,
+        CacheKV,          // Concat(past key or value, new one): the paged cache's keys / values
+        Scores,           // q @ k^T and what is applied to it before the softmax (`attention`)
+        Probabilities     // Softmax of Scores
     };
     Kind kind = Tensor;
     Pin pin;
@@ -75,6 +123,30 @@ struct Value
     // (kBatchDim, kTokenDim: a Shape of an activation and what moved those entries around).
     bool symbolic = false;
     float eps = 0.f;  // MeanSquare and what follows: the epsilon added to the mean
+    // A 4-D view [batch, seq, heads, inner] (heads > 0); `headsMajor`: transposed to
+    // [batch, heads, seq, inner] while the Net still holds the token's rows.
+    int heads = 0;
+    bool headsMajor = false;
+    // Columns [columnOffset, columnOffset + width) of `pin`'s `sourceWidth` features (a Split of
+    // a packed q|k|v); -1: all of them.
+    int columnOffset = -1, sourceWidth = 0;
+    // [batch * seq, features] (a Reshape to [-1, features]): the same rows, a 2-D ONNX shape.
+    bool flatRows = false;
+    // HalfRow
+    int half = 0;
+    bool negated = false;
+    // CacheKV: the new keys / values `pin` (with `rotary` if rotated) appended to `pastName`;
+    // `transposed`: k^T; `repeat`: heads repeated (repeat_kv); `scale`: a scalar factor on it.
+    std::string pastName;
+    bool transposed = false;
+    int repeat = 1;
+    int repeatStage = 0;  // repeat_kv in progress: 1 after Unsqueeze(2), 2 after Expand
+    float scale = 1.f;
+    // RotaryCos / RotarySin: the Derived cos or sin table multiplied in.
+    std::string tableName;
+    // Derived: the node that first computed with a run-time size (for messages).
+    std::string origin;
+    std::shared_ptr<WrittenAttention> attention;
     std::shared_ptr<const OnnxTensor> constant;
     std::shared_ptr<RotaryTables> rotary;
     std::string name;
@@ -136,6 +208,19 @@ private:
 
     void defineTensor(const NodeProto& n, int output, Pin pin, int width, int inner = 0);
 
+    // An activation `pin` of the same shape (view) as `v`.
+    static Value viewLike(const Value& v, Pin pin)
+    {
+        Value out;
+        out.kind = Value::Tensor;
+        out.pin = pin;
+        out.width = v.width;
+        out.inner = v.inner;
+        out.heads = v.heads;
+        out.headsMajor = v.headsMajor;
+        return out;
+    }
+
     // Last dimension of an activation value (its `inner` or else its `width`).
     static int innerOf(const Value& v)
     {
@@ -175,9 +260,12 @@ private:
 
     void importMatMul(const NodeProto& n);
 
-    Pin addMatMul(const NodeProto& n, const std::string& name, Pin x, int k, const OnnxTensor& w);
+    // `transposed`: w is [N, k] (Gemm's transB) instead of [k, N].
+    Pin addMatMul(const NodeProto& n, const std::string& name, Pin x, int k, const OnnxTensor& w, bool transposed = false);
 
     void importMatMulNBits(const NodeProto& n);
+
+    void importGemm(const NodeProto& n);
 
     void importBinary(const NodeProto& n);
 
@@ -220,22 +308,73 @@ private:
     void defineConstant(const NodeProto& n, int dataType, const std::vector<int64>& shape,
                         const std::shared_ptr<std::vector<uchar>>& bytes, bool symbolic);
 
-    // Placeholders in symbolic shape tensors (Value::symbolic).
-    static constexpr int64 kBatchDim = -(int64(1) << 40), kTokenDim = -(int64(1) << 40) - 1;
+    // Computes one foldable operator on constant inputs (`present[i]`: input i given).
+    Folded foldOperator(const NodeProto& n, const std::vector<Folded>& in, const std::vector<bool>& present);
+    Folded foldedOf(const NodeProto& n, int i, const OnnxTensor& t);
+    static bool isFoldableOperator(const NodeProto& n);
+
+    // Placeholders in symbolic shape tensors (Value::symbolic): the batch size, the new token
+    // count, and past + new tokens (the cache's length, a Shape of a CacheKV).
+    static constexpr int64 kBatchDim = -(int64(1) << 40), kTokenDim = -(int64(1) << 40) - 1,
+                           kTotalDim = -(int64(1) << 40) - 2;
+    static bool isSymbol(double d)
+    {
+        return d == (double)kBatchDim || d == (double)kTokenDim || d == (double)kTotalDim;
+    }
 
     // Reshape / Squeeze / Unsqueeze / Flatten of an activation: a view of the same rows.
     void importReshape(const NodeProto& n);
+    void importTokenIdsReshape(const NodeProto& n);
 
     std::shared_ptr<RotaryTables> rotaryTables(const NodeProto& n, int cosInput, int sinInput, bool interleaved);
 
     void importRotary(const NodeProto& n);
 
+    // ---- values derived from the cache's inputs (onnx_derived_values.cpp) -------------
+
+    // A node without activation inputs that reads the mask, positions or run-time sizes: its
+    // outputs become Derived values; false for other nodes.
+    bool importDerived(const NodeProto& n);
+
+    // Where a Derived value is evaluated: `past` cached and `tokens` new tokens of one sequence.
+    struct EvalPoint
+    {
+        int64 past = 0, tokens = 1;
+    };
+    Folded evaluate(const std::string& name, const EvalPoint& at);
+    // Rows of a Derived value that depends on the positions only: [positions, width] for
+    // positions 0..count-1, checked against an evaluation after a cached prefix.
+    Mat positionTable(const NodeProto& n, const std::string& name, int width, int count);
+    // Token positions a Derived value holds, as an offset added to 0, 1, 2, ... (checked).
+    int positionOffset(const NodeProto& n, const std::string& name);
+    void checkCausalMask(const NodeProto& n, const WrittenAttention& a);
+
+    // ---- attention written out in operators (onnx_import_written_attention.cpp) --------
+
+    // Nodes on the written-out attention's kinds (and Transpose / Split / Softmax / Concat /
+    // Slice of activations); false if `n` is none of them.
+    bool importWrittenAttention(const NodeProto& n);
+    void importTranspose(const NodeProto& n);
+    void importSplit(const NodeProto& n);
+    void importSlice(const NodeProto& n);
+    void importConcat(const NodeProto& n);
+    bool importRotaryStep(const NodeProto& n);
+    void importScoresMatMul(const NodeProto& n);
+    void importAttentionOutputMatMul(const NodeProto& n);
+    bool importScoresStep(const NodeProto& n);
+    void importCacheKVStep(const NodeProto& n);
+    bool importPositionEmbedding(const NodeProto& n);
+    // Positions a rotary table of a written-out attention covers (the context, at most
+    // kMaxDerivedPositions: tables are evaluated at import).
+    static constexpr int kMaxDerivedPositions = 16384;
+
     void importAttention(const NodeProto& n);
 
     void importMicrosoftAttention(const NodeProto& n);
 
+    // `scale` 0: the layer's default 1 / sqrt(headDim); `softcap` 0: none.
     void addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads, int headDim,
-                           const std::shared_ptr<RotaryTables>& rotary);
+                           const std::shared_ptr<RotaryTables>& rotary, float scale, float softcap = 0.f);
 
     // The caller's choice, else genai_config.json's.
     int contextLength() const
@@ -265,6 +404,11 @@ private:
     int logitRowsLayer_ = -1;
     std::vector<AttentionInfo> attention_;
     std::vector<int> positionLayers_;  // LLMPositionEmbedding layers (EmbedLayerNormalization)
+    bool foldUndecidable_ = false;  // foldOperator met a comparison of a run-time size it cannot decide
+    std::map<std::string, Folded> evaluated_;  // Derived values at the current EvalPoint
+    EvalPoint evaluatedAt_{-1, -1};
+    std::set<std::string> checkedMasks_;  // mask sets already found causal
+    std::map<std::string, Mat> positionTables_;  // Derived rotary tables by name
 };
 
 }}}} // namespace cv::dnn::llm::onnx_import
