@@ -143,6 +143,9 @@ def parse_args(argv):
                         "torch.onnx.export writes them (tanh form: Pow(x, 3), Mul, Add, Tanh; erf form: Div, Erf, Add, Mul); "
                         "fast-gelu-bias / bias-gelu: the gate projection's bias given to com.microsoft "
                         "FastGelu(x, bias) / BiasGelu(x, bias)")
+    p.add_argument("--local-window", type=int, default=-1,
+                   help="GroupQueryAttention local_window_size on even layers (Gemma 2 / Mistral sliding windows); -1: off")
+    p.add_argument("--softcap", type=float, default=0.0, help="GroupQueryAttention softcap (Gemma 2); 0: off")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -457,8 +460,9 @@ class GraphBuilder:
             attn = self.node("GroupQueryAttention", f"{pre}/GroupQueryAttention",
                              [q, k, v] + past + list(mask_inputs) + rotary_inputs,
                              [f"{pre}/GroupQueryAttention/output_0"] + present, domain=MS_DOMAIN,
-                             num_heads=a.heads, kv_num_heads=a.kv_heads, scale=scale, local_window_size=-1,
-                             softcap=0.0, do_rotary=int(a.attention == "gqa-rotary"),
+                             num_heads=a.heads, kv_num_heads=a.kv_heads, scale=scale,
+                             local_window_size=a.local_window if i % 2 == 0 else -1,
+                             softcap=float(a.softcap), do_rotary=int(a.attention == "gqa-rotary"),
                              rotary_interleaved=a.rotary_interleaved if a.attention == "gqa-rotary" else 0)[0]
         return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
 

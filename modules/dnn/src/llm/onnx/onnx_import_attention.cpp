@@ -15,6 +15,9 @@
 #include "../net/net_assembly.hpp"
 #include "../net/llm_net_state.hpp"
 
+#include <climits>
+#include <cmath>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -70,15 +73,22 @@ void ONNXNetBuilder::importAttention(const NodeProto& n)
     if (isOp(n, "Attention") && n.domain() == "com.microsoft")
         return importMicrosoftAttention(n);
 
-    int heads, kvHeads;
+    int heads, kvHeads, window = 0;
+    float softcap = 0.f;
     if (gqa)
     {
         heads = intAttribute(n, "num_heads", 0);
         kvHeads = intAttribute(n, "kv_num_heads", 0);
-        if (onnxIntAttribute(n, "local_window_size", -1) != -1)
-            failNode(n, "local_window_size (sliding-window attention) is not supported");
-        if (onnxFloatAttribute(n, "softcap", 0.f) != 0.f)
-            failNode(n, "softcap is not supported");
+        // local_window_size w: each token attends to its last w positions, itself included (as
+        // ONNX Runtime's GQA computes it; checked by the oracle gqa_local_window); softcap c:
+        // scores c * tanh(s / c).
+        const int localWindow = intAttribute(n, "local_window_size", -1);
+        if (localWindow == 0 || localWindow < -1 || localWindow == INT_MAX)
+            failNode(n, format("local_window_size %d must be -1 (off) or positive", localWindow));
+        window = localWindow > 0 ? localWindow : 0;
+        softcap = onnxFloatAttribute(n, "softcap", 0.f);
+        if (!(softcap >= 0.f) || !std::isfinite(softcap))
+            failNode(n, "softcap must be 0 (off) or positive");
         if (onnxIntAttribute(n, "smooth_softmax", 0) > 0)
             failNode(n, "smooth_softmax is not supported");
         if (hasInput(n, 10) || hasInput(n, 11))
@@ -152,13 +162,13 @@ void ONNXNetBuilder::importAttention(const NodeProto& n)
         if (input(n, 1).width != kvWidth || input(n, 2).width != kvWidth)
             failNode(n, format("key and value must have %d heads of %d features", kvHeads, headDim));
     }
-    addAttentionLayer(n, inputs, heads, kvHeads, headDim, rotary, onnxFloatAttribute(n, "scale", 0.f));
+    addAttentionLayer(n, inputs, heads, kvHeads, headDim, rotary, onnxFloatAttribute(n, "scale", 0.f), softcap, window);
 }
 
 // The LLMAttention on the shared cache, its inputs q, k, v or one packed q|k|v.
 void ONNXNetBuilder::addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads,
                                        int headDim, const std::shared_ptr<RotaryTables>& rotary, float scale,
-                                       float softcap)
+                                       float softcap, int window)
 {
     LayerParams lp = params(n.name(), "LLMAttention");
     lp.set("num_heads", heads);
@@ -169,6 +179,8 @@ void ONNXNetBuilder::addAttentionLayer(const NodeProto& n, const std::vector<Pin
         lp.set("scale", scale);
     if (softcap != 0.f)
         lp.set("logit_softcap", softcap);
+    if (window > 0)
+        lp.set("sliding_window", window);
     if (rotary)
     {
         if (2 * rotary->cos.cols > headDim)

@@ -372,9 +372,10 @@ private:
 
     void importMicrosoftAttention(const NodeProto& n);
 
-    // `scale` 0: the layer's default 1 / sqrt(headDim); `softcap` 0: none.
+    // `scale` 0: the layer's default 1 / sqrt(headDim); `softcap` 0: none; `window`: positions a
+    // token attends to, itself included (0: all).
     void addAttentionLayer(const NodeProto& n, const std::vector<Pin>& inputs, int heads, int kvHeads, int headDim,
-                           const std::shared_ptr<RotaryTables>& rotary, float scale, float softcap = 0.f);
+                           const std::shared_ptr<RotaryTables>& rotary, float scale, float softcap = 0.f, int window = 0);
 
     // The caller's choice, else genai_config.json's.
     int contextLength() const
