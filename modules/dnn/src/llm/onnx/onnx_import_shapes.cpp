@@ -713,7 +713,7 @@ bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
         return false;
     else
     {
-        if (x.kind != Value::Tensor)
+        if (x.kind != Value::Tensor && x.kind != Value::Rotated)
             tensorInput(n, 0, true);  // computes a pending sigmoid; errors for other kinds
         if (x.flatRows)
             failNode(n, "the Shape of [batch * seq, features] rows is not supported");
