@@ -86,7 +86,7 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     protoc --proto_path="$PROTO" --cpp_out="$PROTO" "$PROTO/fuzz-opencv-onnx.proto"
     printf '#include "fuzz-opencv-onnx.pb.h"\n' > "$PROTO/opencv-onnx.pb.h"
     "${CXX[@]}" -I "$PROTO" "${CXXFLAGS[@]}" -Dopencv_onnx=opencv_onnx_fuzz -o "$OUT/fuzz_onnx_llm" \
-      tools/fuzz/fuzz_onnx_llm.cpp "$SRC"/llm/onnx/onnx_model_file.cpp "$SRC"/llm/onnx/onnx_llm_importer.cpp "$SRC"/llm/onnx/onnx_import_*.cpp "$SRC"/llm/onnx/decoder_graph.cpp \
+      tools/fuzz/fuzz_onnx_llm.cpp "$SRC"/llm/onnx/onnx_model_file.cpp "$SRC"/llm/onnx/onnx_llm_importer.cpp "$SRC"/llm/onnx/onnx_import_*.cpp "$SRC"/llm/onnx/onnx_derived_values.cpp "$SRC"/llm/onnx/decoder_graph.cpp \
       "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/common/json_document.cpp "$SRC"/llm/common/mapped_file.cpp \
       "$SRC"/llm/ggml/ggml_types.cpp "${KV_CACHE_SOURCES[@]}" "$SRC"/llm/attention/rotary_embedding.cpp \
       "$PROTO/fuzz-opencv-onnx.pb.cc" "${LIBS[@]}" -lprotobuf

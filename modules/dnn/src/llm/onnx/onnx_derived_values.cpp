@@ -110,6 +110,11 @@ Folded ONNXNetBuilder::evaluate(const std::string& name, const EvalPoint& at)
         evaluatedAt_ = at;
     }
     const opencv_onnx::GraphProto& g = f_.graph();
+    // A value may be pushed once per consumer before it is evaluated: the stack stays below the
+    // number of node inputs (the graph has no cycle: analyzeDecoderGraph ordered it).
+    size_t edges = 16;
+    for (const NodeProto& node : g.node())
+        edges += node.input_size();
     std::vector<std::string> stack{name};
     while (!stack.empty())
     {
@@ -189,7 +194,7 @@ Folded ONNXNetBuilder::evaluate(const std::string& name, const EvalPoint& at)
             }
         if (!ready)
         {
-            if (stack.size() > (size_t)g.node_size() + 16)
+            if (stack.size() > edges)
                 f_.fail("'" + name + "' is computed by a chain too deep to evaluate at import");
             continue;
         }
