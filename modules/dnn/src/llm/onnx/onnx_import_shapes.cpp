@@ -96,7 +96,7 @@ bool ONNXNetBuilder::isFoldableOperator(const NodeProto& n)
         "Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Gather", "Slice", "Shape",
         "Size", "Expand", "Where", "Range", "ConstantOfShape", "Equal", "Less", "Greater", "LessOrEqual",
         "GreaterOrEqual", "Not", "And", "Or", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Reciprocal",
-        "Transpose", "MatMul", "Cos", "Sin", "Trilu", "Min", "Max", "CumSum"};
+        "Transpose", "MatMul", "Cos", "Sin", "Trilu", "Min", "Max", "CumSum", "ScatterND"};
     return (n.domain().empty() || n.domain() == "ai.onnx") && kFoldable.count(n.op_type());
 }
 
@@ -535,6 +535,39 @@ Folded ONNXNetBuilder::foldOperator(const NodeProto& n, const std::vector<Folded
                         sum += a.v[(size_t)(offA + i * k + t)] * b.v[(size_t)(offB + t * cols + j)];
                     r.v[(size_t)((bi * m + i) * cols + j)] = r.isFloat ? (double)(float)sum : sum;
                 }
+        }
+    }
+    else if (op == "ScatterND")
+    {
+        // data with slices replaced at indices [..., k] (transformers' in-place mask updates).
+        r = need(0);
+        const Folded &idx = need(1), &upd = need(2);
+        for (const auto& a : n.attribute())
+            if (a.name() == "reduction" && a.s() != "none")
+                failNode(n, "only ScatterND without reduction folds");
+        const int64 rank = (int64)r.shape.size();
+        const int64 k = idx.shape.empty() ? 0 : idx.shape.back();
+        if (idx.shape.empty() || k < 1 || k > rank)
+            failNode(n, "the indices' last dimension must be between 1 and the data's rank");
+        int64 slice = 1;
+        for (int64 d = k; d < rank; d++)
+            slice *= r.shape[(size_t)d];
+        const int64 count = idx.total() / k;
+        if (upd.total() != count * slice)
+            failNode(n, "the updates do not match the indices");
+        const std::vector<int64> strides = stridesOf(r.shape);
+        for (int64 c = 0; c < count; c++)
+        {
+            int64 off = 0;
+            for (int64 d = 0; d < k; d++)
+            {
+                int64 i = (int64)idx.v[(size_t)(c * k + d)];
+                const int64 dim = r.shape[(size_t)d];
+                if (i < -dim || i >= dim)
+                    failNode(n, "an index is out of range");
+                off += (i < 0 ? i + dim : i) * strides[(size_t)d];
+            }
+            std::copy(upd.v.begin() + c * slice, upd.v.begin() + (c + 1) * slice, r.v.begin() + off);
         }
     }
     else if (op == "Trilu")
