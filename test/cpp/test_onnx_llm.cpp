@@ -247,14 +247,15 @@ TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
 // Hugging Face exports (tools/onnx/make_hf_style_model.py: transformers' eager GPT-2 / Llama /
 // Qwen2 / Qwen3 / Gemma modules through torch.onnx.export, opset 17, optimum's causal-lm-with-past
 // layout): attention written out as MatMul / Softmax / masking over past_key_values.N.key|value,
-// rotary from position_ids in the graph, repeat_kv after the cache Concat, RMS norms and GELU in
-// elementary operators, GPT-2's Conv1D as Gemm with a bias-buffer causal mask. Float32 graphs:
+// rotary from position_ids in the graph, repeat_kv after the cache Concat, the 4-D mask built from
+// attention_mask (with a ScatterND in hf_llama_scatter_mask), RMS norms and GELU in elementary
+// operators, GPT-2's Conv1D as Gemm with a bias-buffer causal mask. Float32 graphs:
 // the float32 tolerance (the torch modules themselves agree with ONNX Runtime to 1.5e-5), greedy
 // ids equal, the append branch included.
 TEST(ONNXLanguageModels, huggingFaceExportsMatchOnnxRuntime)
 {
-    for (const char* name : {"hf_gpt2", "hf_gpt2_no_position_ids", "hf_llama", "hf_llama_sdpa", "hf_qwen2",
-                             "hf_qwen3", "hf_gemma"})
+    for (const char* name : {"hf_gpt2", "hf_gpt2_no_position_ids", "hf_llama", "hf_llama_sdpa",
+                             "hf_llama_scatter_mask", "hf_qwen2", "hf_qwen3", "hf_gemma"})
     {
         const OrtReference ref = syntheticReference(name);
         ASSERT_NE(ref.generator.find("make_hf_style_model.py"), std::string::npos) << name;

@@ -165,6 +165,10 @@ HF_VARIANTS = {
     # hf_llama's weights with the attention as torch's scaled_dot_product_attention export writes it
     # (q and k^T each times sqrt(1 / sqrt(d))); ONNX Runtime's logits equal hf_llama's to rounding.
     "hf_llama_sdpa": "--arch llama --sdpa-style --seed 6",
+    # hf_llama's weights with the padding part of the mask written as transformers 4.38-4.52 write it:
+    # an in-place slice assignment, ScatterND in the graph (what most optimum Llama exports hold);
+    # ONNX Runtime's logits equal hf_llama's.
+    "hf_llama_scatter_mask": "--arch llama --mask-slice-assign --seed 6",
     # Qwen2: q/k/v bias, theta 1e6.
     "hf_qwen2": "--arch qwen2 --seed 9",
     # Qwen3: per-head q/k RMSNorm on [b, s, heads, 32] before the transpose; head_dim 32 x 4 heads

@@ -34,6 +34,8 @@ Architectures (the torch code below mirrors transformers' eager code, operation 
           _update_causal_mask does (full(finfo.min) [seq, past + seq], triu(1), times arange(total) >
           cache_position, expand to batch, masked_fill where causal + attention_mask == 0), softmax
           in float32, @ v, o_proj; SwiGLU MLP; final norm; lm_head not tied.
+          --mask-slice-assign: the padding part as transformers 4.38-4.52 write it, an in-place
+          assignment to causal_mask[..., :mask_length] (ScatterND in ONNX); same values.
           --sdpa-style: the attention as torch's scaled_dot_product_attention export writes it
           (q * sqrt(scale), k^T * sqrt(scale), MatMul, + mask, Softmax, MatMul).
   qwen2   llama + bias on q/k/v, rope theta 1e6.
@@ -430,6 +432,15 @@ class DecoderModel(nn.Module):
         causal_mask = torch.triu(causal_mask, diagonal=1)
         causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
         causal_mask = causal_mask[None, None, :, :].expand(input_tensor.shape[0], 1, -1, -1)
+        if self.c.mask_slice_assign:
+            # transformers 4.38-4.52 as written: the padding part through an in-place slice
+            # assignment (ScatterND in ONNX)
+            causal_mask = causal_mask.clone()
+            mask_length = attention_mask.shape[-1]
+            padding_mask = causal_mask[:, :, :, :mask_length] + attention_mask[:, None, None, :]
+            padding_mask = padding_mask == 0
+            causal_mask[:, :, :, :mask_length] = causal_mask[:, :, :, :mask_length].masked_fill(padding_mask, min_dtype)
+            return causal_mask
         # attention_mask covers the whole target length here, so the padding part is the whole mask
         padding_mask = causal_mask + attention_mask[:, None, None, :]
         padding_mask = padding_mask == 0
@@ -644,6 +655,9 @@ def parse_args(argv):
                    help="gpt2 only: positions from the past length in the graph, no position_ids input")
     p.add_argument("--sdpa-style", action="store_true",
                    help="attention as torch's scaled_dot_product_attention export writes it (not gpt2)")
+    p.add_argument("--mask-slice-assign", action="store_true",
+                   help="not gpt2: the padding part of the 4-D mask written as transformers does, an in-place "
+                        "slice assignment (ScatterND), instead of one masked_fill on the whole mask")
     p.add_argument("--out", help="output folder")
     p.add_argument("--compare", metavar="ORT_JSON",
                    help="run the torch module on the oracle file's protocol and compare its logits rows")
@@ -654,6 +668,8 @@ def parse_args(argv):
             setattr(a, k, v)
     if not a.position_ids and a.arch != "gpt2":
         p.error("--no-position-ids is for --arch gpt2 (the rotary needs position_ids)")
+    if a.mask_slice_assign and a.arch == "gpt2":
+        p.error("--mask-slice-assign is for the rotary architectures")
     if a.sdpa_style and a.arch == "gpt2":
         p.error("--sdpa-style is for the rotary architectures")
     if a.arch == "gpt2" and (a.kv_heads != a.heads or a.head_dim * a.heads != a.hidden):
