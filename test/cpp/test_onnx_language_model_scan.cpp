@@ -4,7 +4,6 @@
 // (the builder-style variants and the shared ONNX Runtime GenAI models) must pass it.
 
 #include <gtest/gtest.h>
-#include <algorithm>
 #include <opencv2/core.hpp>
 
 #include "test_common.hpp"
@@ -25,11 +24,6 @@ TEST(ONNXLanguageModelScan, decodersPassTheScan)
 {
     std::vector<cv::String> files;
     cv::glob(llm_test::testModel("onnx_llm/model.onnx"), files, /*recursive=*/true);
-    // The Hugging Face exports (onnx_llm/hf_*) have no "Attention" operator for the scan to find;
-    // left out until the importer reads them (issue 17).
-    files.erase(std::remove_if(files.begin(), files.end(),
-                               [](const cv::String& f) { return f.find("/hf_") != std::string::npos; }),
-                files.end());
     ASSERT_FALSE(files.empty());
     files.push_back(llm_test::sharedTestData("onnx/tiny-random-LlamaForCausalLM-fp16/model.onnx"));
     files.push_back(llm_test::sharedTestData("onnx/tiny-graph-capture-gqa/model.onnx"));
