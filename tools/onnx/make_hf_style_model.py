@@ -37,7 +37,8 @@ Architectures (the torch code below mirrors transformers' eager code, operation 
           --mask-slice-assign: the padding part as transformers 4.38-4.52 write it, an in-place
           assignment to causal_mask[..., :mask_length] (ScatterND in ONNX); same values.
           --sdpa-style: the attention as torch's scaled_dot_product_attention export writes it
-          (q * sqrt(scale), k^T * sqrt(scale), MatMul, + mask, Softmax, MatMul).
+          (scale = 1 / sqrt(E) from Shape(q), then q * sqrt(scale), k^T * sqrt(scale), MatMul,
+          + mask, Softmax, MatMul).
   qwen2   llama + bias on q/k/v, rope theta 1e6.
   qwen3   llama + per-head q/k RMSNorm ([head_dim] weights) on [batch, seq, heads, head_dim]
           before the transpose; head_dim 32 with hidden 64 and 4 heads (o_proj 128 -> 64).
@@ -60,7 +61,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 ARCH_DEFAULTS = {
-    #          hidden heads kv  head  ffn  vocab theta  eps
     "gpt2":  dict(hidden=64, heads=4, kv_heads=4, head_dim=16, ffn=128, vocab=256, theta=0.0, eps=1e-5),
     "llama": dict(hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=160, vocab=256, theta=1e4, eps=1e-6),
     "qwen2": dict(hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=256, theta=1e6, eps=1e-6),
@@ -487,8 +487,8 @@ def init_weights(model, c):
     position embedding too) and the (tied or not) lm_head with std 3 / sqrt(hidden), projections std
     1 / sqrt(fan_in) (times 1.5 for q and k, to give attention some contrast; times 3 for the
     projections back into the residual stream when the lm_head is tied, or the greedy step would
-    mostly repeat its input token; Gemma: times 3 sqrt(hidden), its embedding's own factor), biases std 0.1, norm scales 1 + N(0, 0.1) (Gemma: the stored w
-    is N(0, 0.1))."""
+    mostly repeat its input token; Gemma: times 3 sqrt(hidden), its embedding's own factor), biases
+    std 0.1, norm scales 1 + N(0, 0.1) (Gemma: the stored w is N(0, 0.1))."""
     torch.manual_seed(c.seed)
     tied = c.arch in ("gpt2", "gemma")
     with torch.no_grad():
