@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Makes the synthetic onnxruntime-genai style decoder models that test/data/oracle/onnx/*.ort.json
 describe, each into OUTPUT_DIR/<name>/ (model.onnx [+ model.onnx.data], genai_config.json,
-generator.json).
+generator.json); the hf_* variants are Hugging Face / optimum style exports made by
+tools/onnx/make_hf_style_model.py (torch.onnx.export; config.json instead of genai_config.json).
 
 Usage: make_onnx_llm_models.py OUTPUT_DIR [--only NAME[,NAME...]] [--oracle]
 
@@ -21,6 +22,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GENERATOR = os.path.join(ROOT, "tools", "onnx", "make_builder_style_model.py")
+HF_GENERATOR = os.path.join(ROOT, "tools", "onnx", "make_hf_style_model.py")
 ORACLE = os.path.join(ROOT, "tools", "oracle", "ort_logits.mjs")
 ORACLE_DIR = os.path.join(ROOT, "test", "data", "oracle", "onnx")
 
@@ -145,10 +147,44 @@ VARIANTS = {
                            "--seed 24",
 }
 
+# Hugging Face transformers' eager modules written in torch and exported with torch.onnx.export
+# (opset 17) in optimum's causal-lm-with-past layout: attention decomposed into MatMul / Softmax /
+# masking over past_key_values.N.key|value inputs (see tools/onnx/make_hf_style_model.py and the
+# README). The names start with hf_: make() runs that generator for them.
+HF_VARIANTS = {
+    # GPT-2: learned positions by position_ids, Conv1D (Gemm) packed q|k|v + Split, bias-buffer causal
+    # mask + Where, LayerNormalization, gelu_new written out, tied lm_head.
+    "hf_gpt2": "--arch gpt2 --seed 11",
+    # hf_gpt2's weights without the position_ids input: positions Range(past, past + seq) from the
+    # shape of past_key_values.0.key, as old GPT-2 exports compute them; ONNX Runtime's logits equal
+    # hf_gpt2's.
+    "hf_gpt2_no_position_ids": "--arch gpt2 --no-position-ids --seed 11",
+    # Llama: RMSNorm written out, rotary computed from position_ids (inv_freq MatMul, Cos, Sin),
+    # rotate_half, GQA 4:2 with repeat_kv after the cache Concat, 4-D causal + padding mask.
+    "hf_llama": "--arch llama --seed 6",
+    # hf_llama's weights with the attention as torch's scaled_dot_product_attention export writes it
+    # (q and k^T each times sqrt(1 / sqrt(d))); ONNX Runtime's logits equal hf_llama's to rounding.
+    "hf_llama_sdpa": "--arch llama --sdpa-style --seed 6",
+    # hf_llama's weights with the padding part of the mask written as transformers 4.38-4.52 write it:
+    # an in-place slice assignment, ScatterND in the graph (what most optimum Llama exports hold);
+    # ONNX Runtime's logits equal hf_llama's.
+    "hf_llama_scatter_mask": "--arch llama --mask-slice-assign --seed 6",
+    # Qwen2: q/k/v bias, theta 1e6.
+    "hf_qwen2": "--arch qwen2 --seed 9",
+    # Qwen3: per-head q/k RMSNorm on [b, s, heads, 32] before the transpose; head_dim 32 x 4 heads
+    # with hidden 64.
+    "hf_qwen3": "--arch qwen3 --seed 6",
+    # Gemma: embedding times sqrt(64), norms x * (1 + w), gelu tanh gate, MQA (1 KV head), head_dim 32
+    # with hidden 64, tied lm_head.
+    "hf_gemma": "--arch gemma --seed 25",
+}
+VARIANTS.update(HF_VARIANTS)
+
 
 def make(name, out_dir):
     folder = os.path.join(out_dir, name)
-    subprocess.run([sys.executable, GENERATOR] + VARIANTS[name].split() + ["--out", folder], check=True)
+    generator = HF_GENERATOR if name in HF_VARIANTS else GENERATOR
+    subprocess.run([sys.executable, generator] + VARIANTS[name].split() + ["--out", folder], check=True)
     return folder
 
 

@@ -1,6 +1,8 @@
 // ONNX Runtime oracle (onnxruntime-node, CPU EP): greedy decoding of an onnxruntime-genai style
 // decoder model (input_ids, attention_mask, [position_ids], past_key_values.N.key/value ->
-// logits, present.N.key/value) with the KV cache fed back, recording full logits rows.
+// logits, present.N.key/value) with the KV cache fed back, recording full logits rows. Hugging
+// Face / optimum exports (tools/onnx/make_hf_style_model.py) have the same inputs and outputs; the
+// folder's config.json (theirs) is recorded with the model files like genai_config.json.
 //
 // Usage:
 //   node ort_logits.mjs MODEL_DIR|model.onnx [--ids "1 17 42 99 5 200"] [--n 8]
@@ -209,7 +211,7 @@ async function main() {
     const generator = o.generator ?? (fs.existsSync(generatorFile) ? JSON.parse(fs.readFileSync(generatorFile)).command : null);
 
     const files = {};
-    for (const name of ["model.onnx", "model.onnx.data", "genai_config.json"]) {
+    for (const name of ["model.onnx", "model.onnx.data", "genai_config.json", "config.json"]) {
         const file = path.join(modelDir, name);
         if (fs.existsSync(file)) files[name] = fileInfo(file);
     }
