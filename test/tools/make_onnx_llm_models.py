@@ -122,6 +122,12 @@ VARIANTS = {
     "ms_attention_embed_layer_norm": "--attention ms-attention --norm layer --embed-layer-norm --activation gelu-tanh "
                                      "--heads 4 --kv-heads 4 --head-size 16 --hidden 64 --ffn 128 --vocab 256 "
                                      "--model-type gpt2 --seed 5",
+    # GroupQueryAttention local_window_size 4 on layer 0 (Gemma 2 / Mistral sliding windows; seed 4: the
+    # first of 1..4 without near ties) and softcap 1.5 on both layers (gqa_rotary_fp32's weights).
+    "gqa_local_window": "--attention gqa-rotary --local-window 4 --heads 4 --kv-heads 2 --head-size 16 --hidden 64 "
+                        "--ffn 160 --vocab 256 --seed 4",
+    "gqa_softcap": "--attention gqa-rotary --softcap 1.5 --heads 4 --kv-heads 2 --head-size 16 --hidden 64 "
+                   "--ffn 160 --vocab 256 --seed 5",
     # The gate projection's bias fused into com.microsoft FastGelu(x, bias) / BiasGelu(x, bias) (erf).
     "fast_gelu_bias": "--attention gqa-rotary --norm layer --activation fast-gelu-bias --heads 4 --kv-heads 2 "
                       "--head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type phi --seed 1",
