@@ -476,6 +476,23 @@ TEST(ONNXLanguageModelErrors, arithmeticOnTheTokenCountNamesTheNode)
               std::string::npos) << msg;
 }
 
+// Attention written out whose mask is not the causal one over the cache: refused (evaluated at
+// import), never computed as if it were causal.
+TEST(ONNXLanguageModelErrors, writtenOutAttentionWithoutCausalMaskIsRefused)
+{
+    const std::string msg = llm_test::onnxLlmError("hf_no_causal_mask");
+    EXPECT_NE(msg.find("node '/model/layers.0/self_attn/MatMul_1' (MatMul): the attention is not causal over the cache: "
+                       "after 0 cached tokens, new token 0 sees position 1"), std::string::npos) << msg;
+}
+
+// Scores of the new keys alone (not the cache's): the node is named, nothing runs without the cache.
+TEST(ONNXLanguageModelErrors, writtenOutAttentionWithoutTheCacheNamesTheNode)
+{
+    const std::string msg = llm_test::onnxLlmError("hf_keys_without_cache");
+    EXPECT_NE(msg.find("node 'keys_without_cache' (Transpose): on activations only Transpose(0, 2, 1, 3)"),
+              std::string::npos) << msg;
+}
+
 TEST(ONNXLanguageModelErrors, viewIntoMatMulNamesTheNode)
 {
     const std::string msg = llm_test::onnxLlmError("view_into_matmul");

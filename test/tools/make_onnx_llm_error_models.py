@@ -14,6 +14,11 @@
   truncated_model     model.onnx cut in half (not a valid protobuf message any more)
   present_consumed    a layer reads present.0.key, which the KV cache does not produce
 
+Hugging Face style exports (tools/onnx/make_hf_style_model.py --arch llama) broken on purpose:
+
+  hf_no_causal_mask      the 4-D mask no longer added to the scores (attention not causal)
+  hf_keys_without_cache  layer 0's scores multiply q by the new keys alone, not the cache's
+
 and the inputs tools/fuzz/fuzz_onnx_llm found (test/cpp/test_fuzz_regressions.cpp):
 
   fuzz_packed_head_overflow  packed-QKV GroupQueryAttention with num_heads = kv_num_heads = 2^30
@@ -37,6 +42,7 @@ from onnx import helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GENERATOR = os.path.join(ROOT, "tools", "onnx", "make_builder_style_model.py")
+HF_GENERATOR = os.path.join(ROOT, "tools", "onnx", "make_hf_style_model.py")
 BASE_ARGS = ["--attention", "gqa-rotary", "--heads", "4", "--kv-heads", "2", "--head-size", "16",
              "--hidden", "64", "--ffn", "128", "--vocab", "256", "--seed", "3"]
 
@@ -144,6 +150,36 @@ def main(out_root):
     config["model"]["context_length"] = 1e30
     with open(path, "w") as f:
         json.dump(config, f, indent=4)
+
+    # Hugging Face style exports (attention written out) with the pieces the importer relies on broken.
+    def hf_folder(name):
+        d = os.path.join(out_root, name)
+        shutil.rmtree(d, ignore_errors=True)
+        subprocess.run([sys.executable, HF_GENERATOR, "--arch", "llama", "--seed", "6", "--out", d], check=True,
+                       stdout=subprocess.DEVNULL)
+        return d
+
+    # The 4-D mask is not added to the scores: every new token would see the ones after it.
+    d = hf_folder("hf_no_causal_mask")
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    for n in m.graph.node:
+        if n.op_type == "Softmax":
+            masked = next(p for p in m.graph.node if p.output[0] == n.input[0])
+            n.input[0] = masked.input[0]  # the scaled scores before the mask's Add
+    onnx.save(m, path)
+
+    # Layer 0's scores use the new keys only (k^T of the rotated keys, not of the Concat with the past).
+    d = hf_folder("hf_keys_without_cache")
+    path = os.path.join(d, "model.onnx")
+    m = onnx.load(path)
+    scores = next(n for n in m.graph.node if n.name == "/model/layers.0/self_attn/MatMul")
+    concat = next(n for n in m.graph.node if n.op_type == "Concat" and n.input[0] == "past_key_values.0.key")
+    t = helper.make_node("Transpose", [concat.input[1]], ["new_keys_transposed"], name="keys_without_cache",
+                         perm=[0, 1, 3, 2])
+    scores.input[1] = "new_keys_transposed"
+    m.graph.node.insert(list(m.graph.node).index(scores), t)
+    onnx.save(m, path)
 
 
 if __name__ == "__main__":
