@@ -89,3 +89,20 @@ def test_onnx_folder_without_tokenizer_generates_token_ids(tmp_path, shared_test
                           f"--max-new-tokens={len(ref['greedyIds'])}"],
                          capture_output=True, text=True, check=True).stdout
     assert ids_line(out, "generated_ids") == ref["greedyIds"]
+
+
+def test_hugging_face_export_folder_generates_onnx_runtimes_ids():
+    """An optimum-style folder (model.onnx with attention written out + Hugging Face's config.json,
+    no genai_config.json, no tokenizer.json), made by the make_onnx_llm_models fixture: ids in, ONNX
+    Runtime's greedy ids out, through cv2 (test/data/oracle/onnx/hf_qwen2.ort.json)."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    ref = json.loads((root / "test" / "data" / "oracle" / "onnx" / "hf_qwen2.ort.json").read_text())
+    folder = BIN.parent / "test-models" / "onnx_llm" / "hf_qwen2"
+    assert (folder / "config.json").exists() and not (folder / "genai_config.json").exists()
+    model = cv.dnn.TextGenerationModel(str(folder / "model.onnx"))
+    cfg = cv.dnn.GenerationConfig()
+    cfg.maxNewTokens = len(ref["greedy_ids"])
+    model.startWithTokenIds(ref["prompt_ids"], cfg)
+    while not model.isDone():
+        model.next()
+    assert list(model.getGeneratedTokenIds()) == ref["greedy_ids"]
