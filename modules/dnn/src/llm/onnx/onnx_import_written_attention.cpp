@@ -49,6 +49,15 @@ bool sameRows(const Value& a, const Value& b)
            a.width == b.width;
 }
 
+// A constant scalar (a factor on q, k^T or the scores; a mask's fill value).
+bool scalarConstant(const Value& c, double& out)
+{
+    if (c.kind != Value::Constant || c.symbolic || c.constant->total() != 1)
+        return false;
+    out = c.constant->at(0);
+    return true;
+}
+
 // A 4-D activation view [b, s, heads, d] or [b, heads, s, d], plain or rotated.
 bool isHeadView(const Value& v)
 {
@@ -255,10 +264,11 @@ bool ONNXNetBuilder::importRotaryStep(const NodeProto& n)
                 define(n, 0, v);
                 return true;
             }
-            if (x.kind == Value::Rotated && c.kind == Value::Constant && !c.symbolic && c.constant->total() == 1)
+            double factor = 0;
+            if (x.kind == Value::Rotated && scalarConstant(c, factor))
             {
                 Value v = x;
-                v.scale *= (float)c.constant->at(0);
+                v.scale *= (float)factor;
                 define(n, 0, v);
                 return true;
             }
@@ -338,9 +348,8 @@ void ONNXNetBuilder::importCacheKVStep(const NodeProto& n)
             failNode(n, format("repeat_kv must reshape to [batch, %d, seq, d]", kvHeads * v.repeat));
         v.repeatStage = 0;
     }
-    else if (op == "Mul" && v.repeatStage == 0 && input(n, 1).kind == Value::Constant && !input(n, 1).symbolic &&
-             input(n, 1).constant->total() == 1)
-        v.scale *= (float)input(n, 1).constant->at(0);
+    else if (double factor = 0; op == "Mul" && v.repeatStage == 0 && scalarConstant(input(n, 1), factor))
+        v.scale *= (float)factor;
     else
         failNode(n, "the past keys / values concatenated with the new ones are supported only as an attention's "
                     "k^T and v (through repeat_kv: Unsqueeze(2), Expand, Reshape; and scalar factors)");
@@ -373,13 +382,7 @@ bool ONNXNetBuilder::importScoresStep(const NodeProto& n)
 {
     const std::string& op = n.op_type();
     auto isScores = [&](int i) { return hasInput(n, i) && input(n, i).kind == Value::Scores; };
-    auto scalar = [&](int i, double& out) {
-        const Value& c = input(n, i);
-        if (c.kind != Value::Constant || c.symbolic || c.constant->total() != 1)
-            return false;
-        out = c.constant->at(0);
-        return true;
-    };
+    auto scalar = [&](int i, double& out) { return scalarConstant(input(n, i), out); };
     const int s = isScores(0) ? 0 : 1;
     if (!isScores(s))
         return false;
