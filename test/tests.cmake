@@ -54,7 +54,7 @@ set_tests_properties(make_onnx_llm_error_models PROPERTIES FIXTURES_SETUP genera
 
 gtest_discover_tests(llm_tests
   DISCOVERY_MODE PRE_TEST
-  TEST_FILTER "-WithoutAVX2.*"  # only meaningful in llm_tests_without_avx2 below
+  TEST_FILTER "-WithoutAVX2.*:WithoutVNNI.*"  # only meaningful in the runs below
   PROPERTIES
     ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
     FIXTURES_REQUIRED generated_test_data)
@@ -65,7 +65,15 @@ gtest_discover_tests(llm_tests
 add_test(NAME llm_tests_without_avx2
          COMMAND llm_tests "--gtest_filter=WithoutAVX2.*:QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:*BatchEqualsAlone*")
 set_tests_properties(llm_tests_without_avx2 PROPERTIES
-  ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-SKX,AVX2"
+  ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX,AVX2"
+  FIXTURES_REQUIRED generated_test_data)
+
+# The weight kernels' AVX2 build on a CPU with AVX-512 VNNI (which the other runs take there): the
+# same tests with the AVX512_CLX level turned off. On CPUs without VNNI both runs take AVX2.
+add_test(NAME llm_tests_without_vnni
+         COMMAND llm_tests "--gtest_filter=WithoutVNNI.*:QuantizedMatMul.*:GGUFSynthetic.*:*BatchEqualsAlone*")
+set_tests_properties(llm_tests_without_vnni PROPERTIES
+  ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX"
   FIXTURES_REQUIRED generated_test_data)
 
 # Heap allocations per decode step: a process of its own, since it replaces malloc. Not built

@@ -101,9 +101,18 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
 TEST(WithoutAVX2, dispatchIsOff)
 {
     const char* disabled = std::getenv("OPENCV_CPU_DISABLE");
-    ASSERT_TRUE(disabled && std::strstr(disabled, "AVX2")) << "run with OPENCV_CPU_DISABLE=AVX512-SKX,AVX2";
+    ASSERT_TRUE(disabled && std::strstr(disabled, "AVX2")) << "run with OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX,AVX2";
     EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX2));
     EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_SKX));  // the attention kernels' other level
+    EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_CLX));  // the weight kernels' VNNI level
+}
+
+// The run of llm_tests_without_vnni (ctest only) takes the weight kernels' AVX2 build.
+TEST(WithoutVNNI, dispatchIsOff)
+{
+    const char* disabled = std::getenv("OPENCV_CPU_DISABLE");
+    ASSERT_TRUE(disabled && std::strstr(disabled, "AVX512-CLX")) << "run with OPENCV_CPU_DISABLE=AVX512-CLX";
+    EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_CLX));
 }
 
 } // namespace

@@ -59,6 +59,52 @@ static inline __m256i fifthBits(const uint8_t* p)
     return fifthBits(word);
 }
 
+// Sums of unsigned x signed byte products, 4 per 32-bit lane (on the interleaved layout: the
+// 8 weight rows' lanes), as the integer dots of the weight kernels need them. With AVX-512 VNNI
+// (the AVX512_CLX build) each step is one vpdpbusd into int32. Without it, maddubs adds pairs
+// into int16: `Narrow` keeps accumulating in int16 and widens once in total() (the caller keeps
+// every lane's sum within 32767: nibble weights), `Wide` widens at every step (products up to
+// 127 x 127). Both compute the same exact integer sums, so results do not depend on the build.
+template <bool Wide>
+struct DotSum
+{
+    __m256i s = _mm256_setzero_si256();
+
+    // s += per lane of 4 bytes: sum u[i] * x[i]
+    inline void add(__m256i u, __m256i x)
+    {
+#if CV_AVX512_CLX
+        s = _mm256_dpbusd_epi32(s, u, x);
+#else
+        const __m256i p = _mm256_maddubs_epi16(u, x);
+        s = Wide ? _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(1))) : _mm256_add_epi16(s, p);
+#endif
+    }
+
+    // s += sum (u[i] - v[i]) * x[i] (Q6_K's q - 32)
+    inline void addDifference(__m256i u, __m256i v, __m256i x)
+    {
+#if CV_AVX512_CLX
+        s = _mm256_sub_epi32(_mm256_dpbusd_epi32(s, u, x), _mm256_dpbusd_epi32(_mm256_setzero_si256(), v, x));
+#else
+        static_assert(!Wide, "the difference is summed in int16");
+        s = _mm256_add_epi16(s, _mm256_sub_epi16(_mm256_maddubs_epi16(u, x), _mm256_maddubs_epi16(v, x)));
+#endif
+    }
+
+    // The 32-bit sums.
+    inline __m256i total() const
+    {
+#if CV_AVX512_CLX
+        return s;
+#else
+        return Wide ? s : _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+#endif
+    }
+};
+using NarrowDotSum = DotSum<false>;
+using WideDotSum = DotSum<true>;
+
 // Calls kernel(R, r) for activation rows r .. r + R - 1 over `rows` rows, R = 4 and then the 1 to 3
 // left (R a std::integral_constant: the kernels are templates on it). A kernel computes each
 // activation row on its own, so no result depends on R.

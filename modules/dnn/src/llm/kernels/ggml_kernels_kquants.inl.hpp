@@ -178,7 +178,7 @@ struct Q4KInterleaved8
     LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
                     int blocks, float* out, size_t outStride)
     {
-        const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
+        const __m256i mask = _mm256_set1_epi8(0x0F);
         __m256 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm256_setzero_ps();
@@ -188,9 +188,7 @@ struct Q4KInterleaved8
             const __m256 d8 = halfs8(g->d), dmin8 = halfs8(g->dmin);
             for (int j = 0; j < 4; j++)
             {
-                __m256i s16[2][R];
-                for (int r = 0; r < R; r++)
-                    s16[0][r] = s16[1][r] = _mm256_setzero_si256();
+                NarrowDotSum s16[2][R];
                 const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
                 for (int c = 0; c < 8; c++)
                 {
@@ -199,8 +197,8 @@ struct Q4KInterleaved8
                     for (int r = 0; r < R; r++)
                     {
                         const signed char* x = q + r * qStride + (size_t)lo * 32 + 4 * c;
-                        s16[0][r] = _mm256_add_epi16(s16[0][r], _mm256_maddubs_epi16(wLo, broadcast4(x)));
-                        s16[1][r] = _mm256_add_epi16(s16[1][r], _mm256_maddubs_epi16(wHi, broadcast4(x + 32)));
+                        s16[0][r].add(wLo, broadcast4(x));
+                        s16[1][r].add(wHi, broadcast4(x + 32));
                     }
                 }
                 for (int h = 0; h < 2; h++)
@@ -210,7 +208,7 @@ struct Q4KInterleaved8
                     for (int r = 0; r < R; r++)
                     {
                         const int ab = r * blocks + lo + h;
-                        acc[r] = kQuantAccumulate(acc[r], _mm256_madd_epi16(s16[h][r], ones), scale, minv, d[ab], sums[ab]);
+                        acc[r] = kQuantAccumulate(acc[r], s16[h][r].total(), scale, minv, d[ab], sums[ab]);
                     }
                 }
             }
@@ -228,7 +226,7 @@ struct Q5KInterleaved8
     LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
                     int blocks, float* out, size_t outStride)
     {
-        const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
+        const __m256i mask = _mm256_set1_epi8(0x0F);
         __m256 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm256_setzero_ps();
@@ -246,20 +244,17 @@ struct Q5KInterleaved8
                         s32[r] = _mm256_setzero_si256();
                     for (int half = 0; half < 2; half++)
                     {
-                        __m256i s16[R];
-                        for (int r = 0; r < R; r++)
-                            s16[r] = _mm256_setzero_si256();
+                        NarrowDotSum s16[R];
                         for (int c = 4 * half; c < 4 * half + 4; c++)
                         {
                             const __m256i v = _mm256_loadu_si256((const __m256i*)g->qs[j][c]);
                             const __m256i w = _mm256_or_si256(_mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, mask),
                                                               fifthBits(g->qh[j][c][h]));
                             for (int r = 0; r < R; r++)
-                                s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(
-                                    w, broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c)));
+                                s16[r].add(w, broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }
                         for (int r = 0; r < R; r++)
-                            s32[r] = _mm256_add_epi32(s32[r], _mm256_madd_epi16(s16[r], ones));
+                            s32[r] = _mm256_add_epi32(s32[r], s16[r].total());
                     }
                     __m256 scale, minv;
                     kQuantSubBlockScales(g, d8, dmin8, sub, scale, minv);
@@ -284,7 +279,7 @@ struct Q6KInterleaved8
     LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int*,
                     int blocks, float* out, size_t outStride)
     {
-        const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+        const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
         const __m256i bias = _mm256_set1_epi8(32);
         __m256 acc[R];
         for (int r = 0; r < R; r++)
@@ -300,9 +295,7 @@ struct Q6KInterleaved8
                     const int block = 8 * sb + 4 * h + quarter;  // activation block
                     for (int half = 0; half < 2; half++)
                     {
-                        __m256i s16[R];
-                        for (int r = 0; r < R; r++)
-                            s16[r] = _mm256_setzero_si256();
+                        NarrowDotSum s16[R];
                         for (int c = 4 * half; c < 4 * half + 4; c++)
                         {
                             const block_q6_Kx8::Chunk& chunk = g->chunks[h][c];
@@ -313,18 +306,14 @@ struct Q6KInterleaved8
                             const __m256i highBits = _mm256_and_si256(_mm256_srli_epi16(hi2, 2 * quarter), two);
                             const __m256i w = _mm256_or_si256(lowBits, _mm256_slli_epi16(highBits, 4));
                             for (int r = 0; r < R; r++)
-                            {
-                                const __m256i x = broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c);
-                                s16[r] = _mm256_add_epi16(s16[r], _mm256_sub_epi16(_mm256_maddubs_epi16(w, x),
-                                                                                   _mm256_maddubs_epi16(bias, x)));
-                            }
+                                s16[r].addDifference(w, bias, broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }
                         const int sub = 8 * h + 2 * quarter + half;
                         const __m256 scale = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
                             _mm_loadl_epi64((const __m128i*)g->scales[sub]))));
                         for (int r = 0; r < R; r++)
                         {
-                            const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[r], ones));
+                            const __m256 dot = _mm256_cvtepi32_ps(s16[r].total());
                             acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scale, _mm256_set1_ps(d[r * blocks + block])), acc[r]);
                         }
                     }

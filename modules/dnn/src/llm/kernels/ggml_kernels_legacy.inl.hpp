@@ -192,32 +192,26 @@ struct LegacyInterleaved8
     LLM_TILE_NOINLINE static void run(const uchar* group, const signed char* q, size_t qStride, const float* d, const int* sums,
                     int blocks, float* out, size_t outStride)
     {
-        const __m256i ones = _mm256_set1_epi16(1);
         __m256 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm256_setzero_ps();
         if (Type == GGML_Q8_0)
         {
-            // Signed x signed through |w| and sign(x, w), one madd per chunk.
+            // Signed x signed through |w| and sign(x, w), widened per chunk.
             const block_q8_0x8* g = reinterpret_cast<const block_q8_0x8*>(group);
             for (int b = 0; b < blocks; b++, g++)
             {
                 const __m256 ws = halfs8(g->d);
-                __m256i s32[R];
-                for (int r = 0; r < R; r++)
-                    s32[r] = _mm256_setzero_si256();
+                WideDotSum s32[R];
                 for (int c = 0; c < 8; c++)
                 {
                     const __m256i w = _mm256_loadu_si256((const __m256i*)g->qs[c]);
                     const __m256i wAbs = _mm256_sign_epi8(w, w);
                     for (int r = 0; r < R; r++)
-                    {
-                        const __m256i x = broadcast4(q + r * qStride + (size_t)b * 32 + 4 * c);
-                        s32[r] = _mm256_add_epi32(s32[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, w)), ones));
-                    }
+                        s32[r].add(wAbs, _mm256_sign_epi8(broadcast4(q + r * qStride + (size_t)b * 32 + 4 * c), w));
                 }
                 for (int r = 0; r < R; r++)
-                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[r]), _mm256_mul_ps(ws, _mm256_set1_ps(d[r * blocks + b])), acc[r]);
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[r].total()), _mm256_mul_ps(ws, _mm256_set1_ps(d[r * blocks + b])), acc[r]);
             }
         }
         else
@@ -232,9 +226,7 @@ struct LegacyInterleaved8
                 const block_q4_0x8* g0 = reinterpret_cast<const block_q4_0x8*>(group);
                 const block_q4_1x8* g1 = reinterpret_cast<const block_q4_1x8*>(group);
                 const __m256 ws = halfs8(q41 ? g1->d : g0->d);
-                __m256i s16[R];
-                for (int r = 0; r < R; r++)
-                    s16[r] = _mm256_setzero_si256();
+                NarrowDotSum s16[R];
                 for (int c = 0; c < 4; c++)
                 {
                     const __m256i v = _mm256_loadu_si256((const __m256i*)(q41 ? g1->qs[c] : g0->qs[c]));
@@ -242,8 +234,8 @@ struct LegacyInterleaved8
                     for (int r = 0; r < R; r++)
                     {
                         const signed char* x = q + r * qStride + (size_t)b * 32 + 4 * c;
-                        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(lo, broadcast4(x)));
-                        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(hi, broadcast4(x + 16)));
+                        s16[r].add(lo, broadcast4(x));
+                        s16[r].add(hi, broadcast4(x + 16));
                     }
                 }
                 if (q41)
@@ -252,7 +244,7 @@ struct LegacyInterleaved8
                     for (int r = 0; r < R; r++)
                     {
                         const int ab = r * blocks + b;
-                        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[r], ones));
+                        const __m256 dot = _mm256_cvtepi32_ps(s16[r].total());
                         acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(ws, _mm256_set1_ps(d[ab])), acc[r]);
                         acc[r] = _mm256_fmadd_ps(mins, _mm256_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
                     }
@@ -260,7 +252,7 @@ struct LegacyInterleaved8
                 }
                 for (int r = 0; r < R; r++)
                 {
-                    const __m256i s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(8 * sums[r * blocks + b]));
+                    const __m256i s32 = _mm256_sub_epi32(s16[r].total(), _mm256_set1_epi32(8 * sums[r * blocks + b]));
                     acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(ws, _mm256_set1_ps(d[r * blocks + b])), acc[r]);
                 }
             }
@@ -281,7 +273,7 @@ struct Q5Interleaved8
                     int blocks, float* out, size_t outStride)
     {
         const bool q51 = std::is_same<Group, block_q5_1x8>::value;
-        const __m256i ones = _mm256_set1_epi16(1), mask = _mm256_set1_epi8(0x0F);
+        const __m256i mask = _mm256_set1_epi8(0x0F);
         __m256 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm256_setzero_ps();
@@ -289,9 +281,7 @@ struct Q5Interleaved8
         for (int b = 0; b < blocks; b++, g++)
         {
             const __m256 ws = halfs8(g->d);
-            __m256i sLo[R], sHi[R];
-            for (int r = 0; r < R; r++)
-                sLo[r] = sHi[r] = _mm256_setzero_si256();
+            NarrowDotSum sLo[R], sHi[R];
             for (int c = 0; c < 4; c++)
             {
                 const __m256i v = _mm256_loadu_si256((const __m256i*)g->qs[c]);
@@ -300,14 +290,14 @@ struct Q5Interleaved8
                 for (int r = 0; r < R; r++)
                 {
                     const signed char* x = q + r * qStride + (size_t)b * 32 + 4 * c;
-                    sLo[r] = _mm256_add_epi16(sLo[r], _mm256_maddubs_epi16(lo, broadcast4(x)));
-                    sHi[r] = _mm256_add_epi16(sHi[r], _mm256_maddubs_epi16(hi, broadcast4(x + 16)));
+                    sLo[r].add(lo, broadcast4(x));
+                    sHi[r].add(hi, broadcast4(x + 16));
                 }
             }
             for (int r = 0; r < R; r++)
             {
                 const int ab = r * blocks + b;
-                __m256i s32 = _mm256_add_epi32(_mm256_madd_epi16(sLo[r], ones), _mm256_madd_epi16(sHi[r], ones));
+                __m256i s32 = _mm256_add_epi32(sLo[r].total(), sHi[r].total());
                 if (!q51)
                     s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(16 * sums[ab]));
                 acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(ws, _mm256_set1_ps(d[ab])), acc[r]);
