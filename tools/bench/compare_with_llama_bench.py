@@ -184,7 +184,8 @@ def main():
                     own = f"{otg / single:.2f}x" if single else "-"
                     print(f"| {pathlib.Path(model).name} | {t} | {k} | {lpp:.2f} | {opp:.2f} | {opp / lpp:.2f}x "
                           f"| {ltg:.2f} | {otg:.2f} | {otg / ltg:.2f}x | {own} |", flush=True)
-                print(f"(llama-batched-bench flash_attn = {next(iter(lres.values()))[2]})")
+                fa = next(iter(lres.values()))[2]
+                print(f"(llama-batched-bench: flash_attn = {fa}{' (auto)' if fa == '-1' else ''})")
         print()
 
     if a.depth:
