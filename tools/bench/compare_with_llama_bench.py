@@ -21,7 +21,9 @@ beside `llm_bench --depth=D` (tg<G>@d<D>). The model's context must hold D + G t
 (tools/gguf/make_synthetic_model.py --context-length).
 
 The output starts with the command line, the machine (CPU model, logical CPUs), the commit and
-the load average before the run (idle or busy), and ends with the load average after it.
+the load average before the run (idle or busy), and ends with the load average after it; each
+row's last column is the 1-minute load average when it was measured (our run and llama.cpp's
+take the row's threads: a load well above them means the machine was shared).
 
 The llama.cpp tools are built outside the repository from the llama.cpp source bundled in the
 npm package node-llama-cpp@3.21.1 (see doc/performance.md for the commands); they are not part
@@ -124,6 +126,11 @@ def load_text():
     return f"{l1:.2f} {l5:.2f} {l15:.2f} ({'idle' if l1 < IDLE_LOAD else 'busy'})"
 
 
+def load1():
+    """The 1-minute load average when a row is printed: above its threads, something else ran."""
+    return f"{os.getloadavg()[0]:.2f}"
+
+
 def ints(text):
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -156,22 +163,22 @@ def main():
     print(f"load average before: {load_text()}\n", flush=True)
 
     if a.plain or not (a.batch or a.depth):
-        print(f"| model | threads | pp{p} llama.cpp | pp{p} ours | ratio | tg{n} llama.cpp | tg{n} ours | ratio | ours: bandwidth used |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print(f"| model | threads | pp{p} llama.cpp | pp{p} ours | ratio | tg{n} llama.cpp | tg{n} ours | ratio | ours: bandwidth used | load |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for model in a.models:
             for t in threads:
                 lpp, ltg = llama_bench(a.llama_bench, model, t, p, n, a.repetitions)
                 opp, otg, frac = ours(a.llm_bench, model, t, p, n, a.repetitions)
                 print(f"| {pathlib.Path(model).name} | {t} | {lpp:.2f} | {opp:.2f} | {opp / lpp:.2f}x "
-                      f"| {ltg:.2f} | {otg:.2f} | {otg / ltg:.2f}x | {frac}% |", flush=True)
+                      f"| {ltg:.2f} | {otg:.2f} | {otg / ltg:.2f}x | {frac}% | {load1()} |", flush=True)
         print()
 
     if a.batch:
         print(f"Batched: K sequences x {p} prompt tokens, then {n} steps of K tokens; tokens/s of all sequences "
               f"(llama-batched-bench S_PP / S_TG, one run each; ours: mean of {a.repetitions})")
         print(f"| model | threads | K | pp{p} llama.cpp | pp{p} ours | ratio | tg{n} llama.cpp | tg{n} ours | ratio "
-              f"| ours tg vs our K=1 |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              f"| ours tg vs our K=1 | load |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for model in a.models:
             for t in threads:
                 lres = llama_batched_bench(batched_exe, model, t, p, n, a.batch)
@@ -183,7 +190,7 @@ def main():
                     lpp, ltg, _ = lres[k]
                     own = f"{otg / single:.2f}x" if single else "-"
                     print(f"| {pathlib.Path(model).name} | {t} | {k} | {lpp:.2f} | {opp:.2f} | {opp / lpp:.2f}x "
-                          f"| {ltg:.2f} | {otg:.2f} | {otg / ltg:.2f}x | {own} |", flush=True)
+                          f"| {ltg:.2f} | {otg:.2f} | {otg / ltg:.2f}x | {own} | {load1()} |", flush=True)
                 fa = next(iter(lres.values()))[2]
                 print(f"(llama-batched-bench: flash_attn = {fa}{' (auto)' if fa == '-1' else ''})")
         print()
@@ -191,14 +198,14 @@ def main():
     if a.depth:
         print(f"Long context: {n} single-token steps after a D-token context (llama-bench -d D -n {n} -p 0, "
               f"mean of {a.repetitions}; ours: llm_bench --depth=D)")
-        print(f"| model | threads | D | tg{n}@dD llama.cpp | tg{n}@dD ours | ratio |")
-        print("|---|---|---|---|---|---|")
+        print(f"| model | threads | D | tg{n}@dD llama.cpp | tg{n}@dD ours | ratio | load |")
+        print("|---|---|---|---|---|---|---|")
         for model in a.models:
             for t in threads:
                 lres = llama_bench_depth(a.llama_bench, model, t, a.depth, n, a.repetitions)
                 for d in a.depth:
                     otg = ours_depth(a.llm_bench, model, t, d, n, a.repetitions)
-                    print(f"| {pathlib.Path(model).name} | {t} | {d} | {lres[d]:.2f} | {otg:.2f} | {otg / lres[d]:.2f}x |",
+                    print(f"| {pathlib.Path(model).name} | {t} | {d} | {lres[d]:.2f} | {otg:.2f} | {otg / lres[d]:.2f}x | {load1()} |",
                           flush=True)
         print()
     print(f"load average after: {load_text()}")
