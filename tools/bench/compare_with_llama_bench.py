@@ -40,7 +40,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-IDLE_LOAD = 0.5  # 1-minute load average below which the machine counts as idle
+IDLE_LOAD = 0.5  # 1-minute load average above what the benchmark itself runs: the machine is busy
 
 
 def run(cmd):
@@ -121,9 +121,10 @@ def cpu_model():
     return "unknown CPU"
 
 
-def load_text():
+def load_text(own=0):
+    """`own`: the threads of the benchmark just run, which the 1-minute average still counts."""
     l1, l5, l15 = os.getloadavg()
-    return f"{l1:.2f} {l5:.2f} {l15:.2f} ({'idle' if l1 < IDLE_LOAD else 'busy'})"
+    return f"{l1:.2f} {l5:.2f} {l15:.2f} ({'idle' if l1 < own + IDLE_LOAD else 'busy'})"
 
 
 def load1():
@@ -208,7 +209,7 @@ def main():
                     print(f"| {pathlib.Path(model).name} | {t} | {d} | {lres[d]:.2f} | {otg:.2f} | {otg / lres[d]:.2f}x | {load1()} |",
                           flush=True)
         print()
-    print(f"load average after: {load_text()}")
+    print(f"load average after: {load_text(max(threads))}")
 
 
 if __name__ == "__main__":
