@@ -6,6 +6,24 @@
 // Ends with the lines `pp<P>: <tokens/s> tok/s` and `tg<G>: <tokens/s> tok/s`. It also measures
 // the machine's memory read bandwidth and reports the fraction of it that generation reaches
 // (bytes of weights read per generated token x tokens/s).
+//
+//   llm_bench --model=FILE --threads=N --batch=K [--prompt-tokens=P] [--gen-tokens=G] [--repetitions=R]
+//
+// Batched, like llama.cpp's llama-batched-bench -npp P -ntg G -npl K: K sequences with different
+// random P-token prompts are prefilled in one forward (a ragged batch of K x P tokens, the Net's
+// batch plan: setLLMBatch), then decoded together, each step one forward of K tokens, one per
+// sequence. Ends with `batch<K> pp<P>: <tokens/s> tok/s` and `batch<K> tg<G>: <tokens/s> tok/s`,
+// the tokens of all sequences per second.
+//
+//   llm_bench --model=FILE --threads=N --depth=D [--gen-tokens=G] [--repetitions=R]
+//
+// Generation after a D-token context, like llama-bench -d D -n G -p 0: the context is prefilled
+// in forwards of at most 512 tokens (not timed), then G single-token steps are timed, the first
+// one at position D. Ends with `tg<G>@d<D>: <tokens/s> tok/s`.
+//
+// In every mode the timed loops allocate nothing themselves (inputs and batch plans are made
+// before them); the first single-token step after a prompt, which re-plans the Net's shapes,
+// is not timed.
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
@@ -29,9 +47,11 @@ const char* const keys =
     "{help h usage ? |     | print this help }"
     "{model m        |     | GGUF model file (required) }"
     "{threads        |     | threads (required) }"
-    "{prompt-tokens  | 512 | prompt tokens of the pp test (one forward) }"
-    "{gen-tokens     | 128 | generated tokens of the tg test (one forward each) }"
-    "{repetitions    | 3   | runs of each test; the speeds are averaged }";
+    "{prompt-tokens  | 512 | prompt tokens of the pp test (one forward); with --batch: of each sequence }"
+    "{gen-tokens     | 128 | generated tokens of the tg test (one forward each); with --batch: of each sequence }"
+    "{repetitions    | 3   | runs of each test; the speeds are averaged }"
+    "{batch          |     | K: K sequences prefilled in one forward, then decoded together (K tokens per forward) }"
+    "{depth          |     | D: generation after a D-token context (no pp test) }";
 
 // Read bandwidth of main memory: sums a buffer much larger than the caches with all threads.
 double measureReadBandwidth()
@@ -86,6 +106,129 @@ Mat randomIds(int n, int vocab, RNG& rng)
     return ids;
 }
 
+// Fills a 1 x n row of float token ids.
+void fillRandomIds(Mat& ids, int vocab, RNG& rng)
+{
+    CV_Assert(ids.type() == CV_32F && ids.isContinuous());
+    float* p = ids.ptr<float>();
+    for (size_t i = 0; i < ids.total(); i++)
+        p[i] = (float)rng.uniform(0, vocab);
+}
+
+double mean(const std::vector<double>& v)
+{
+    return std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+
+// Makes sure the KV cache's budget holds `sequences` sequences of `tokens` tokens each.
+void reserveKV(KVCache& cache, int sequences, int tokens)
+{
+    const size_t page = (size_t)cache.getPageSize();
+    const size_t pages = (size_t)sequences * ((tokens + page - 1) / page + 1);
+    const size_t bytes = pages * page * cache.getBytesPerToken();
+    if (bytes > cache.getMemoryBudget())
+        cache.setMemoryBudget(bytes);
+}
+
+// --batch=K: K sequences with distinct random P-token prompts, prefilled in one ragged forward,
+// then G steps of one forward with one token of each sequence.
+int runBatch(Net& net, int vocab, int threads, int K, int P, int G, int repetitions)
+{
+    Ptr<KVCache> cache = getLLMKVCache(net);
+    reserveKV(*cache, K, P + G + 1);
+
+    std::vector<int> prefillPlan((size_t)K * P), stepPlan(K);
+    for (int k = 0; k < K; k++)
+    {
+        std::fill(prefillPlan.begin() + (size_t)k * P, prefillPlan.begin() + (size_t)(k + 1) * P, k);
+        stepPlan[k] = k;
+    }
+    Mat prompts(1, K * P, CV_32F), steps(G + 1, K, CV_32F);
+    RNG rng(2);
+    std::vector<double> pp, tg;
+    for (int r = 0; r < repetitions; r++)
+    {
+        fillRandomIds(prompts, vocab, rng);  // each sequence its own random prompt
+        fillRandomIds(steps, vocab, rng);
+        resetLLMState(net);
+
+        TickMeter tpp;
+        tpp.start();
+        setLLMBatch(net, prefillPlan);
+        net.setInput(prompts);
+        net.forward();
+        tpp.stop();
+        pp.push_back((double)K * P / tpp.getTimeSec());
+
+        setLLMBatch(net, stepPlan);  // the first step re-plans the Net for K tokens: not timed
+        net.setInput(steps.row(0));
+        net.forward();
+        TickMeter ttg;
+        ttg.start();
+        for (int i = 1; i <= G; i++)
+        {
+            setLLMBatch(net, stepPlan);
+            net.setInput(steps.row(i));
+            net.forward();
+        }
+        ttg.stop();
+        tg.push_back((double)K * G / ttg.getTimeSec());
+        for (int k = 0; k < K; k++)
+            CV_CheckEQ(cache->getSequenceLength(k), P + G + 1, "every sequence holds its prompt and its steps");
+    }
+    std::cout << format("threads: %d, repetitions: %d\n", threads, repetitions)
+              << format("prefill: one forward of %d sequences x %d tokens (a ragged batch of %d tokens)\n", K, P, K * P)
+              << format("decode: %d steps (after one untimed step), each one forward of %d tokens, one per sequence\n", G, K)
+              << format("batch%d pp%d: %.2f tok/s\n", K, P, mean(pp))
+              << format("batch%d tg%d: %.2f tok/s\n", K, G, mean(tg));
+    return 0;
+}
+
+// --depth=D: G single-token steps after a D-token context (prefilled in chunks, not timed).
+int runDepth(Net& net, int vocab, int threads, int D, int G, int repetitions)
+{
+    const int chunk = 512;
+    Ptr<KVCache> cache = getLLMKVCache(net);
+    reserveKV(*cache, 1, D + G + 1);
+    // The context's first D - 1 tokens in chunks; the untimed re-planning step makes it D.
+    const int prefill = std::max(0, D - 1);
+    std::vector<Mat> chunks;
+    for (int done = 0; done < prefill; done += chunk)
+        chunks.emplace_back(1, std::min(chunk, prefill - done), CV_32F);
+    Mat steps(G + 1, 1, CV_32F);
+    RNG rng(3);
+    std::vector<double> tg;
+    for (int r = 0; r < repetitions; r++)
+    {
+        for (Mat& c : chunks)
+            fillRandomIds(c, vocab, rng);
+        fillRandomIds(steps, vocab, rng);
+        resetLLMState(net);
+        for (Mat& c : chunks)
+        {
+            net.setInput(c);
+            net.forward();
+        }
+        net.setInput(steps.row(0));  // re-plans the Net for one token: not timed
+        net.forward();
+        CV_CheckEQ(getLLMSequenceLength(net), std::max(D, 1), "the context before the timed steps");
+        TickMeter ttg;
+        ttg.start();
+        for (int i = 1; i <= G; i++)
+        {
+            net.setInput(steps.row(i));
+            net.forward();
+        }
+        ttg.stop();
+        tg.push_back(G / ttg.getTimeSec());
+    }
+    std::cout << format("threads: %d, repetitions: %d\n", threads, repetitions)
+              << format("context: %d tokens (prefilled in forwards of at most %d tokens, not timed); "
+                        "the timed steps are at positions %d to %d\n", D, chunk, std::max(D, 1), std::max(D, 1) + G - 1)
+              << format("tg%d@d%d: %.2f tok/s\n", G, D, mean(tg));
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -98,6 +241,12 @@ int main(int argc, char** argv)
     const int promptTokens = cl.getInt("prompt-tokens", 1);
     const int genTokens = cl.getInt("gen-tokens", 1);
     const int repetitions = cl.getInt("repetitions", 1);
+    const int batch = cl.given("batch") ? cl.getInt("batch", 1, 4096) : 0;
+    const int depth = cl.given("depth") ? cl.getInt("depth", 0) : -1;
+    if (batch > 0 && depth >= 0)
+        cl.fail("give either --batch or --depth");
+    if (depth >= 0 && cl.given("prompt-tokens"))
+        cl.fail("--depth runs no prompt test: --prompt-tokens does not apply (the context is --depth)");
     try
     {
         setNumThreads(threads);
@@ -105,7 +254,19 @@ int main(int argc, char** argv)
         const String arch = f->getString("general.architecture");
         const int vocab = f->getTensorShape("token_embd.weight")[1];
         const int context = (int)f->getInt(arch + ".context_length");
-        if (promptTokens > context || genTokens + 1 > context)
+        if (depth >= 0)
+        {
+            if (std::max(depth, 1) + genTokens > context)
+                cl.fail(format("the model's context holds %d tokens: --depth=%d and --gen-tokens=%d do not fit",
+                               context, depth, genTokens));
+        }
+        else if (batch > 0)
+        {
+            if (promptTokens + genTokens + 1 > context)
+                cl.fail(format("the model's context holds %d tokens: each sequence's --prompt-tokens=%d, "
+                               "--gen-tokens=%d and one untimed step do not fit", context, promptTokens, genTokens));
+        }
+        else if (promptTokens > context || genTokens + 1 > context)
             cl.fail(format("the model's context holds %d tokens: --prompt-tokens=%d, --gen-tokens=%d do not fit",
                            context, promptTokens, genTokens));
 
@@ -113,6 +274,17 @@ int main(int argc, char** argv)
         RNG rng(1);
         net.setInput(randomIds(8, vocab, rng));  // warm-up: maps the weights in
         net.forward();
+
+        if (batch > 0)
+        {
+            std::cout << format("model: %s (%s)\n", model.c_str(), arch.c_str());
+            return runBatch(net, vocab, threads, batch, promptTokens, genTokens, repetitions);
+        }
+        if (depth >= 0)
+        {
+            std::cout << format("model: %s (%s)\n", model.c_str(), arch.c_str());
+            return runDepth(net, vocab, threads, depth, genTokens, repetitions);
+        }
 
         std::vector<double> pp, tg;
         for (int r = 0; r < repetitions; r++)

@@ -119,3 +119,17 @@ endif()
 if(LLM_SANITIZE)  # the sanitizer runtimes preloaded into Python, no leak checks (cmake/sanitizers.cmake)
   set_property(TEST python_tests APPEND PROPERTY ENVIRONMENT ${LLM_SANITIZER_PYTHON_ENV})
 endif()
+
+# llm_bench's batched and long-context modes (issue 18), small: they run, every sequence ends
+# holding its prompt and its steps (llm_bench checks the KV cache's lengths), and the result
+# lines that tools/bench/compare_with_llama_bench.py reads are printed last.
+add_test(NAME llm_bench_batch_mode
+         COMMAND llm_bench "--model=${shared_testdata}/stories260K.gguf" --threads=1 --batch=3
+                 --prompt-tokens=8 --gen-tokens=4 --repetitions=2)
+set_tests_properties(llm_bench_batch_mode PROPERTIES
+  PASS_REGULAR_EXPRESSION "prefill: one forward of 3 sequences x 8 tokens[^\n]*\n[^\n]*\nbatch3 pp8: [0-9.]+ tok/s\nbatch3 tg4: [0-9.]+ tok/s")
+add_test(NAME llm_bench_depth_mode
+         COMMAND llm_bench "--model=${shared_testdata}/stories260K.gguf" --threads=1 --depth=300
+                 --gen-tokens=4 --repetitions=2)
+set_tests_properties(llm_bench_depth_mode PROPERTIES
+  PASS_REGULAR_EXPRESSION "\ntg4@d300: [0-9.]+ tok/s")
