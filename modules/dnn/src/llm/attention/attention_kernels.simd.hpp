@@ -24,7 +24,43 @@ void attentionAccumulateSimd(const float* p, int group, int n, int ld, const flo
 void attentionScoresSimd(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
                          float scale, float* scores, int ld)
 {
-    for (int j = 0; j < n; j++, k += kStride)
+    int j = 0;
+#if CV_SIMD
+    // Four keys at a time: four dot products share the query's loads and end in one
+    // v_reduce_sum4 (sums of each 4-lane group of the four accumulators), whose groups are then
+    // added: a quarter of the horizontal reductions of one dot product per key.
+    const int lanes = VTraits<v_float32>::vlanes();
+    if (headDim % lanes == 0)
+    {
+        for (; j + 4 <= n; j += 4)
+        {
+            const float* k0 = k + (size_t)j * kStride;
+            for (int h = 0; h < group; h++)
+            {
+                const float* qh = q + (size_t)h * headDim;
+                v_float32 s0 = vx_setzero_f32(), s1 = vx_setzero_f32(), s2 = vx_setzero_f32(), s3 = vx_setzero_f32();
+                for (int i = 0; i < headDim; i += lanes)
+                {
+                    const v_float32 qv = vx_load(qh + i);
+                    s0 = v_fma(qv, vx_load(k0 + i), s0);
+                    s1 = v_fma(qv, vx_load(k0 + kStride + i), s1);
+                    s2 = v_fma(qv, vx_load(k0 + 2 * kStride + i), s2);
+                    s3 = v_fma(qv, vx_load(k0 + 3 * kStride + i), s3);
+                }
+                float sums[VTraits<v_float32>::max_nlanes];
+                v_store(sums, v_reduce_sum4(s0, s1, s2, s3));
+                for (int t = 0; t < 4; t++)
+                {
+                    float dot = sums[t];
+                    for (int g = 4; g < lanes; g += 4)
+                        dot += sums[g + t];
+                    scores[h * ld + j + t] = dot * scale;
+                }
+            }
+        }
+    }
+#endif
+    for (k += (size_t)j * kStride; j < n; j++, k += kStride)
         for (int h = 0; h < group; h++)
             scores[h * ld + j] = dotF32(q + (size_t)h * headDim, k, headDim) * scale;
 }
@@ -83,9 +119,58 @@ void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* max
     }
 }
 
+#if CV_SIMD
+// acc[0, NV * lanes) += sum over j of p[j] * v[j * vStride + ...], the accumulators held in
+// registers over all n rows (the same fused multiply-adds in the same order as row by row).
+template <int NV>
+static inline void accumulateSlice(const float* p, int n, const float* v, size_t vStride, float* acc)
+{
+    const int lanes = VTraits<v_float32>::vlanes();
+    v_float32 a[NV];
+    for (int k = 0; k < NV; k++)
+        a[k] = vx_load(acc + k * lanes);
+    for (int j = 0; j < n; j++, v += vStride)
+    {
+        const v_float32 w = vx_setall_f32(p[j]);
+        for (int k = 0; k < NV; k++)
+            a[k] = v_fma(w, vx_load(v + k * lanes), a[k]);
+    }
+    for (int k = 0; k < NV; k++)
+        v_store(acc + k * lanes, a[k]);
+}
+#endif
+
 void attentionAccumulateSimd(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
                              float* acc, size_t accStride)
 {
+#if CV_SIMD
+    // Per query head, slices of up to 8 vectors of the head's accumulator stay in registers over
+    // the rows (instead of a load and a store per row and head).
+    const int lanes = VTraits<v_float32>::vlanes();
+    if (headDim % lanes == 0)
+    {
+        for (int h = 0; h < group; h++)
+        {
+            const float* ph = p + (size_t)h * ld;
+            float* a = acc + (size_t)h * accStride;
+            int i = 0;
+            for (; i + 8 * lanes <= headDim; i += 8 * lanes)
+                accumulateSlice<8>(ph, n, v + i, vStride, a + i);
+            switch ((headDim - i) / lanes)
+            {
+            case 7: accumulateSlice<7>(ph, n, v + i, vStride, a + i); break;
+            case 6: accumulateSlice<6>(ph, n, v + i, vStride, a + i); break;
+            case 5: accumulateSlice<5>(ph, n, v + i, vStride, a + i); break;
+            case 4: accumulateSlice<4>(ph, n, v + i, vStride, a + i); break;
+            case 3: accumulateSlice<3>(ph, n, v + i, vStride, a + i); break;
+            case 2: accumulateSlice<2>(ph, n, v + i, vStride, a + i); break;
+            case 1: accumulateSlice<1>(ph, n, v + i, vStride, a + i); break;
+            default: break;
+            }
+        }
+        return;
+    }
+#endif
     for (int j = 0; j < n; j++, v += vStride)
         for (int h = 0; h < group; h++)
         {
