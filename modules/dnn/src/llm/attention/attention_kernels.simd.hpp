@@ -93,9 +93,18 @@ void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* max
     {
         float* s = scores + (size_t)h * ld;
         float m = -FLT_MAX;
-        for (int j = 0; j < n; j++)
-            m = std::max(m, s[j]);
         int j = 0;
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+        {
+            v_float32 vmax = vx_setall_f32(-FLT_MAX);
+            for (; j + VTraits<v_float32>::vlanes() <= n; j += VTraits<v_float32>::vlanes())
+                vmax = v_max(vmax, vx_load(s + j));
+            m = v_reduce_max(vmax);
+        }
+#endif
+        for (; j < n; j++)
+            m = std::max(m, s[j]);
+        j = 0;
         float sum = 0.f;
 #if (CV_SIMD || CV_SIMD_SCALABLE)
         const int lanes = VTraits<v_float32>::vlanes();
