@@ -26,7 +26,7 @@ KEYS = {
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
-    "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions"],
+    "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions", "batch", "depth"],
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],

@@ -28,7 +28,11 @@ if command -v ccache > /dev/null; then
   CXX=(ccache clang++)
 fi
 mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/artifacts"
-CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+# -msse3: OpenCV's baseline on x86-64 (SSE, SSE2, SSE3), which the universal intrinsics of our
+# kernels' baseline code may use (v_reduce_sum4).
+BASELINE=()
+[ "$(uname -m)" = x86_64 ] && BASELINE=(-msse3)
+CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined "${BASELINE[@]}"
   -D__OPENCV_BUILD=1 -DHAVE_PROTOBUF=1
   -I $B/opencv-src/modules/core/include -I $B/opencv-src/modules/dnn/include
   -I $B/opencv-src/modules/imgproc/include -I $B/opencv -I $B/opencv/modules/dnn -I "$SRC")
