@@ -105,13 +105,19 @@ struct DotSum
 using NarrowDotSum = DotSum<false>;
 using WideDotSum = DotSum<true>;
 
-// Calls kernel(R, r) for activation rows r .. r + R - 1 over `rows` rows, R = 4 and then the 1 to 3
+// Calls kernel(R, r) for activation rows r .. r + R - 1 over `rows` rows, R = 8 (AVX-512), 4, then the 1 to 3
 // left (R a std::integral_constant: the kernels are templates on it). A kernel computes each
 // activation row on its own, so no result depends on R.
 template <typename Kernel>
 static inline void byRowTiles(int rows, Kernel kernel)
 {
     int r = 0;
+#if CV_AVX512_CLX
+    // AVX-512's 32 vector registers hold 8 rows' accumulators: each weight chunk is loaded and
+    // unpacked once for 8 activation rows.
+    for (; r + 8 <= rows; r += 8)
+        kernel(std::integral_constant<int, 8>(), r);
+#endif
     for (; r + 4 <= rows; r += 4)
         kernel(std::integral_constant<int, 4>(), r);
     switch (rows - r)
