@@ -24,36 +24,55 @@ namespace {
 struct Decoder
 {
     Net net;
-    Mat input = Mat(1, 1, CV_32F);
-    std::vector<int> sequences = std::vector<int>(1, 0);
-    int next = 0;
+    Mat input;
+    std::vector<int> sequences, next;
 
-    explicit Decoder(const std::string& model) : net(readNet(model)) {}
+    // `count` sequences decoded together (one token each per step: a batched serving loop).
+    explicit Decoder(const std::string& model, int count = 1)
+        : net(readNet(model)), input(1, count, CV_32F), next(count, 0)
+    {
+        for (int s = 0; s < count; s++)
+            sequences.push_back(s);
+    }
 
+    // Each sequence gets the prompt (shifted by its index: different contexts), in one forward each.
     void prefill(const std::vector<int>& ids)
     {
-        Mat m(1, (int)ids.size(), CV_32F);
-        for (size_t i = 0; i < ids.size(); i++)
-            m.at<float>((int)i) = (float)ids[i];
-        setLLMBatch(net, std::vector<int>(ids.size(), 0));
-        net.setInput(m);
-        next = argmax(net.forward());
+        for (int s : sequences)
+        {
+            Mat m(1, (int)ids.size(), CV_32F);
+            for (size_t i = 0; i < ids.size(); i++)
+                m.at<float>((int)i) = (float)(ids[i] + s);
+            setLLMBatch(net, std::vector<int>(ids.size(), s));
+            net.setInput(m);
+            next[s] = argmax(net.forward(), 0);
+        }
     }
 
     // One greedy decode step, as a serving loop would run it.
     void step()
     {
-        input.at<float>(0) = (float)next;
+        for (size_t s = 0; s < sequences.size(); s++)
+            input.at<float>((int)s) = (float)next[s];
         setLLMBatch(net, sequences);
         net.setInput(input);
-        next = argmax(net.forward());
+        const Mat logits = net.forward();
+        for (size_t s = 0; s < sequences.size(); s++)
+            next[s] = argmax(logits, (int)s);
     }
 
-    static int argmax(const Mat& logits)
+    void rewind()
     {
-        const float* p = logits.ptr<float>();
+        for (int s : sequences)
+            getLLMKVCache(net)->truncateSequence(s, 0);
+    }
+
+    static int argmax(const Mat& logits, int row)
+    {
+        const int vocab = logits.size[logits.dims - 1];
+        const float* p = logits.ptr<float>() + (size_t)row * vocab;
         int best = 0;
-        for (int i = 1; i < (int)logits.total(); i++)
+        for (int i = 1; i < vocab; i++)
             if (p[i] > p[best])
                 best = i;
         return best;
@@ -99,13 +118,12 @@ const int kProofSteps = 2;  // counted steps per deliberate allocation
 
 // A decoder after a warm-up that grew the cache's page pool to the length of `steps` more steps
 // (then rewound): buffers, scratch and pages are all in place.
-void warmUp(Decoder& d, int steps)
+void warmUp(Decoder& d, int steps, const std::vector<int>& prompt)
 {
-    const std::vector<int> prompt = {1, 403, 407, 261, 378};
     d.prefill(prompt);
     for (int i = 0; i < steps + 2; i++)
         d.step();
-    getLLMKVCache(d.net)->truncateSequence(0, 0);
+    d.rewind();
     d.prefill(prompt);  // a shape change back to the prompt, then single tokens again
     d.step();
     // Every pool thread runs a task once: OpenCV sets up a thread's local state (its RNG) the
@@ -130,13 +148,19 @@ double allocationsPerStep(Decoder& d, int steps, void (*alsoInStep)() = nullptr)
 // The counter is first shown to count: the same counted loop with each deliberate allocation
 // added to its steps sees it (a counter that missed allocations would make the zero below
 // meaningless). Then a steady decode step must allocate nothing.
-void expectDecodeStepAllocatesNothing(const std::string& model, int threads, int steps)
+// `sequences` decoded together; `promptTokens` of context before the counted steps (past 256:
+// attention splits each token's keys into chunks and merges partials).
+void expectDecodeStepAllocatesNothing(const std::string& model, int threads, int steps, int sequences = 1,
+                                      int promptTokens = 5)
 {
     const int previous = getNumThreads();
     setNumThreads(threads);
-    Decoder d(model);
+    Decoder d(model, sequences);
     const int kinds = (int)(sizeof(kDeliberateAllocations) / sizeof(kDeliberateAllocations[0]));
-    warmUp(d, kinds * kProofSteps + steps);
+    std::vector<int> prompt = {1, 403, 407, 261, 378};
+    for (int i = (int)prompt.size(); i < promptTokens; i++)
+        prompt.push_back(100 + (i * 37) % 300);
+    warmUp(d, kinds * kProofSteps + steps, prompt);
     std::vector<double> seen;
     for (const DeliberateAllocation& a : kDeliberateAllocations)
         seen.push_back(allocationsPerStep(d, kProofSteps, a.allocate));
@@ -165,6 +189,19 @@ TEST_P(DecodeAllocations, steadyDecodeStepAllocatesNothingOnOneThread)
 TEST_P(DecodeAllocations, steadyDecodeStepAllocatesNothingOnTwoThreads)
 {
     expectDecodeStepAllocatesNothing(GetParam(), 2, 24);
+}
+
+// Batched decoding (8 sequences per forward) allocates nothing either.
+TEST_P(DecodeAllocations, batchedDecodeStepAllocatesNothing)
+{
+    expectDecodeStepAllocatesNothing(GetParam(), 2, 12, 8);
+}
+
+// Nor does a step after 300 positions of context: attention over two chunks of 256 keys with
+// their partials merged (stories260K: a 512-token context; the synthetic models hold 256).
+TEST(DecodeAllocationsDeepContext, stepAfterSeveralAttentionChunksAllocatesNothing)
+{
+    expectDecodeStepAllocatesNothing(llm_test::sharedTestData("stories260K.gguf"), 2, 12, 1, 300);
 }
 
 INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
