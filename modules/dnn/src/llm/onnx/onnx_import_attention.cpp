@@ -244,10 +244,7 @@ void ONNXNetBuilder::importMicrosoftAttention(const NodeProto& n)
         const Mat bias = constantInput(n, 2).toFloat().reshape(1, 1);
         if ((int)bias.total() != qkv)
             failNode(n, format("the bias must have %d values", qkv));
-        LayerParams b = params(n.name() + "/qkv_bias", "LLMElementwise");
-        b.set("operation", "add");
-        b.blobs.push_back(bias);
-        x = add(b, {x});
+        x = addBias(n.name() + "/qkv_bias", x, bias);
     }
     addAttentionLayer(n, {x}, heads, heads, dim / heads, nullptr, onnxFloatAttribute(n, "scale", 0.f));
 }

@@ -245,10 +245,7 @@ void ONNXNetBuilder::importGelu(const NodeProto& n)
         const OnnxTensor& bias = constantInput(n, 1);
         if (bias.total() != inner)
             failNode(n, format("the bias has %lld values, the input %d features", (long long)bias.total(), inner));
-        LayerParams b = params(n.name() + "/bias", "LLMElementwise");
-        b.set("operation", "add");
-        b.blobs.push_back(repeat(bias.toFloat().reshape(1, 1), 1, w / inner));
-        x = add(b, {x});
+        x = addBias(n.name() + "/bias", x, repeat(bias.toFloat().reshape(1, 1), 1, w / inner));
     }
     LayerParams lp = params(n.name(), "LLMElementwise");
     lp.set("operation", tanhForm ? "gelu_tanh" : "gelu");
@@ -273,11 +270,7 @@ void ONNXNetBuilder::importLayerNorm(const NodeProto& n)
         if ((int)bias.total() != w)
             failNode(n, format("the bias has %zu values, the input %d features", bias.total(), w));
     }
-    LayerParams lp = params(n.name(), "LLMLayerNorm");
-    lp.set("epsilon", onnxFloatAttribute(n, "epsilon", 1e-5f));
-    lp.blobs.push_back(scale);
-    lp.blobs.push_back(bias);
-    defineTensor(n, 0, add(lp, {x}), w);
+    defineTensor(n, 0, addLayerNorm(n, x, scale, bias, onnxFloatAttribute(n, "epsilon", 1e-5f)), w);
 }
 
 int ONNXNetBuilder::normAxisCheck(const NodeProto& n)
@@ -340,11 +333,7 @@ void ONNXNetBuilder::importEmbedLayerNorm(const NodeProto& n)
     const Mat gamma = constantInput(n, 5).toFloat().reshape(1, 1), beta = constantInput(n, 6).toFloat().reshape(1, 1);
     if ((int)gamma.total() != dim || (int)beta.total() != dim)
         failNode(n, format("gamma and beta must have one value per feature (%d)", dim));
-    LayerParams ln = params(n.name(), "LLMLayerNorm");
-    ln.set("epsilon", onnxFloatAttribute(n, "epsilon", 1e-12f));
-    ln.blobs.push_back(gamma);
-    ln.blobs.push_back(beta);
-    defineTensor(n, 0, add(ln, {sum}), dim);
+    defineTensor(n, 0, addLayerNorm(n, sum, gamma, beta, onnxFloatAttribute(n, "epsilon", 1e-12f)), dim);
     defineTensor(n, 2, sum, dim);
 }
 
@@ -365,10 +354,7 @@ Pin ONNXNetBuilder::skipSum(const NodeProto& n, int biasInput)
         const Mat bias = constantInput(n, biasInput).toFloat().reshape(1, 1);
         if ((int)bias.total() != w)
             failNode(n, "the bias must have one value per feature");
-        LayerParams b = params(n.name() + "/bias", "LLMElementwise");
-        b.set("operation", "add");
-        b.blobs.push_back(bias);
-        sum = add(b, {sum});
+        sum = addBias(n.name() + "/bias", sum, bias);
     }
     return sum;
 }
@@ -385,11 +371,7 @@ void ONNXNetBuilder::importSkipLayerNorm(const NodeProto& n)
         beta = constantInput(n, 3).toFloat().reshape(1, 1);
     if ((int)gamma.total() != w || (int)beta.total() != w)
         failNode(n, format("gamma and beta must have one value per feature (%d)", w));
-    LayerParams ln = params(n.name(), "LLMLayerNorm");
-    ln.set("epsilon", onnxFloatAttribute(n, "epsilon", 1e-12f));
-    ln.blobs.push_back(gamma);
-    ln.blobs.push_back(beta);
-    defineTensor(n, 0, add(ln, {sum}), w);
+    defineTensor(n, 0, addLayerNorm(n, sum, gamma, beta, onnxFloatAttribute(n, "epsilon", 1e-12f)), w);
     defineTensor(n, 3, sum, w);
 }
 

@@ -519,7 +519,7 @@ Folded ONNXNetBuilder::foldOperator(const NodeProto& n, const std::vector<Folded
         r.shape = batch;
         r.shape.push_back(m);
         r.shape.push_back(cols);
-        const int64 total = checkedTotal(r.shape), batches = m * cols ? total / (m * cols) : 0;
+        const int64 total = checkedTotal(r.shape), batches = m * cols != 0 ? total / (m * cols) : 0;
         if (total > 0 && k > kMaxFoldedElements / total)
             failNode(n, "the product is larger than constant folding takes");
         r.isFloat = a.isFloat;
@@ -594,7 +594,7 @@ Folded ONNXNetBuilder::foldOperator(const NodeProto& n, const std::vector<Folded
         int64 inner = 1;
         for (int64 d = axis + 1; d < rank; d++)
             inner *= r.shape[(size_t)d];
-        const int64 dim = r.shape[(size_t)axis], outer = dim * inner ? r.total() / (dim * inner) : 0;
+        const int64 dim = r.shape[(size_t)axis], outer = dim * inner != 0 ? r.total() / (dim * inner) : 0;
         const std::vector<double> x = r.v;
         for (int64 o = 0; o < outer; o++)
             for (int64 e = 0; e < inner; e++)
@@ -796,7 +796,6 @@ void ONNXNetBuilder::importReshape(const NodeProto& n)
     if (x.headsMajor)
         failNode(n, "a Reshape of a [batch, heads, seq, d] view (transpose it back to [batch, seq, heads, d] first)");
     const int w = x.width;
-    const int inner = innerOf(x);
     const std::string& op = n.op_type();
     std::vector<int64> target;
     if (op == "Reshape")

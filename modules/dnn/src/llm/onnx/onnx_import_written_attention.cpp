@@ -465,8 +465,7 @@ void ONNXNetBuilder::importAttentionOutputMatMul(const NodeProto& n)
         failNode(n, "query and key must be rotated by the same rotary tables, or neither");
     std::vector<Pin> inputs;
     const bool packed = q.columnOffset == 0 && k.columnOffset == q.width && v.columnOffset == q.width + k.width &&
-                        q.sourceWidth == q.width + 2 * k.width && sameRows(q, q) &&
-                        q.pin.layer == k.pin.layer && k.pin.layer == v.pin.layer && q.pin.output == k.pin.output &&
+                        q.sourceWidth == q.width + 2 * k.width && q.pin.layer == k.pin.layer && k.pin.layer == v.pin.layer && q.pin.output == k.pin.output &&
                         k.pin.output == v.pin.output;
     if (packed)
         inputs.push_back(q.pin);

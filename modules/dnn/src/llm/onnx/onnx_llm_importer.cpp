@@ -250,6 +250,23 @@ Pin ONNXNetBuilder::add(LayerParams& lp, const std::vector<Pin>& inputs)
     return addConnectedLayer(net_, lp, inputs);
 }
 
+Pin ONNXNetBuilder::addBias(const std::string& name, Pin x, const Mat& bias)
+{
+    LayerParams lp = params(name, "LLMElementwise");
+    lp.set("operation", "add");
+    lp.blobs.push_back(bias);
+    return add(lp, {x});
+}
+
+Pin ONNXNetBuilder::addLayerNorm(const NodeProto& n, Pin x, const Mat& gamma, const Mat& beta, float epsilon)
+{
+    LayerParams lp = params(n.name(), "LLMLayerNorm");
+    lp.set("epsilon", epsilon);
+    lp.blobs.push_back(gamma);
+    lp.blobs.push_back(beta);
+    return add(lp, {x});
+}
+
 Pin ONNXNetBuilder::addLogitRows(Pin x)
 {
     LayerParams lp = params("logit_rows", "LLMLogitRows");
@@ -469,10 +486,8 @@ void ONNXNetBuilder::importGemm(const NodeProto& n)
         const Mat bias = constantInput(n, 2).toFloat().reshape(1, 1);
         if ((int)bias.total() != outFeatures && bias.total() != 1)
             failNode(n, format("the bias must have 1 or %d values", outFeatures));
-        LayerParams b = params(n.name() + "/bias", "LLMElementwise");
-        b.set("operation", "add");
-        b.blobs.push_back(bias.total() == 1 ? Mat(1, outFeatures, CV_32F, Scalar(bias.at<float>(0))) : bias);
-        out = add(b, {out});
+        out = addBias(n.name() + "/bias", out,
+                      bias.total() == 1 ? Mat(1, outFeatures, CV_32F, Scalar(bias.at<float>(0))) : bias);
     }
     Value v = input(n, 0);
     defineTensor(n, 0, out, outFeatures);

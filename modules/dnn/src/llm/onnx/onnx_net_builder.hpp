@@ -237,6 +237,12 @@ private:
 
     Pin addLogitRows(Pin x);
 
+    // x + bias (one value per feature, 1 x width float32): an LLMElementwise add named `name`.
+    Pin addBias(const std::string& name, Pin x, const Mat& bias);
+
+    // LLMLayerNorm of x with gamma and beta (1 x width float32 each).
+    Pin addLayerNorm(const NodeProto& n, Pin x, const Mat& gamma, const Mat& beta, float epsilon);
+
     // ---- nodes -----------------------------------------------------------------------
 
     void importNode(const NodeProto& n);
