@@ -4,12 +4,16 @@
 //                [--threads=N] [--context=N] [--print-token-ids] [--tokenize-only]
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
 //                [--seed=S] [--stop=TEXT]... [--parallel=N]
+//                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE)]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
 // stops (it works on vocabulary-only GGUF files). --parallel=N generates N completions of the
 // prompt in one batch (continuous batching; completion i samples with seed S+i, so it equals a
 // single run with --seed=S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
+// --draft-tokens=N turns on speculative decoding (N tokens drafted per step by prompt lookup or
+// a draft model; greedy output is unchanged) and prints `draft_accepted: A/B` (kept / drafted)
+// to stderr.
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
@@ -44,7 +48,10 @@ const char* const keys =
     "{repeat-penalty  | 1    | > 1 discourages recent tokens (1: off) }"
     "{seed            | 0    | random seed for sampling }"
     "{stop            |      | generation ends before this text (repeat the key for several) }"
-    "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }";
+    "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }"
+    "{draft-tokens    | 0    | speculative decoding: tokens drafted per step (0: off) }"
+    "{lookup-ngram    | 0    | draft by prompt lookup, matching up to N tokens }"
+    "{draft-model     |      | draft with this smaller model of the same vocabulary }";
 
 struct Options
 {
@@ -57,6 +64,7 @@ struct Options
     bool printIds = false;
     bool tokenizeOnly = false;
     int parallel = 0;
+    std::string draftModel;
     GenerationConfig config;
 };
 
@@ -87,6 +95,13 @@ Options parseOptions(int argc, char** argv)
     for (const std::string& s : cl.getAll("stop"))
         o.config.stopStrings.push_back(s);
     o.parallel = cl.getInt("parallel", 0);
+    o.config.draftTokens = cl.getInt("draft-tokens", 0);
+    o.config.lookupNgram = cl.getInt("lookup-ngram", 0);
+    o.draftModel = cl.getString("draft-model");
+    if (o.config.draftTokens > 0 && o.config.lookupNgram == 0 && o.draftModel.empty())
+        cl.fail("--draft-tokens needs --lookup-ngram or --draft-model");
+    if ((o.config.lookupNgram > 0 || !o.draftModel.empty()) && o.config.draftTokens == 0)
+        cl.fail("--lookup-ngram and --draft-model need --draft-tokens");
     if (o.model.empty())
         cl.fail("--model is required");
     if (o.hasPromptIds == !o.prompt.empty())
@@ -94,6 +109,14 @@ Options parseOptions(int argc, char** argv)
     if (o.hasPromptIds && o.promptIds.empty())
         cl.fail("--prompt-ids is empty");
     return o;
+}
+
+void printDraftCounts(const TextGenerationModel& model, const Options& opt)
+{
+    if (opt.config.draftTokens == 0)
+        return;
+    const std::vector<int> counts = model.getDraftCounts();
+    std::cerr << format("draft_accepted: %d/%d\n", counts[1], counts[0]);
 }
 
 void printIds(const char* name, const std::vector<int>& ids)
@@ -123,6 +146,8 @@ int main(int argc, char** argv)
         TickMeter load;
         load.start();
         TextGenerationModel model(opt.model, opt.context);
+        if (!opt.draftModel.empty())
+            model.setDraftModel(opt.draftModel);
         load.stop();
 
         if (opt.parallel > 0)
@@ -146,6 +171,7 @@ int main(int argc, char** argv)
             std::cerr << format("load %.1f ms; %d completions of %zu prompt tokens: %zu tokens in %.1f ms, %.1f tokens/s\n",
                                 load.getTimeMilli(), opt.parallel, prompt.size(), total, tm.getTimeMilli(),
                                 total / tm.getTimeSec());
+            printDraftCounts(model, opt);
             return 0;
         }
 
@@ -173,6 +199,7 @@ int main(int argc, char** argv)
         std::cerr << format("load %.1f ms; prompt %zu tokens in %.1f ms; %zu tokens generated at %.1f tokens/s\n",
                             load.getTimeMilli(), model.getPromptTokenIds().size(), prefill.getTimeMilli(),
                             generated.size(), generated.empty() ? 0.0 : generated.size() / decode.getTimeSec());
+        printDraftCounts(model, opt);
         return 0;
     }
     catch (const cv::Exception& e)

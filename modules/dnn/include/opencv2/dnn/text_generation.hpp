@@ -39,6 +39,15 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW bool contextShift = false;
     //! Never pick end-of-generation tokens (EOS, end of turn): generate until another limit.
     CV_PROP_RW bool ignoreEndOfGeneration = false;
+    /** Speculative decoding: tokens drafted per step (0: off), drafted by prompt lookup when
+    lookupNgram > 0, else by the draft model (TextGenerationModel::setDraftModel()). The model
+    checks the drafts in one forward and keeps those it would have generated itself: greedy
+    output is the same token for token; sampled output follows the same distribution and is
+    reproducible for a seed (though not the same text as without drafts). */
+    CV_PROP_RW int draftTokens = 0;
+    /** Prompt lookup drafting: the tokens that followed the latest earlier occurrence of the
+    last n tokens, n = lookupNgram down to 1 (0: use the draft model). */
+    CV_PROP_RW int lookupNgram = 0;
 };
 
 /** @brief Text generation with a language model: tokenizer, sampling, stop conditions,
@@ -93,6 +102,15 @@ public:
                                                          const GenerationConfig& config = GenerationConfig());
     //! Most sequences generateBatch() runs in one forward (default 16).
     CV_WRAP void setMaxParallelSequences(int n);
+
+    /** @brief Loads a smaller model with the same vocabulary to draft tokens for speculative
+    decoding (GenerationConfig::draftTokens). Its context is this model's. */
+    CV_WRAP void setDraftModel(const String& modelPath);
+    //! Uses a Net made by readNet() as the draft model (its tokenizer is read from the same file).
+    CV_WRAP void setDraftModel(const Net& network);
+    /** @brief Speculative decoding since the last start (or generateBatch()): {tokens drafted,
+    drafted tokens the model kept}. */
+    CV_WRAP std::vector<int> getDraftCounts() const;
 
     //! Step API: starts generating after a prompt.
     CV_WRAP void start(const String& prompt, const GenerationConfig& config = GenerationConfig());

@@ -62,6 +62,11 @@ bool Completion::isStopToken(int id) const
 
 String Completion::accept(const float* logits, int vocab, int roomLeft)
 {
+    return accept(logits, vocab, roomLeft, -1);
+}
+
+String Completion::accept(const float* logits, int vocab, int roomLeft, int draft)
+{
     if (done_)
         return String();
     if (!endOfGeneration_.empty())
@@ -72,7 +77,8 @@ String Completion::accept(const float* logits, int vocab, int roomLeft)
                 masked_[id] = -std::numeric_limits<float>::infinity();
         logits = masked_.data();
     }
-    const int id = sampler_.sample(logits, vocab, history_);
+    const int id = sampler_.sample(logits, vocab, history_, draft);
+    lastSampled_ = id;
     if (isStopToken(id))
         return finish();
     generated_.push_back(id);

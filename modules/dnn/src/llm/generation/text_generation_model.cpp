@@ -9,6 +9,10 @@
 // only feeds the rest, which is what makes multi-turn chat cheap; a prompt that diverges
 // rewinds the sequence to the common prefix first. generateBatch() uses other sequences
 // (batch_generation.cpp).
+//
+// Speculative decoding (GenerationConfig::draftTokens): a step feeds the sampled token with
+// the tokens a drafter guesses after it, gets the logits of every one of them from one
+// forward, keeps the drafts that the sampler accepts and rewinds the cache over the rest.
 
 #include "../../precomp.hpp"
 #include <opencv2/dnn/llm.hpp>
@@ -21,6 +25,7 @@
 #include "chat_template_api.hpp"
 #include "batch_generation.hpp"
 #include "completion.hpp"
+#include "drafter.hpp"
 
 #include <atomic>
 #include <climits>
@@ -70,8 +75,17 @@ struct TextGenerationModel::Impl
     bool done = true;
     bool contextShift = false;
     int maxParallel = 16;         // sequences per forward in generateBatch
-    std::vector<int> nextToken = std::vector<int>(1), sequenceZero;  // forward()'s scratch
+    std::vector<int> sequenceZero;  // forward()'s scratch
     Mat input;
+
+    // Speculative decoding.
+    std::unique_ptr<llm::DraftModelDrafter> draftModel;  // setDraftModel()
+    std::unique_ptr<llm::PromptLookupDrafter> lookup;
+    llm::Drafter* drafter = nullptr;  // of the current generation (nullptr: no drafts)
+    int draftTokens = 0;
+    int pending = -1;  // a sampled token not fed yet (after a rejected draft), or -1: `logits` is next
+    std::vector<int> stepTokens, draft, context, logitTokens;  // scratch of a step
+    int drafted = 0, draftsKept = 0;
 
     void load(const llm::ModelBundle& bundle)
     {
@@ -122,12 +136,13 @@ struct TextGenerationModel::Impl
             CV_Error(Error::StsError, "TextGenerationModel: no model loaded");
     }
 
-    Mat forward(const std::vector<int>& ids)
+    Mat forward(const std::vector<int>& ids, const std::vector<int>& rows = std::vector<int>())
     {
         sequenceZero.assign(ids.size(), 0);  // reused, as is `input`: a decode step allocates nothing here
-        Mat out = llm::forwardTokens(net, ids, sequenceZero, input);
+        const Mat out = llm::forwardTokens(net, ids, sequenceZero, input, rows);
         fed.insert(fed.end(), ids.begin(), ids.end());
-        return out;
+        // One row of vocabulary logits per token asked for (every token's with allLogits).
+        return out.reshape(1, (int)(out.total() / out.size[out.dims - 1]));
     }
 
     // Brings the Net to `prompt`, feeding only what it does not hold yet; returns the logits
@@ -148,7 +163,8 @@ struct TextGenerationModel::Impl
         truncateLLMState(net, (int)common);
         fed.resize(common);
         lastPrefillCount = (int)(prompt.size() - common);
-        return forward(std::vector<int>(prompt.begin() + common, prompt.end()));
+        const Mat rows = forward(std::vector<int>(prompt.begin() + common, prompt.end()));
+        return rows.row(rows.rows - 1);  // a Net read with allLogits gives every token's row
     }
 
     void start(const std::vector<int>& promptIds, const GenerationConfig& cfg, const std::vector<String>& extraStops)
@@ -159,7 +175,9 @@ struct TextGenerationModel::Impl
                                              std::vector<std::string>(extraStops.begin(), extraStops.end())));
         prompt = promptIds;
         contextShift = cfg.contextShift;
+        chooseDrafter(cfg);
         done = true;
+        pending = -1;
         logits = prefill(promptIds);
         done = completion->done();
     }
@@ -170,20 +188,125 @@ struct TextGenerationModel::Impl
         start(tokenizer->encode(text, true, false), cfg, std::vector<String>());
     }
 
+    std::vector<llm::BatchCompletion> runBatch(const std::vector<std::vector<int>>& prompts, const GenerationConfig& cfg,
+                                               const std::function<bool(int, const String&)>& onPiece)
+    {
+        std::unique_ptr<llm::PromptLookupDrafter> batchLookup;  // the step API's stays as it is
+        llm::Drafter* batchDrafter = drafterFor(cfg, batchLookup);
+        std::vector<llm::BatchCompletion> results = llm::generateBatch(net, *cache, *tokenizer, prompts, cfg,
+                                                                       maxParallel, onPiece, batchDrafter);
+        drafted = draftsKept = 0;
+        for (const llm::BatchCompletion& c : results)
+        {
+            drafted += c.drafted;
+            draftsKept += c.draftsKept;
+        }
+        return results;
+    }
+
+    void setDraftModel(const llm::ModelBundle& bundle)
+    {
+        if (bundle.net.empty() || !bundle.tokenizer)
+            CV_Error(Error::StsBadArg, "TextGenerationModel::setDraftModel: the draft model has no tokenizer");
+        cancel();  // a generation in progress keeps no pointer to the old drafter
+        drafter = nullptr;
+        draftModel.reset(new llm::DraftModelDrafter(bundle.net, *bundle.tokenizer, *tokenizer));
+    }
+
+    // The drafter `cfg` asks for: prompt lookup (made in `lookupDrafter`), the draft model, or none.
+    llm::Drafter* drafterFor(const GenerationConfig& cfg, std::unique_ptr<llm::PromptLookupDrafter>& lookupDrafter)
+    {
+        CV_CheckGE(cfg.draftTokens, 0, "TextGenerationModel: draftTokens must not be negative");
+        CV_CheckGE(cfg.lookupNgram, 0, "TextGenerationModel: lookupNgram must not be negative");
+        if (cfg.draftTokens == 0)
+            return nullptr;
+        if (cfg.lookupNgram > 0)
+        {
+            lookupDrafter.reset(new llm::PromptLookupDrafter(cfg.lookupNgram));
+            return lookupDrafter.get();
+        }
+        if (!draftModel)
+            CV_Error(Error::StsBadArg, "TextGenerationModel: GenerationConfig::draftTokens needs a drafter: set "
+                                       "lookupNgram (prompt lookup) or a draft model (setDraftModel)");
+        return draftModel.get();
+    }
+
+    void chooseDrafter(const GenerationConfig& cfg)
+    {
+        drafter = drafterFor(cfg, lookup);
+        draftTokens = cfg.draftTokens;
+        drafted = draftsKept = 0;
+    }
+
+    // One step: samples the next token (unless a rejected draft left one pending), feeds it with
+    // the drafts that follow it, and keeps the drafts the sampler accepts. Returns the text of
+    // every token kept.
     String next()
     {
         if (done)
             return String();
-        const Mat row = logits.reshape(1, 1);
-        const int room = contextShift ? INT_MAX : contextLength - (int)fed.size();
-        String piece = completion->accept(row.ptr<float>(), row.cols, room);
-        if (completion->done())
-            return finish(piece);
+        String piece;
+        if (pending < 0)
+        {
+            piece = accept(logits.ptr<float>(), -1);
+            if (completion->done())
+                return finish(piece);
+            pending = completion->lastToken();
+        }
         if ((int)fed.size() >= contextLength)
             shiftContext();
-        nextToken[0] = completion->lastToken();
-        logits = forward(nextToken);
+        proposeDrafts();
+        stepTokens.assign(1, pending);
+        stepTokens.insert(stepTokens.end(), draft.begin(), draft.end());
+        logitTokens.clear();
+        for (size_t i = 0; !draft.empty() && i < stepTokens.size(); i++)
+            logitTokens.push_back((int)i);
+        const size_t before = fed.size();
+        const Mat rows = forward(stepTokens, logitTokens);
+        pending = -1;
+        drafted += (int)draft.size();
+        // Row j holds the logits after stepTokens[j]: the sampler's choice there either is
+        // draft[j] (kept, go on) or replaces it, and the cache keeps the tokens before it.
+        for (size_t j = 0; j < draft.size(); j++)
+        {
+            piece += accept(rows.ptr<float>((int)j), draft[j]);
+            const bool kept = completion->lastSampled() == draft[j];
+            draftsKept += kept;
+            if (kept && !completion->done())
+                continue;
+            truncateLLMState(net, (int)(before + j + 1));
+            fed.resize(before + j + 1);
+            if (completion->done())
+                return finish(piece);
+            pending = completion->lastToken();
+            return piece;
+        }
+        logits = rows.row((int)draft.size());
         return piece;
+    }
+
+    // The sampler's next token from `row` (vocabulary logits), the draft being a guess of it.
+    String accept(const float* row, int draftToken)
+    {
+        const int room = contextShift ? INT_MAX : contextLength - (int)fed.size();
+        return completion->accept(row, logits.cols, room, draftToken);
+    }
+
+    // The drafter's guesses after the pending token, no more than the context, maxNewTokens
+    // and the drafter allow.
+    void proposeDrafts()
+    {
+        draft.clear();
+        if (!drafter)
+            return;
+        const int room = contextLength - (int)fed.size() - 1;
+        const int wanted = std::min(std::min(draftTokens, room),
+                                    completion->maxNewTokens() - (int)completion->generated().size());
+        if (wanted <= 0)
+            return;
+        context.assign(fed.begin(), fed.end());
+        context.push_back(pending);
+        drafter->propose(0, context, wanted, draft);
     }
 
     // llama.cpp's context shift: keep the first token when it is BOS, drop the older half of
@@ -327,8 +450,7 @@ std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>
     for (const String& p : prompts)
         ids.push_back(impl->tokenizer->encode(p, true, false));
     std::vector<String> out;
-    for (const llm::BatchCompletion& c : llm::generateBatch(impl->net, *impl->cache, *impl->tokenizer, ids, config,
-                                                            impl->maxParallel, onPiece))
+    for (const llm::BatchCompletion& c : impl->runBatch(ids, config, onPiece))
         out.push_back(c.text);
     return out;
 }
@@ -339,8 +461,7 @@ std::vector<std::vector<int>> TextGenerationModel::generateBatchTokenIds(const s
     Impl::Busy busy(*impl);
     impl->checkLoaded();
     std::vector<std::vector<int>> out;
-    for (const llm::BatchCompletion& c : llm::generateBatch(impl->net, *impl->cache, *impl->tokenizer, promptIds,
-                                                            config, impl->maxParallel, nullptr))
+    for (const llm::BatchCompletion& c : impl->runBatch(promptIds, config, nullptr))
         out.push_back(c.generated);
     return out;
 }
@@ -349,6 +470,25 @@ void TextGenerationModel::setMaxParallelSequences(int n)
 {
     CV_CheckGT(n, 0, "TextGenerationModel: the number of parallel sequences must be positive");
     impl->maxParallel = n;
+}
+
+void TextGenerationModel::setDraftModel(const String& modelPath)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    impl->setDraftModel(llm::loadModelBundle(modelPath, impl->contextLength));
+}
+
+void TextGenerationModel::setDraftModel(const Net& network)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    impl->setDraftModel(llm::loadModelBundle(network));
+}
+
+std::vector<int> TextGenerationModel::getDraftCounts() const
+{
+    return std::vector<int>{impl->drafted, impl->draftsKept};
 }
 
 void TextGenerationModel::start(const String& prompt, const GenerationConfig& config)
