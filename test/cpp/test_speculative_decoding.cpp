@@ -56,6 +56,7 @@ std::vector<int> greedyIds(TextGenerationModel& model, const std::vector<int>& p
     config.maxNewTokens = n;
     config.draftTokens = draftTokens;
     config.lookupNgram = lookupNgram;
+    config.draftMinProbability = 0.f;  // random-weight models are rarely that sure: draft every time
     config.ignoreEndOfGeneration = ignoreEnd;
     model.startWithTokenIds(prompt, config);
     while (!model.isDone())
@@ -143,6 +144,18 @@ TEST(SpeculativeDecoding, draftModelKeepsGreedyOutput)
         EXPECT_EQ(counts[1], counts[0]) << "the model disagreed with itself";
     }
 
+    // Drafting stops at an unlikely token: fewer drafts, the same output.
+    GenerationConfig confident;
+    confident.maxNewTokens = n;
+    confident.draftTokens = 7;
+    confident.draftMinProbability = 0.5f;
+    model.startWithTokenIds(kRepeatingPrompt, confident);
+    while (!model.isDone())
+        model.next();
+    EXPECT_EQ(model.getGeneratedTokenIds(), expected);
+    EXPECT_GT(model.getDraftCounts()[0], 0);
+    EXPECT_LT(model.getDraftCounts()[0], (int)expected.size());
+
     model.setDraftModel(llm_test::testModel("synthetic/synthetic_qwen2_Q8_0.gguf"));
     for (int draftTokens : {1, 4, 7})
     {
@@ -225,6 +238,7 @@ TEST(SpeculativeDecoding, samplingWithDraftsFollowsTheModelsDistribution)
     config.maxNewTokens = 2;
     config.temperature = 1.f;
     config.draftTokens = 1;
+    config.draftMinProbability = 0.f;
     config.ignoreEndOfGeneration = true;
     const int draws = 4000;
     std::map<int, std::map<int, int>> counts;  // first token -> second token -> count

@@ -48,6 +48,10 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     /** Prompt lookup drafting: the tokens that followed the latest earlier occurrence of the
     last n tokens, n = lookupNgram down to 1 (0: use the draft model). */
     CV_PROP_RW int lookupNgram = 0;
+    /** A draft model stops drafting at a token it gives less than this probability (llama.cpp's
+    --draft-p-min): unlikely drafts are mostly rejected and only cost time. 0: always draft
+    draftTokens tokens. */
+    CV_PROP_RW float draftMinProbability = 0.75f;
 };
 
 /** @brief Text generation with a language model: tokenizer, sampling, stop conditions,

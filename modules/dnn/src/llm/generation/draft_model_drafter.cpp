@@ -8,6 +8,8 @@
 #include "batch_generation.hpp"
 #include "../tokenizer/tokenizer.hpp"
 
+#include <cmath>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -26,6 +28,15 @@ static void checkSameVocabulary(const Tokenizer& draft, const Tokenizer& target)
             CV_Error(Error::StsBadArg, format("TextGenerationModel::setDraftModel: token %d is \"%s\" in the draft "
                                               "model but \"%s\" in the model; drafting needs the same vocabulary",
                                               id, draft.tokenText(id).c_str(), target.tokenText(id).c_str()));
+}
+
+// Softmax probability of token `t`.
+static double probability(const float* logits, int n, int t)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += std::exp((double)logits[i] - logits[t]);
+    return 1.0 / sum;
 }
 
 DraftModelDrafter::DraftModelDrafter(const Net& net, const Tokenizer& draftVocabulary, const Tokenizer& targetVocabulary)
@@ -70,12 +81,20 @@ void DraftModelDrafter::propose(int sequence, const std::vector<int>& context, i
     for (;;)
     {
         const int best = (int)(std::max_element(logits, logits + vocab_) - logits);
+        if (minProbability_ > 0.f && probability(logits, vocab_, best) < minProbability_)
+            return;
         draft.push_back(best);
         if ((int)draft.size() >= maxTokens)
             return;
         tokens_.assign(1, best);
         logits = feed(sequence, tokens_);
     }
+}
+
+void DraftModelDrafter::setMinProbability(float p)
+{
+    CV_Check(p, p >= 0.f && p <= 1.f, "TextGenerationModel: draftMinProbability must be in [0, 1]");
+    minProbability_ = p;
 }
 
 void DraftModelDrafter::forget(int sequence)

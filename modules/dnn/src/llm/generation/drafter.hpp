@@ -60,6 +60,9 @@ public:
     void propose(int sequence, const std::vector<int>& context, int maxTokens, std::vector<int>& draft) CV_OVERRIDE;
     void forget(int sequence) CV_OVERRIDE;
 
+    //! Drafting stops at a token the draft model gives less than this probability (0: never).
+    void setMinProbability(float p);
+
     //! Tokens a sequence may hold in the draft model's cache.
     int contextLength() const { return cache_->getMaxSequenceLength(); }
 
@@ -73,6 +76,7 @@ private:
     std::vector<int> tokens_, sequenceIds_;
     Mat input_, logits_;
     int vocab_;
+    float minProbability_ = 0.f;
 };
 
 }}} // namespace cv::dnn::llm

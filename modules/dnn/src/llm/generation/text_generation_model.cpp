@@ -228,6 +228,7 @@ struct TextGenerationModel::Impl
         if (!draftModel)
             CV_Error(Error::StsBadArg, "TextGenerationModel: GenerationConfig::draftTokens needs a drafter: set "
                                        "lookupNgram (prompt lookup) or a draft model (setDraftModel)");
+        draftModel->setMinProbability(cfg.draftMinProbability);
         return draftModel.get();
     }
 
