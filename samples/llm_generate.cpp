@@ -4,7 +4,7 @@
 //                [--threads=N] [--context=N] [--print-token-ids] [--tokenize-only]
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
 //                [--seed=S] [--stop=TEXT]... [--parallel=N]
-//                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE)]
+//                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE [--draft-p-min=P])]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
@@ -51,7 +51,8 @@ const char* const keys =
     "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }"
     "{draft-tokens    | 0    | speculative decoding: tokens drafted per step (0: off) }"
     "{lookup-ngram    | 0    | draft by prompt lookup, matching up to N tokens }"
-    "{draft-model     |      | draft with this smaller model of the same vocabulary }";
+    "{draft-model     |      | draft with this smaller model of the same vocabulary }"
+    "{draft-p-min     | 0.75 | the draft model stops at a token it gives less probability, in [0, 1] }";
 
 struct Options
 {
@@ -98,6 +99,7 @@ Options parseOptions(int argc, char** argv)
     o.config.draftTokens = cl.getInt("draft-tokens", 0);
     o.config.lookupNgram = cl.getInt("lookup-ngram", 0);
     o.draftModel = cl.getString("draft-model");
+    o.config.draftMinProbability = (float)cl.getReal("draft-p-min", 0, 1);
     if (o.config.draftTokens > 0 && o.config.lookupNgram == 0 && o.draftModel.empty())
         cl.fail("--draft-tokens needs --lookup-ngram or --draft-model");
     if ((o.config.lookupNgram > 0 || !o.draftModel.empty()) && o.config.draftTokens == 0)
