@@ -124,14 +124,6 @@ void dequantQ2_K(const block_q2_K& b, float* y)
             }
 }
 
-// The 6-bit scale of group g of a Q3_K block, minus 32.
-static int scaleQ3_K(const uchar* scales, int g)
-{
-    const int low = (scales[g % 8] >> (4 * (g / 8))) & 0x0F;
-    const int high = (scales[8 + g % 4] >> (2 * (g / 4))) & 3;
-    return (low | (high << 4)) - 32;
-}
-
 void dequantQ3_K(const block_q3_K& b, float* y)
 {
     const float d = halfBitsToFloat(b.d);
