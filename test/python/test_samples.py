@@ -22,7 +22,7 @@ CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "
 KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
-                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min"],
+                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
