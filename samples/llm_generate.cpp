@@ -192,8 +192,18 @@ int main(int argc, char** argv)
         TickMeter prefill, decode;
         prefill.start();
         bool sessionLoaded = false;
-        if (!opt.promptCache.empty() && std::ifstream(opt.promptCache).good())
+        std::ifstream cacheFile(opt.promptCache, std::ios::binary);
+        if (!opt.promptCache.empty() && cacheFile.good())
         {
+            // A file that is not a session (e.g. the model given by mistake) is never overwritten.
+            char magic[8] = {0};
+            cacheFile.read(magic, sizeof(magic));
+            if (cacheFile.gcount() > 0 && std::string(magic, (size_t)cacheFile.gcount()) != std::string("OCVKVSEQ", (size_t)cacheFile.gcount()))
+            {
+                std::cerr << "llm_generate: --prompt-cache " << opt.promptCache
+                          << " exists and is not a session file; it is left alone" << std::endl;
+                return 1;
+            }
             try
             {
                 model.loadSession(opt.promptCache);

@@ -136,3 +136,12 @@ def test_prompt_cache_reuses_the_saved_prompt_and_changes_no_output(tmp_path):
     assert "is not used" in damaged.stderr and prompt_cache_reused(damaged.stderr) == 0
     again = run(*common, f"--prompt={prompt}", f"--prompt-cache={cache}")
     assert prompt_cache_reused(again.stderr) == n_prompt - 1 and again.stdout == plain.stdout
+
+
+def test_prompt_cache_never_overwrites_a_file_that_is_not_a_session(tmp_path):
+    model = pathlib.Path(__file__).resolve().parents[2] / "models" / "demo" / "demo-stories.gguf"
+    copy = tmp_path / "model.gguf"
+    copy.write_bytes(model.read_bytes())
+    r = run(f"--model={copy}", "--prompt=Once upon a time", "--max-new-tokens=4", f"--prompt-cache={copy}")
+    assert r.returncode == 1 and "is not a session file" in r.stderr, r.stderr
+    assert copy.read_bytes() == model.read_bytes()

@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import shlex
+import tempfile
 import subprocess
 import sys
 
@@ -133,7 +134,9 @@ def readme_commands():
 
 # What the README's placeholders stand for: small counts, stories260K, one thread.
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
-KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256"}
+# --prompt-cache writes its file: a fresh folder's, never FILE (the shared model).
+KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
+                    "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache")}
 PROGRAM_PLACEHOLDERS = {
     "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3"},
     "llm_bench": {"P": "16", "G": "8", "K": "3", "N": "2"},

@@ -10,7 +10,9 @@
 #include "kv_sequence_file.hpp"
 #include "paged_kv_cache.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -304,23 +306,20 @@ KVSequenceFile parseKVSequenceFile(std::vector<uchar>&& data, const std::string&
     f.extra.assign(b.begin() + r.pos, b.begin() + r.pos + (size_t)extraBytes);
     r.pos += (size_t)extraBytes;
     const uint64 payloadBytes = r.u64("the payload size");
-    // The payload the header describes, bounded by the file as it is summed.
+    // The payload the header describes (beyond 2^62 bytes: a corrupted header, not a big file).
+    const uint64 kHuge = (uint64)1 << 62;
     uint64 expected = 0;
-    for (int l = 0; l < f.layers; l++)
+    for (int l = 0; l < f.layers && expected < kHuge; l++)
     {
         const uint64 rows = (uint64)2 * f.kvHeads * (uint64)(f.length - f.firstSaved(l));
-        if (rows > b.size() / f.rowBytes || (expected += rows * f.rowBytes) > b.size())
-        {
-            expected = UINT64_MAX;
-            break;
-        }
+        expected = rows > kHuge / f.rowBytes ? kHuge : std::min(kHuge, expected + rows * f.rowBytes);
     }
     if (payloadBytes != expected)
         CV_Error(Error::StsParseError, format(
             "KV sequence file '%s' is corrupted: a payload of %llu bytes, where %d layers of %d KV heads, %d tokens "
-            "and rows of %zu bytes take %s", what.c_str(), (unsigned long long)payloadBytes, f.layers, f.kvHeads,
-            f.length, f.rowBytes, expected == UINT64_MAX ? "more than the file" : format("%llu", (unsigned long long)expected).c_str()));
-    r.need((size_t)payloadBytes, "the keys and values");
+            "and rows of %zu bytes take %llu", what.c_str(), (unsigned long long)payloadBytes, f.layers, f.kvHeads,
+            f.length, f.rowBytes, (unsigned long long)expected));
+    r.need((size_t)std::min<uint64>(payloadBytes, (uint64)SIZE_MAX), "the keys and values");
     f.payloadOffset = r.pos;
     f.payloadBytes = (size_t)payloadBytes;
     r.pos += f.payloadBytes;
