@@ -488,7 +488,7 @@ void PagedKVCache::loadSequence(const KVSequenceFile& f, const std::string& path
     s.length = f.length;
     for (size_t g = 0; g < groups_.size(); g++)
     {
-        s.pages[g].assign(pagesFor(f.length), kReleased);
+        s.pages[g].assign(pagesFor(f.length), (int)kReleased);  // a value: kReleased has no definition to bind to
         for (int i = firstPage[g]; i < pagesFor(f.length); i++)
         {
             s.pages[g][i] = takePage((int)g);
