@@ -18,6 +18,8 @@
 //       positions [first, length) (first: 0, or the first position a sliding-window layer still
 //       attends to), row bytes each
 //   u64 checksum (kvChecksum) of every byte before it
+// The header's numbers are written byte by byte; the rows are the cache's bytes as they lie
+// (little-endian floats, halves and scales on every platform this code targets).
 
 #ifndef OPENCV_DNN_SRC_LLM_KV_CACHE_KV_SEQUENCE_FILE_HPP
 #define OPENCV_DNN_SRC_LLM_KV_CACHE_KV_SEQUENCE_FILE_HPP
