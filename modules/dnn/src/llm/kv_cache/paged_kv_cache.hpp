@@ -167,8 +167,8 @@ private:
     std::vector<int> layerGroup_, layerSlot_;  // per layer: its group and its place in the group's pages
     std::map<int, Sequence> sequences_;
     std::vector<Ptr<const KeyPositionShift>> keyShift_;  // per layer
-    std::vector<std::pair<int, int>> cowPages_;
-    KVModelIdentity identity_;  // reserve()'s scratch: (group, shared page) counted for copying
+    std::vector<std::pair<int, int>> cowPages_;  // reserve()'s scratch: (group, shared page) counted for copying
+    KVModelIdentity identity_;  // of the Net whose cache this is (sequence files)
 };
 
 }}} // namespace cv::dnn::llm
