@@ -706,6 +706,7 @@ int TextGenerationModel::loadSession(const String& path)
     impl->prompt.clear();
     impl->logits.release();
     impl->done = true;
+    impl->pending = -1;
     impl->replyPending = false;
     impl->lastPrefillCount = 0;
     return file.length;
