@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import shlex
+import tempfile
 import subprocess
 import sys
 
@@ -22,7 +23,7 @@ CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "
 KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
-                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min"],
+                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
@@ -133,7 +134,9 @@ def readme_commands():
 
 # What the README's placeholders stand for: small counts, stories260K, one thread.
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
-KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256"}
+# --prompt-cache writes its file: a fresh folder's, never FILE (the shared model).
+KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
+                    "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache")}
 PROGRAM_PLACEHOLDERS = {
     "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3"},
     "llm_bench": {"P": "16", "G": "8", "K": "3", "N": "2"},
