@@ -127,12 +127,15 @@ TEST_F(VisionLLaVA, testImageIsTheOraclesImage)
     }
 }
 
-// llama.cpp rounds through half precision in two places of this graph: ggml_gelu and
-// ggml_gelu_quick on the CPU look their result up in float16 tables (input and output rounded
-// to float16, relative error up to 2^-11 each), and we compute the same rounding (VisionQuickGelu,
-// gelu_tanh_f16). What remains is float32 summation order in the matmuls, LayerNorm and
-// softmax, which can still flip a float16 rounding of an activation now and then: we allow
-// 1e-3 of the largest embedding value at any element and 1e-4 root-mean-square.
+// llama.cpp rounds to half precision in three places of this graph on the CPU: ggml_conv_2d
+// multiplies an F16 im2col of the pixels by the kernel converted to F16 (the patch embedding),
+// and ggml_gelu / ggml_gelu_quick look their results up in F16 tables (input and output rounded
+// to F16). Exact float64 math differs from llama.cpp by 5.3e-4 rms (2.1e-3 max) on these
+// embeddings; we round where it rounds, and what remains is float32 summation order, which
+// now and then moves an activation across an F16 rounding boundary (one F16 ulp, 2^-11
+// relative, carried through the layers after it). Measured: 3.5e-5 rms, 3.5e-4 max (of values
+// up to 3.7). Allowed: 3e-4 of the largest value at any element and 3e-5 of it rms; without the
+// patch embedding's rounding we would be at 1.5e-4 rms and fail.
 TEST_F(VisionLLaVA, imageEmbeddingsMatchLlamaCpp)
 {
     for (const char* name : {"llava_mlp_56x56.json", "llava_mlp_80x48.json"})
@@ -145,8 +148,8 @@ TEST_F(VisionLLaVA, imageEmbeddingsMatchLlamaCpp)
         const Agreement a = compare(emb, ref["embeddings"]);
         std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
                   << a.rms << std::endl;
-        EXPECT_LE(a.maxAbs, 1e-3 * a.maxRef) << name;
-        EXPECT_LE(a.rms, 1e-4 * a.maxRef) << name;
+        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
+        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
     }
 }
 

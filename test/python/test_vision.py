@@ -41,7 +41,7 @@ def test_numpy_image_answer_matches_llama_cpp(model):
     emb = model.getImageEmbeddings(image)
     want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
     assert emb.shape == want.shape
-    assert np.abs(emb - want).max() <= 1e-3 * np.abs(want).max()
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp
 
 
 def test_wrong_image_type_is_a_clear_error(model):

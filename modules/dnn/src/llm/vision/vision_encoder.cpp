@@ -9,6 +9,9 @@
 //   MLP, residual), all but the last block unless clip.vision.feature_layer says otherwise
 //   -> post-LayerNorm when present -> tokens 1..N (llama.cpp drops the FIRST patch and keeps
 //   the class token, which it placed last) -> the mlp projector (mm.0, GELU, mm.2).
+// Where llama.cpp rounds to half precision on the CPU we do the same: the patch embedding's
+// pixels and weights (ggml_conv_2d's F16 im2col) and the GELUs' inputs and outputs (ggml's F16
+// tables); everything else is float32.
 
 #include "../../precomp.hpp"
 #include "vision_encoder.hpp"
@@ -35,6 +38,14 @@ void registerVisionLayers()
 }
 
 namespace {
+
+void roundToF16(Mat& m)
+{
+    CV_Assert(m.isContinuous() && m.depth() == CV_32F);
+    float* p = m.ptr<float>();
+    for (size_t i = 0; i < m.total(); i++)
+        p[i] = (float)hfloat(p[i]);
+}
 
 class VisionNetBuilder
 {
@@ -85,7 +96,15 @@ private:
         conv.set("pad_w", 0);
         conv.set("num_output", D);
         const int wshape[] = {D, 3, P, P};  // ggml [P, P, 3, D] is PyTorch's [D, 3, P, P]
-        conv.blobs.push_back(f_.toF32(f_.tensor("v.patch_embd.weight", {P, P, 3, D})).reshape(1, 4, wshape));
+        const GGUFTensor& w = f_.tensor("v.patch_embd.weight", {P, P, 3, D});
+        Mat weights = f_.toF32(w).reshape(1, 4, wshape);
+        // ggml_conv_2d multiplies an F16 im2col of the image (F32 only for a BF16 kernel) by
+        // the kernel converted to F16, accumulating in F32: llama.cpp's patch embedding sees
+        // pixels and weights rounded to half precision. We round them the same way.
+        roundConvToF16_ = w.type != GGML_BF16;
+        if (roundConvToF16_)
+            roundToF16(weights);
+        conv.blobs.push_back(weights);
         const bool bias = f_.file().findTensor("v.patch_embd.bias") != nullptr;
         conv.set("bias_term", bias);
         if (bias)
@@ -160,6 +179,10 @@ private:
         return elementwise(b + "ffn_residual", "add", x, h);
     }
 
+public:
+    bool roundConvToF16_ = false;
+
+private:
     const MMProjFile& f_;
     const VisionHyperParameters& hp_;
     Net& net_;
@@ -178,7 +201,9 @@ void VisionEncoder::build()
     registerVisionLayers();
     net_ = Net();
     net_.setInputsNames({"pixels"});
-    VisionNetBuilder(*file_, net_).build();
+    VisionNetBuilder builder(*file_, net_);
+    builder.build();
+    roundPixelsToF16_ = builder.roundConvToF16_;
 }
 
 Mat VisionEncoder::encode(const Mat& pixels)
@@ -187,7 +212,13 @@ Mat VisionEncoder::encode(const Mat& pixels)
     CV_Check(pixels.dims, pixels.dims == 4 && pixels.size[0] == 1 && pixels.size[1] == 3 && pixels.size[2] == S &&
                           pixels.size[3] == S && pixels.type() == CV_32F,
              "VisionEncoder: expects a 1 x 3 x image_size x image_size float blob");
-    net_.setInput(pixels);
+    Mat input = pixels;
+    if (roundPixelsToF16_)  // as ggml_conv_2d's F16 im2col (see patchEmbedding())
+    {
+        input = pixels.clone();
+        roundToF16(input);
+    }
+    net_.setInput(input);
     Mat out = net_.forward();
     CV_CheckEQ(out.size[0], hparams().imageTokens(), "VisionEncoder: unexpected token count");
     return out.reshape(1, out.size[0]).clone();

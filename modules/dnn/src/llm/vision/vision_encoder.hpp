@@ -35,6 +35,7 @@ private:
 
     std::shared_ptr<MMProjFile> file_;
     Net net_;
+    bool roundPixelsToF16_ = false;  // llama.cpp's patch embedding rounds the pixels to F16
 };
 
 }}} // namespace cv::dnn::llm
