@@ -34,3 +34,15 @@ run(mm, "--out", os.path.join(out, "mmproj_no_mm2.gguf"), "--omit", "mm.2.bias")
 run(mm, "--out", os.path.join(out, "mmproj_no_q.gguf"), "--omit", "v.blk.0.attn_q.weight")
 run(mm, "--out", os.path.join(out, "mmproj_gemma3.gguf"), "--projector", "gemma3")
 run(mm, "--out", os.path.join(out, "mmproj_width128.gguf"), "--text-embd", "128")
+
+# The oracle (test/data/oracle/vision) was computed on these bytes.
+import hashlib  # noqa: E402
+import json  # noqa: E402
+
+ref = json.load(open(os.path.join(root, "test", "data", "oracle", "vision", "llava_mlp_56x56.json")))
+for key, name in (("lm", "lm.gguf"), ("mmproj", "mmproj.gguf")):
+    with open(os.path.join(out, name), "rb") as f:
+        got = hashlib.sha256(f.read()).hexdigest()
+    if got != ref["models"][key]["sha256"]:
+        sys.exit("make_vision_models: %s differs from the file the oracle was computed on (sha256 %s, recorded %s)"
+                 % (name, got, ref["models"][key]["sha256"]))

@@ -24,6 +24,11 @@ MultimodalPrompter::MultimodalPrompter(const std::string& mmprojPath, Net& langu
             CV_Error(Error::StsNotImplemented, "TextGenerationModel: the language model has several token embeddings");
         embedding_ = layer;
     }
+    // llama.cpp feeds image embeddings after the token-embedding scale (Gemma's sqrt(n_embd)),
+    // which the GGUF Net applies to every row of its embedding layer's output.
+    if (languageModel.getLayerId("token_embd_scale") >= 0)
+        CV_Error(Error::StsNotImplemented, "TextGenerationModel: images with a language model that scales its token "
+                                           "embeddings (gemma, granite) are not supported yet");
     if (!embedding_)
         CV_Error(Error::StsNotImplemented, "TextGenerationModel: images need a language model whose Net has a "
                                            "token-embedding layer (a GGUF or ONNX model loaded by this module)");
