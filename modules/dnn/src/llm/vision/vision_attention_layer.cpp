@@ -8,6 +8,7 @@
 
 #include "../../precomp.hpp"
 #include "vision_layers.hpp"
+#include "../../layers/cpu_kernels/fast_gemm.hpp"
 
 namespace cv {
 namespace dnn {
@@ -53,20 +54,24 @@ public:
         inputs_arr.getMatVector(in);
         Mat& out = outputs_arr.getMatRef(0);
         const int T = in[0].size[0], width = heads_ * headDim_;
-        const size_t step = (size_t)width * sizeof(float);
+        const float* q = in[0].ptr<float>();
+        const float* k = in[1].ptr<float>();
+        const float* v = in[2].ptr<float>();
+        float* o = out.ptr<float>();
         parallel_for_(Range(0, heads_), [&](const Range& r) {
-            Mat scores(T, T, CV_32F);
+            FastGemmOpt opt;
+            opt.init();
+            opt.multi_thread = false;  // one head per thread
+            std::vector<float> scores((size_t)T * T);
             for (int h = r.start; h < r.end; h++)
             {
                 const int off = h * headDim_;
-                const Mat q(T, headDim_, CV_32F, in[0].ptr<float>() + off, step);
-                const Mat k(T, headDim_, CV_32F, in[1].ptr<float>() + off, step);
-                const Mat v(T, headDim_, CV_32F, in[2].ptr<float>() + off, step);
-                Mat o(T, headDim_, CV_32F, out.ptr<float>() + off, step);
-                gemm(q, k, scale_, noArray(), 0, scores, GEMM_2_T);
+                // scores = scale * Q_h K_h^T (rows of Q_h and K_h are `width` apart)
+                fastGemm(false, true, T, headDim_, T, headDim_, scale_, q + off, width, 1, k + off, width, 1, 0.f,
+                         scores.data(), T, opt);
                 for (int i = 0; i < T; i++)
                 {
-                    float* s = scores.ptr<float>(i);
+                    float* s = scores.data() + (size_t)i * T;
                     float mx = s[0];
                     for (int j = 1; j < T; j++)
                         mx = std::max(mx, s[j]);
@@ -80,9 +85,9 @@ public:
                     for (int j = 0; j < T; j++)
                         s[j] *= inv;
                 }
-                Mat tmp;
-                gemm(scores, v, 1.0, noArray(), 0, tmp);
-                tmp.copyTo(o);
+                // O_h = softmax(scores) V_h, written into the head's columns of the output
+                fastGemm(false, false, T, T, T, headDim_, 1.f, scores.data(), T, 1, v + off, width, 1, 0.f, o + off,
+                         width, opt);
             }
         });
     }

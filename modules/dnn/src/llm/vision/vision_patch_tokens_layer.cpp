@@ -5,6 +5,8 @@
 #include "../../precomp.hpp"
 #include "vision_layers.hpp"
 
+#include <cstring>
+
 namespace cv {
 namespace dnn {
 CV__DNN_INLINE_NS_BEGIN
@@ -105,6 +107,24 @@ Ptr<VisionRowsLayer> VisionRowsLayer::create(const LayerParams& params)
     return makePtr<VisionRowsLayerImpl>(params);
 }
 
+// ggml's ggml_table_gelu_quick_f16: the F16 result for every F16 input.
+static const std::vector<hfloat>& quickGeluF16Table()
+{
+    static const std::vector<hfloat> table = [] {
+        std::vector<hfloat> t(65536);
+        for (int i = 0; i < 65536; i++)
+        {
+            const ushort bits = (ushort)i;
+            hfloat h;
+            std::memcpy(&h, &bits, sizeof(h));
+            const float v = (float)h;
+            t[i] = hfloat(v * (1.f / (1.f + std::exp(-1.702f * v))));
+        }
+        return t;
+    }();
+    return table;
+}
+
 class VisionQuickGeluLayerImpl CV_FINAL : public VisionQuickGeluLayer
 {
 public:
@@ -134,14 +154,28 @@ public:
         float* y = out.ptr<float>();
         const size_t n = in.total();
         const bool exact = exact_;
+        const std::vector<hfloat>& table = quickGeluF16Table();
         parallel_for_(Range(0, (int)((n + 4095) / 4096)), [&](const Range& r) {
-            const size_t end = std::min(n, (size_t)r.end * 4096);
-            for (size_t i = (size_t)r.start * 4096; i < end; i++)
+            const size_t begin = (size_t)r.start * 4096, end = std::min(n, (size_t)r.end * 4096);
+            if (exact)
             {
-                const float v = exact ? x[i] : (float)hfloat(x[i]);
-                const float g = v * (1.f / (1.f + std::exp(-1.702f * v)));
-                y[i] = exact ? g : (float)hfloat(g);
+                for (size_t i = begin; i < end; i++)
+                    y[i] = x[i] * (1.f / (1.f + std::exp(-1.702f * x[i])));
+                return;
             }
+            // As ggml: x rounded to F16 indexes a table of F16 results (both conversions vectorized).
+            const int len = (int)(end - begin);
+            Mat half;
+            Mat(1, len, CV_32F, (void*)(x + begin)).convertTo(half, CV_16F);
+            hfloat* h = half.ptr<hfloat>();
+            for (int i = 0; i < len; i++)
+            {
+                ushort bits;
+                std::memcpy(&bits, &h[i], sizeof(bits));
+                h[i] = table[bits];
+            }
+            Mat dst(1, len, CV_32F, y + begin);
+            half.convertTo(dst, CV_32F);
         });
     }
 
