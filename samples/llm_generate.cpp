@@ -5,6 +5,7 @@
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
 //                [--seed=S] [--stop=TEXT]... [--parallel=N]
 //                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE)]
+//                [--mmproj=FILE --image=PATH...]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
@@ -13,13 +14,17 @@
 // single run with --seed=S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
 // --draft-tokens=N turns on speculative decoding (N tokens drafted per step by prompt lookup or
 // a draft model; greedy output is unchanged) and prints `draft_accepted: A/B` (kept / drafted)
-// to stderr.
+// to stderr. --mmproj=FILE loads llama.cpp's vision encoder and projector for the model; each
+// <__media__> in --prompt stands for the next --image (binary PPM/PGM: this OpenCV build has no
+// imgcodecs); the answer streams, then `prompt_ids` / `generated_ids` with --print-token-ids
+// (image positions show as negative ids).
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "command_line.hpp"
+#include "pnm_image.hpp"
 
 #include <iostream>
 #include <sstream>
@@ -51,7 +56,9 @@ const char* const keys =
     "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }"
     "{draft-tokens    | 0    | speculative decoding: tokens drafted per step (0: off) }"
     "{lookup-ngram    | 0    | draft by prompt lookup, matching up to N tokens }"
-    "{draft-model     |      | draft with this smaller model of the same vocabulary }";
+    "{draft-model     |      | draft with this smaller model of the same vocabulary }"
+    "{mmproj          |      | llama.cpp mmproj GGUF (vision encoder + projector) of the model }"
+    "{image           |      | image for the prompt's next <__media__> marker (binary PPM/PGM; repeat the key for several) }";
 
 struct Options
 {
@@ -65,12 +72,14 @@ struct Options
     bool tokenizeOnly = false;
     int parallel = 0;
     std::string draftModel;
+    std::string mmproj;
+    std::vector<std::string> images;
     GenerationConfig config;
 };
 
 Options parseOptions(int argc, char** argv)
 {
-    SampleCommandLine cl(argc, argv, keys, "Text generation with cv::dnn::TextGenerationModel", {"stop"});
+    SampleCommandLine cl(argc, argv, keys, "Text generation with cv::dnn::TextGenerationModel", {"stop", "image"});
     Options o;
     o.model = cl.getString("model");
     o.prompt = cl.getString("prompt");
@@ -98,6 +107,13 @@ Options parseOptions(int argc, char** argv)
     o.config.draftTokens = cl.getInt("draft-tokens", 0);
     o.config.lookupNgram = cl.getInt("lookup-ngram", 0);
     o.draftModel = cl.getString("draft-model");
+    o.mmproj = cl.getString("mmproj");
+    for (const std::string& s : cl.getAll("image"))
+        o.images.push_back(s);
+    if (!o.images.empty() && o.mmproj.empty())
+        cl.fail("--image needs --mmproj");
+    if (!o.mmproj.empty() && (o.hasPromptIds || o.parallel > 0 || o.tokenizeOnly))
+        cl.fail("--mmproj works with --prompt (not --prompt-ids, --parallel or --tokenize-only)");
     if (o.config.draftTokens > 0 && o.config.lookupNgram == 0 && o.draftModel.empty())
         cl.fail("--draft-tokens needs --lookup-ngram or --draft-model");
     if ((o.config.lookupNgram > 0 || !o.draftModel.empty()) && o.config.draftTokens == 0)
@@ -140,6 +156,33 @@ int main(int argc, char** argv)
         {
             Ptr<Tokenizer> tokenizer = Tokenizer::create(opt.model);
             printIds("prompt_ids", opt.hasPromptIds ? opt.promptIds : tokenizer->encode(opt.prompt));
+            return 0;
+        }
+
+        if (!opt.mmproj.empty())
+        {
+            // A vision-language model: the prompt's <__media__> markers stand for the images.
+            TextGenerationModel vlm(opt.model, opt.mmproj);
+            std::vector<Mat> images;
+            for (const std::string& path : opt.images)
+                images.push_back(readPNM(path));
+            TickMeter tm;
+            tm.start();
+            vlm.generate(opt.prompt, images, opt.config, [](const String& piece) {
+                std::cout << piece << std::flush;
+                return true;
+            });
+            tm.stop();
+            std::cout << std::endl;
+            if (opt.printIds)
+            {
+                printIds("prompt_ids", vlm.getPromptTokenIds());
+                printIds("generated_ids", vlm.getGeneratedTokenIds());
+            }
+            std::cout.flush();
+            std::cerr << format("%zu images, prompt %zu positions; %zu tokens generated in %.1f ms (image encoding included)\n",
+                                images.size(), vlm.getPromptTokenIds().size(), vlm.getGeneratedTokenIds().size(),
+                                tm.getTimeMilli());
             return 0;
         }
 

@@ -93,6 +93,12 @@ public:
     conversation keeps them for later turns. */
     CV_WRAP String chat(const String& userMessage, const std::vector<Mat>& images,
                         const GenerationConfig& config = GenerationConfig());
+    //! Streaming form of generate() with images (onPiece as for generate()).
+    String generate(const String& prompt, const std::vector<Mat>& images, const GenerationConfig& config,
+                    const std::function<bool(const String& piece)>& onPiece);
+    //! Streaming form of chat() with images.
+    String chat(const String& userMessage, const std::vector<Mat>& images, const GenerationConfig& config,
+                const std::function<bool(const String& piece)>& onPiece);
     //! The image embeddings the language model receives for `image` (image tokens x embedding width).
     CV_WRAP Mat getImageEmbeddings(const Mat& image);
 

@@ -459,6 +459,17 @@ static llm::MultimodalPrompter& visionOf(const Ptr<TextGenerationModel::Impl>& i
 
 String TextGenerationModel::generate(const String& prompt, const std::vector<Mat>& images, const GenerationConfig& config)
 {
+    return generate(prompt, images, config, nullptr);
+}
+
+String TextGenerationModel::chat(const String& userMessage, const std::vector<Mat>& images, const GenerationConfig& config)
+{
+    return chat(userMessage, images, config, nullptr);
+}
+
+String TextGenerationModel::generate(const String& prompt, const std::vector<Mat>& images, const GenerationConfig& config,
+                                     const std::function<bool(const String&)>& onPiece)
+{
     Impl::Busy busy(*impl);
     llm::MultimodalPrompter& vision = visionOf(impl);
     vision.setImages(images);
@@ -472,10 +483,11 @@ String TextGenerationModel::generate(const String& prompt, const std::vector<Mat
         throw;
     }
     vision.setImages(std::vector<Mat>());
-    return impl->run(nullptr);
+    return impl->run(onPiece);
 }
 
-String TextGenerationModel::chat(const String& userMessage, const std::vector<Mat>& images, const GenerationConfig& config)
+String TextGenerationModel::chat(const String& userMessage, const std::vector<Mat>& images, const GenerationConfig& config,
+                                 const std::function<bool(const String&)>& onPiece)
 {
     Impl::Busy busy(*impl);
     (void)visionOf(impl);
@@ -490,7 +502,7 @@ String TextGenerationModel::chat(const String& userMessage, const std::vector<Ma
         impl->conversationImages.resize(before);
         throw;
     }
-    return impl->run(nullptr);
+    return impl->run(onPiece);
 }
 
 Mat TextGenerationModel::getImageEmbeddings(const Mat& image)
