@@ -225,6 +225,23 @@ TEST_F(VisionLLaVA, chatKeepsTheImageInTheCache)
     EXPECT_EQ(std::count_if(prompt.begin(), prompt.end(), [](int id) { return id < 0; }), 16);
 }
 
+// The same prompt with another image must not reuse the first image's keys and values: the
+// image rows have the same ids (-1 .. -16) but stand for other embeddings.
+TEST_F(VisionLLaVA, anotherImageIsNotServedFromTheCache)
+{
+    const nlohmann::json ref56 = oracle("llava_mlp_56x56.json"), ref80 = oracle("llava_mlp_80x48.json");
+    TextGenerationModel m(visionModel("lm.gguf"), visionModel("mmproj.gguf"));
+    const std::string prompt = ref56["prompt"];
+    m.generate(prompt, std::vector<Mat>{drawTestImage(56, 56)}, greedy(8));
+    EXPECT_EQ(m.getGeneratedTokenIds(), ref56["greedy_ids"].get<std::vector<int>>());
+    m.generate(prompt, std::vector<Mat>{drawTestImage(80, 48)}, greedy(8));
+    EXPECT_EQ(m.getLastPrefillTokenCount(), (int)m.getPromptTokenIds().size() - 1);  // all but BOS
+    EXPECT_EQ(m.getGeneratedTokenIds(), ref80["greedy_ids"].get<std::vector<int>>());
+    m.generate(prompt, std::vector<Mat>{drawTestImage(80, 48)}, greedy(8));  // the same again: reused
+    EXPECT_EQ(m.getLastPrefillTokenCount(), 1);
+    EXPECT_EQ(m.getGeneratedTokenIds(), ref80["greedy_ids"].get<std::vector<int>>());
+}
+
 TEST(VisionErrors, malformedMMProjFiles)
 {
     const std::string lm = visionModel("lm.gguf");

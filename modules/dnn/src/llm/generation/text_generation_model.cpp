@@ -167,6 +167,13 @@ struct TextGenerationModel::Impl
         size_t common = 0;
         while (common < fed.size() && common < prompt.size() && fed[common] == prompt[common])
             common++;
+        if (vision)  // image rows whose image changed since they were fed are not a common prefix
+            for (size_t i = 0; i < common; i++)
+                if (llm::MultimodalPrompter::isImageId(fed[i]) && -1 - fed[i] >= vision->firstChangedRow())
+                {
+                    common = i;
+                    break;
+                }
         common = std::min(common, prompt.size() - 1);  // the last token must be fed for its logits
         // Sliding-window layers may have released what a shorter sequence would attend to:
         // then the prompt is fed again from the start.
@@ -175,6 +182,8 @@ struct TextGenerationModel::Impl
         fed.resize(common);
         lastPrefillCount = (int)(prompt.size() - common);
         const Mat rows = forward(std::vector<int>(prompt.begin() + common, prompt.end()));
+        if (vision)
+            vision->commit();
         return rows.row(rows.rows - 1);  // a Net read with allLogits gives every token's row
     }
 

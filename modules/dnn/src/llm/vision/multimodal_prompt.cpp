@@ -48,32 +48,47 @@ Mat MultimodalPrompter::embed(const Mat& bgr)
     return rows;
 }
 
-int MultimodalPrompter::rowsOf(const Mat& bgr)
+// A 128-bit digest of the preprocessed pixels (two FNV-1a hashes): same pixels, same embeddings.
+static std::string pixelDigest(const Mat& pixels)
+{
+    const uchar* p = pixels.data;
+    const size_t n = pixels.total() * pixels.elemSize();
+    uint64 a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < n; i++)
+    {
+        a = (a ^ p[i]) * 1099511628211ULL;
+        b = (b ^ p[i]) * 0x100000001b3ULL + (b >> 29);
+    }
+    return format("%016llx%016llx:%zu", (unsigned long long)a, (unsigned long long)b, n);
+}
+
+Mat MultimodalPrompter::embeddingsOf(const Mat& bgr, std::string& digest)
 {
     const Mat pixels = preprocessImage(bgr, encoder_.hparams());
-    // The preprocessed pixels identify the image (same pixels, same embeddings).
-    const std::string digest((const char*)pixels.data, pixels.total() * pixels.elemSize());
-    auto it = known_.find(digest);
-    if (it != known_.end())
-        return it->second;
+    digest = pixelDigest(pixels);
+    for (auto it = recent_.begin(); it != recent_.end(); ++it)
+        if (it->first == digest)
+        {
+            recent_.splice(recent_.begin(), recent_, it);
+            return it->second;
+        }
     const int64 t0 = getTickCount();
     const Mat rows = encoder_.encode(pixels);
     lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
-    const int first = table_.rows;
-    Mat grown(first + rows.rows, rows.cols, CV_32F);
-    if (first)
-        table_.copyTo(grown.rowRange(0, first));
-    rows.copyTo(grown.rowRange(first, grown.rows));
-    table_ = grown;
-    embedding_->setExternalRows(table_);
-    known_.emplace(digest, first);
-    return first;
+    recent_.emplace_front(digest, rows);
+    const size_t kKeep = 8;  // images whose embeddings are kept beyond the current prompt
+    if (recent_.size() > kKeep)
+        recent_.pop_back();
+    return rows;
 }
 
 std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpecial, bool parseSpecial)
 {
     std::vector<int> ids;
-    size_t start = 0, used = 0;
+    std::vector<Mat> rows;
+    std::vector<std::string> digests;
+    int tableRows = 0;
+    size_t start = 0;
     while (true)
     {
         const size_t pos = text.find(marker_, start);
@@ -85,22 +100,46 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
         }
         if (pos == std::string::npos)
             break;
-        if (used >= images_.size())
+        if (rows.size() >= images_.size())
             CV_Error(Error::StsBadArg, format("TextGenerationModel: the prompt has more image markers (%s) than images (%zu)",
                                               marker_.c_str(), images_.size()));
-        const int first = rowsOf(images_[used++]);
-        for (int i = 0; i < encoder_.hparams().imageTokens(); i++)
-            ids.push_back(-1 - (first + i));
+        std::string digest;
+        rows.push_back(embeddingsOf(images_[rows.size()], digest));
+        digests.push_back(digest);
+        for (int i = 0; i < rows.back().rows; i++)
+            ids.push_back(-1 - (tableRows + i));
+        tableRows += rows.back().rows;
         start = pos + marker_.size();
     }
-    if (used != images_.size())
+    if (rows.size() != images_.size())
         CV_Error(Error::StsBadArg, format("TextGenerationModel: %zu images but %zu image markers (%s) in the prompt",
-                                          images_.size(), used, marker_.c_str()));
+                                          images_.size(), rows.size(), marker_.c_str()));
     if (addSpecial && tokenizer_->addBos() && tokenizer_->bosId() >= 0)
         ids.insert(ids.begin(), tokenizer_->bosId());
     if (addSpecial && tokenizer_->addEos() && tokenizer_->eosId() >= 0)
         ids.push_back(tokenizer_->eosId());
+
+    Mat table;
+    if (!rows.empty())
+        vconcat(rows, table);
+    table_ = table;
+    table_digests_.clear();
+    for (size_t i = 0; i < digests.size(); i++)
+        table_digests_.emplace_back(digests[i], rows[i].rows);
+    embedding_->setExternalRows(table_);
     return ids;
+}
+
+int MultimodalPrompter::firstChangedRow() const
+{
+    int row = 0;
+    for (size_t i = 0; i < std::max(table_digests_.size(), committed_.size()); i++)
+    {
+        if (i >= table_digests_.size() || i >= committed_.size() || table_digests_[i] != committed_[i])
+            return row;
+        row += table_digests_[i].second;
+    }
+    return INT_MAX;
 }
 
 }}} // namespace cv::dnn::llm

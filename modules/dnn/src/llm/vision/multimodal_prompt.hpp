@@ -9,10 +9,13 @@
 // tokens take consecutive positions under the causal mask like text).
 //
 // An image's rows enter the language model's Net through its token-embedding layer: the
-// prompt carries ids -1, -2, ... that stand for rows of a table of image embeddings
-// (LLMTokenEmbeddingLayer::setExternalRows). An image is encoded once: the same pixels get the
-// same rows and ids again, so a later prompt that repeats it (the next chat turn) shares the
-// KV cache's prefix like repeated text.
+// prompt carries ids -1, -2, ... that stand for rows of the table of the prompt's image
+// embeddings, in the order of the images (LLMTokenEmbeddingLayer::setExternalRows). The table
+// holds the current prompt's images only; the embeddings of the last few images are kept, so
+// an image is encoded once while it is in use (the next chat turn repeats it). A later prompt
+// whose images are the same, in the same order, has the same ids and shares the KV cache's
+// prefix like repeated text; firstChangedRow() tells the caller where the rows' meaning
+// changed, so that it does not reuse keys and values computed from another image.
 
 #ifndef OPENCV_DNN_SRC_LLM_VISION_MULTIMODAL_PROMPT_HPP
 #define OPENCV_DNN_SRC_LLM_VISION_MULTIMODAL_PROMPT_HPP
@@ -21,7 +24,8 @@
 #include "../llm_layers.hpp"
 #include "../tokenizer/tokenizer.hpp"
 
-#include <map>
+#include <climits>
+#include <list>
 
 namespace cv {
 namespace dnn {
@@ -46,18 +50,25 @@ public:
     //! Whether `id` stands for an image row.
     static bool isImageId(int id) { return id < 0; }
     double lastEncodeMs() const { return lastEncodeMs_; }
+    /** The first row of the last encode()'s table whose image differs from the table of the
+        last commit() (INT_MAX: none): ids from there on meant other images when they were fed. */
+    int firstChangedRow() const;
+    //! The last encode()'s rows went through the Net (the KV cache holds what they meant).
+    void commit() { committed_ = table_digests_; }
 
 private:
-    //! The first table row of `bgr`'s embeddings (encoding it when it is new).
-    int rowsOf(const Mat& bgr);
+    //! `bgr`'s embeddings (from the cache of recent images, or encoded) and its digest.
+    Mat embeddingsOf(const Mat& bgr, std::string& digest);
 
     VisionEncoder encoder_;
     std::shared_ptr<Tokenizer> tokenizer_;
     Ptr<LLMTokenEmbeddingLayer> embedding_;
     std::string marker_ = "<__media__>";
     std::vector<Mat> images_;
-    Mat table_;                            // image rows, appended
-    std::map<std::string, int> known_;     // preprocessed pixels' digest -> first row
+    Mat table_;                             // the current prompt's image rows
+    // (digest, rows) of each image of the table, in order; and of the table last fed.
+    std::vector<std::pair<std::string, int>> table_digests_, committed_;
+    std::list<std::pair<std::string, Mat>> recent_;  // digest -> embeddings, most recent first
     double lastEncodeMs_ = 0;
 };
 
