@@ -47,3 +47,18 @@ def test_numpy_image_answer_matches_llama_cpp(model):
 def test_wrong_image_type_is_a_clear_error(model):
     with pytest.raises(cv.error, match="3-channel BGR"):
         model.getImageEmbeddings(np.zeros((56, 56), np.uint8))
+
+
+def test_chat_with_a_float_image_keeps_it_for_the_next_turn(model):
+    ref = json.loads((ORACLE / "llava_mlp_80x48.json").read_text())
+    image = read_ppm(ORACLE / ref["image"]).astype(np.float32) / 255  # float BGR in [0, 1]
+    model.setChatTemplate("chatml")
+    model.resetConversation()
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = 4
+    model.chat("<__media__>What is this?", [image], config)
+    first = model.getLastPrefillTokenCount()
+    assert sum(1 for i in model.getPromptTokenIds() if i < 0) == ref["image_tokens"]
+    model.chat("And the colours?", config)
+    assert model.getLastPrefillTokenCount() < first  # the image is not fed again
+    assert sum(1 for i in model.getPromptTokenIds() if i < 0) == ref["image_tokens"]
