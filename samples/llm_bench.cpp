@@ -64,6 +64,7 @@ const char* const keys =
     "{draft-tokens   |     | K: speculative decoding, K drafted tokens per step, against plain greedy generation }"
     "{lookup-ngram   | 0   | with --draft-tokens: draft by prompt lookup, matching up to N tokens }"
     "{draft-model    |     | with --draft-tokens: draft with this model (same vocabulary) }"
+    "{draft-p-min    | 0.75| with --draft-model: drafting stops at a token the draft model gives less probability }"
     "{prompt         |     | with --draft-tokens: the prompt (default: a passage followed by a request to repeat it) }";
 
 // Speculative decoding pays where the output repeats its input: a passage to be repeated.
@@ -263,8 +264,8 @@ std::vector<int> timedGeneration(TextGenerationModel& model, const std::string& 
     return ids;
 }
 
-int runSpeculative(const std::string& modelPath, const std::string& draftModel, const std::string& prompt, int threads,
-                   int draftTokens, int lookupNgram, int G, int repetitions)
+int runSpeculative(const std::string& modelPath, const std::string& draftModel, float draftMinProbability,
+                   const std::string& prompt, int threads, int draftTokens, int lookupNgram, int G, int repetitions)
 {
     TextGenerationModel model(modelPath);
     if (!draftModel.empty())
@@ -275,6 +276,7 @@ int runSpeculative(const std::string& modelPath, const std::string& draftModel, 
     GenerationConfig drafted = plain;
     drafted.draftTokens = draftTokens;
     drafted.lookupNgram = lookupNgram;
+    drafted.draftMinProbability = draftMinProbability;
     std::vector<double> tg, spec;
     std::vector<int> counts;
     for (int r = 0; r < repetitions; r++)
@@ -291,7 +293,8 @@ int runSpeculative(const std::string& modelPath, const std::string& draftModel, 
     const double specRate = std::accumulate(spec.begin(), spec.end(), 0.0) / spec.size();
     std::cout << format("model: %s; drafts: %d per step by %s\n", modelPath.c_str(), draftTokens,
                         lookupNgram > 0 ? format("prompt lookup (n-grams up to %d)", lookupNgram).c_str()
-                                        : ("the draft model " + draftModel).c_str())
+                                        : format("the draft model %s (p-min %.2f)", draftModel.c_str(),
+                                                 draftMinProbability).c_str())
               << format("threads: %d, repetitions: %d, prompt: %zu tokens\n", threads, repetitions,
                         model.getPromptTokenIds().size())
               << format("tg%d: %.2f tok/s\n", G, plainRate)
@@ -330,7 +333,8 @@ int main(int argc, char** argv)
     {
         setNumThreads(threads);
         if (draftTokens > 0)
-            return runSpeculative(model, draftModel, cl.given("prompt") ? cl.getString("prompt") : kRepeatPrompt,
+            return runSpeculative(model, draftModel, (float)cl.getReal("draft-p-min", 0, 1),
+                                  cl.given("prompt") ? cl.getString("prompt") : kRepeatPrompt,
                                   threads, draftTokens, lookupNgram, genTokens, repetitions);
         Ptr<GGUFFile> f = GGUFFile::open(model);
         const String arch = f->getString("general.architecture");

@@ -3,8 +3,8 @@
 //   llm_generate --model=FILE (--prompt=TEXT | --prompt-ids=1,403,407) [--max-new-tokens=N]
 //                [--threads=N] [--context=N] [--print-token-ids] [--tokenize-only]
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
-//                [--seed=S] [--stop=TEXT]... [--parallel=N]
-//                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE)]
+//                [--seed=S] [--stop=TEXT]... [--parallel=N] [--prompt-cache=FILE]
+//                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE [--draft-p-min=P])]
 //                [--mmproj=FILE --image=PATH...]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
@@ -14,7 +14,13 @@
 // single run with --seed=S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
 // --draft-tokens=N turns on speculative decoding (N tokens drafted per step by prompt lookup or
 // a draft model; greedy output is unchanged) and prints `draft_accepted: A/B` (kept / drafted)
-// to stderr. --mmproj=FILE loads llama.cpp's vision encoder and projector for the model; each
+// to stderr.
+// --prompt-cache=FILE (llama.cpp's --prompt-cache): when FILE holds a session of this model
+// (TextGenerationModel::saveSession) whose tokens share a prefix with the prompt, it is loaded
+// and only the rest of the prompt is processed; `prompt_cache_reused: N` (the tokens not processed
+// again) goes to stderr. After the prompt, FILE is written with it. A FILE that cannot be used
+// (another model, corrupted) is reported on stderr and ignored. The output equals a run without it.
+// --mmproj=FILE loads llama.cpp's vision encoder and projector for the model; each
 // <__media__> in --prompt stands for the next --image (binary PPM/PGM: this OpenCV build has no
 // imgcodecs); the answer streams, then `prompt_ids` / `generated_ids` with --print-token-ids
 // (image positions show as negative ids).
@@ -26,6 +32,7 @@
 #include "command_line.hpp"
 #include "pnm_image.hpp"
 
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -57,6 +64,9 @@ const char* const keys =
     "{draft-tokens    | 0    | speculative decoding: tokens drafted per step (0: off) }"
     "{lookup-ngram    | 0    | draft by prompt lookup, matching up to N tokens }"
     "{draft-model     |      | draft with this smaller model of the same vocabulary }"
+    "{draft-p-min     | 0.75 | the draft model stops at a token it gives less probability, in [0, 1] }"
+    "{prompt-cache    |      | session file: reuse the prompt prefix it holds, then save the prompt to it }"
+
     "{mmproj          |      | llama.cpp mmproj GGUF (vision encoder + projector) of the model }"
     "{image           |      | image for the prompt's next <__media__> marker (binary PPM/PGM; repeat the key for several) }";
 
@@ -72,6 +82,7 @@ struct Options
     bool tokenizeOnly = false;
     int parallel = 0;
     std::string draftModel;
+    std::string promptCache;
     std::string mmproj;
     std::vector<std::string> images;
     GenerationConfig config;
@@ -107,23 +118,28 @@ Options parseOptions(int argc, char** argv)
     o.config.draftTokens = cl.getInt("draft-tokens", 0);
     o.config.lookupNgram = cl.getInt("lookup-ngram", 0);
     o.draftModel = cl.getString("draft-model");
+    o.config.draftMinProbability = (float)cl.getReal("draft-p-min", 0, 1);
     o.mmproj = cl.getString("mmproj");
     for (const std::string& s : cl.getAll("image"))
         o.images.push_back(s);
     if (!o.images.empty() && o.mmproj.empty())
         cl.fail("--image needs --mmproj");
-    if (!o.mmproj.empty() && (o.hasPromptIds || o.parallel > 0 || o.tokenizeOnly))
-        cl.fail("--mmproj works with --prompt (not --prompt-ids, --parallel or --tokenize-only)");
+
     if (o.config.draftTokens > 0 && o.config.lookupNgram == 0 && o.draftModel.empty())
         cl.fail("--draft-tokens needs --lookup-ngram or --draft-model");
     if ((o.config.lookupNgram > 0 || !o.draftModel.empty()) && o.config.draftTokens == 0)
         cl.fail("--lookup-ngram and --draft-model need --draft-tokens");
+    o.promptCache = cl.getString("prompt-cache");
+    if (!o.mmproj.empty() && (o.hasPromptIds || o.parallel > 0 || o.tokenizeOnly || !o.promptCache.empty()))
+        cl.fail("--mmproj works with --prompt (not --prompt-ids, --parallel, --tokenize-only or --prompt-cache)");
     if (o.model.empty())
         cl.fail("--model is required");
     if (o.hasPromptIds == !o.prompt.empty())
         cl.fail("give either --prompt or --prompt-ids");
     if (o.hasPromptIds && o.promptIds.empty())
         cl.fail("--prompt-ids is empty");
+    if (!o.promptCache.empty() && o.parallel > 0)
+        cl.fail("--prompt-cache does not go with --parallel");
     return o;
 }
 
@@ -218,13 +234,44 @@ int main(int argc, char** argv)
             return 0;
         }
 
+        // The prompt's time includes loading the prompt cache's session.
         TickMeter prefill, decode;
         prefill.start();
+        bool sessionLoaded = false;
+        std::ifstream cacheFile(opt.promptCache, std::ios::binary);
+        if (!opt.promptCache.empty() && cacheFile.good())
+        {
+            // A file that is not a session (e.g. the model given by mistake) is never overwritten.
+            char magic[8] = {0};
+            cacheFile.read(magic, sizeof(magic));
+            if (cacheFile.gcount() > 0 && std::string(magic, (size_t)cacheFile.gcount()) != std::string("OCVKVSEQ", (size_t)cacheFile.gcount()))
+            {
+                std::cerr << "llm_generate: --prompt-cache " << opt.promptCache
+                          << " exists and is not a session file; it is left alone" << std::endl;
+                return 1;
+            }
+            try
+            {
+                model.loadSession(opt.promptCache);
+                sessionLoaded = true;
+            }
+            catch (const cv::Exception& e)
+            {
+                std::cerr << "prompt_cache: " << opt.promptCache << " is not used: " << e.err << "\n";
+            }
+        }
         if (opt.hasPromptIds)
             model.startWithTokenIds(opt.promptIds, opt.config);
         else
             model.start(opt.prompt, opt.config);
         prefill.stop();
+        if (!opt.promptCache.empty())
+        {
+            // Right after the prompt, the session holds exactly its tokens.
+            model.saveSession(opt.promptCache);
+            const size_t reused = sessionLoaded ? model.getPromptTokenIds().size() - model.getLastPrefillTokenCount() : 0;
+            std::cerr << "prompt_cache_reused: " << reused << "\n";
+        }
         std::string text;
         decode.start();
         while (!model.isDone())

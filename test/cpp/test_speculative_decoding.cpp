@@ -192,20 +192,25 @@ TEST(SpeculativeDecoding, streamingStopStringsAndChatAreUnchanged)
     EXPECT_EQ(replies[0], replies[1]);
 }
 
-// Each sequence of a batch drafts on its own and one forward checks them all: greedy and
-// sampled completions equal lone runs with the same seeds.
+// Each sequence of a batch drafts on its own (a draft model drafts them all in the same
+// forwards) and one forward checks them all: greedy and sampled completions equal lone runs
+// with the same seeds.
 TEST(SpeculativeDecoding, batchEqualsLoneRuns)
 {
     TextGenerationModel model(llm_test::testModel("synthetic/synthetic_qwen2_Q4_K_M.gguf"));
+    model.setDraftModel(llm_test::testModel("synthetic/synthetic_llama_Q8_0.gguf"));
     const std::vector<std::vector<int>> prompts = {kRepeatingPrompt, {1, 5, 6, 7, 5, 6, 7, 5}, {1, 99}, kRepeatingPrompt};
+    for (int lookupNgram : {2, 0})
     for (float temperature : {0.f, 0.9f})
     {
+        SCOPED_TRACE(lookupNgram ? "prompt lookup" : "draft model");
         GenerationConfig config;
         config.maxNewTokens = 24;
         config.temperature = temperature;
         config.seed = 11;
         config.draftTokens = 4;
-        config.lookupNgram = 2;
+        config.lookupNgram = lookupNgram;
+        config.draftMinProbability = 0.f;
         config.ignoreEndOfGeneration = true;
         const std::vector<std::vector<int>> batch = model.generateBatchTokenIds(prompts, config);
         ASSERT_EQ(batch.size(), prompts.size());

@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import shlex
+import tempfile
 import subprocess
 import sys
 
@@ -22,13 +23,14 @@ CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "
 KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
-                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "mmproj", "image"],
+                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache",
+                     "mmproj", "image"],
     "llm_vision_chat": ["model", "mmproj", "image", "prompt", "max-new-tokens", "chat-template", "threads"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
     "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions", "batch", "depth", "draft-tokens",
-                  "lookup-ngram", "draft-model", "prompt"],
+                  "lookup-ngram", "draft-model", "draft-p-min", "prompt"],
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
@@ -136,7 +138,9 @@ def readme_commands():
 
 # What the README's placeholders stand for: small counts, stories260K, one thread.
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
-KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256"}
+# --prompt-cache writes its file: a fresh folder's, never FILE (the shared model).
+KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
+                    "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache")}
 # The vision models come from the make_vision_models fixture (test/data/oracle/vision/README.md).
 VISION = {"MODEL": str(BIN.parent / "test-models" / "vision" / "lm.gguf"),
           "MMPROJ": str(BIN.parent / "test-models" / "vision" / "mmproj.gguf"),

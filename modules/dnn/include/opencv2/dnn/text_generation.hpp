@@ -185,6 +185,21 @@ public:
     processed again. */
     CV_WRAP int getLastPrefillTokenCount() const;
 
+    /** @brief Saves the session to a file: the tokens fed so far (the prompts and replies of
+    generate(), the step API and chat(), on sequence 0 of the KV cache), their keys and values
+    in the cache's storage type, and the chat conversation (its completed turns, as role and
+    content; a reply still being generated is not part of it). The file is a KVCache sequence
+    file (KVCache::saveSequence()) and is written atomically. Throws when no token was fed yet. */
+    CV_WRAP void saveSession(const String& path) const;
+    /** @brief Restores a session of saveSession(): the tokens, their keys and values and the
+    conversation. A following generate() or chat() whose prompt starts with those tokens only
+    processes the rest (getLastPrefillTokenCount()). A file of another model (another
+    architecture, shape, parameters or weights; see KVCache::saveSequence()), a truncated or
+    corrupted file or one longer than the context: a cv::Exception naming the problem, and the
+    model's session is left as it was. Keys and values saved in another storage type are
+    converted to the cache's. Returns the number of tokens restored. */
+    CV_WRAP int loadSession(const String& path);
+
     CV_WRAP Ptr<Tokenizer> getTokenizer() const;
     CV_WRAP Net getNetwork() const;
     /** @brief The sampling settings the model's authors recommend, as the file records them

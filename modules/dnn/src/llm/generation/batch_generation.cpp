@@ -176,13 +176,13 @@ private:
         }
         if (active_.empty())
             return;
+        proposeDrafts();
         tokens_.clear();
         sequenceIds_.clear();
         logitTokens_.clear();
         for (size_t i = 0; i < active_.size(); i++)
         {
             Active& a = active_[i];
-            propose(a);
             a.length = cache_.getSequenceLength(a.sequenceId);
             // Without a drafter, the forward's own rows (each sequence's last token) are these.
             a.firstRow = drafter_ ? (int)tokens_.size() : (int)i;
@@ -204,18 +204,31 @@ private:
         }
     }
 
-    // Up to config.draftTokens guesses after the pending token, within the context and maxNewTokens.
-    void propose(Active& a)
+    // Each sequence's guesses after its pending token (up to config.draftTokens, within the
+    // context and maxNewTokens), all drafted together.
+    void proposeDrafts()
     {
-        a.draft.clear();
-        if (!drafter_)
-            return;
-        const int room = cache_.getMaxSequenceLength() - cache_.getSequenceLength(a.sequenceId) - 1;
-        const int wanted = std::min(std::min(config_.draftTokens, room),
-                                    config_.maxNewTokens - (int)a.completion->generated().size());
-        if (wanted > 0)
-            drafter_->propose(a.sequenceId, a.completion->history(), wanted, a.draft);
-        a.drafted += (int)a.draft.size();
+        draftIds_.clear();
+        draftContexts_.clear();
+        draftLimits_.clear();
+        drafts_.clear();
+        for (Active& a : active_)
+        {
+            a.draft.clear();
+            const int room = cache_.getMaxSequenceLength() - cache_.getSequenceLength(a.sequenceId) - 1;
+            const int wanted = std::min(std::min(config_.draftTokens, room),
+                                        config_.maxNewTokens - (int)a.completion->generated().size());
+            if (!drafter_ || wanted <= 0)
+                continue;
+            draftIds_.push_back(a.sequenceId);
+            draftContexts_.push_back(&a.completion->history());
+            draftLimits_.push_back(wanted);
+            drafts_.push_back(&a.draft);
+        }
+        if (!drafts_.empty())
+            drafter_->proposeAll(draftIds_, draftContexts_, draftLimits_, drafts_);
+        for (Active& a : active_)
+            a.drafted += (int)a.draft.size();
     }
 
     // After the forward: row firstRow + j holds the logits after the step's token j; the
@@ -295,6 +308,9 @@ private:
     std::vector<Active> active_;
     std::map<std::vector<int>, SharedPrompt> shared_;
     std::vector<int> tokens_, sequenceIds_, logitTokens_;
+    std::vector<int> draftIds_, draftLimits_;  // proposeDrafts()'s requests
+    std::vector<const std::vector<int>*> draftContexts_;
+    std::vector<std::vector<int>*> drafts_;
     Mat input_;
 };
 

@@ -48,25 +48,10 @@ DraftModelDrafter::DraftModelDrafter(const Net& net, const Tokenizer& draftVocab
     resetLLMState(net_);
 }
 
-const float* DraftModelDrafter::feed(int sequence, const std::vector<int>& tokens)
+void DraftModelDrafter::queueContext(int sequence, const std::vector<int>& context)
 {
-    sequenceIds_.assign(tokens.size(), sequence);
-    logits_ = forwardTokens(net_, tokens, sequenceIds_, input_);
-    CV_CheckEQ(logits_.rows, 1, "TextGenerationModel: the draft model returned several logit rows");
-    CV_CheckGE(logits_.cols, vocab_, "TextGenerationModel: the draft model's logits are narrower than its vocabulary");
-    std::vector<int>& fed = fed_[sequence];
-    fed.insert(fed.end(), tokens.begin(), tokens.end());
-    return logits_.ptr<float>();
-}
-
-void DraftModelDrafter::propose(int sequence, const std::vector<int>& context, int maxTokens, std::vector<int>& draft)
-{
-    draft.clear();
-    maxTokens = std::min(maxTokens, contextLength() - (int)context.size());
-    if (maxTokens <= 0 || context.empty())
-        return;
-    // Keep the cached prefix the new context shares (the last token is always fed again
-    // when nothing follows it, for its logits).
+    // Keep the cached prefix the new context shares (the last token is always fed again when
+    // nothing follows it, for its logits).
     std::vector<int>& fed = fed_[sequence];
     size_t common = 0;
     while (common < fed.size() && common < context.size() && fed[common] == context[common])
@@ -76,18 +61,67 @@ void DraftModelDrafter::propose(int sequence, const std::vector<int>& context, i
     if (cache_->hasSequence(sequence))
         cache_->truncateSequence(sequence, (int)common);
     fed.resize(common);
-    tokens_.assign(context.begin() + common, context.end());
-    const float* logits = feed(sequence, tokens_);
-    for (;;)
+    tokens_.insert(tokens_.end(), context.begin() + common, context.end());
+    sequenceIds_.insert(sequenceIds_.end(), context.size() - common, sequence);
+}
+
+void DraftModelDrafter::feedQueued()
+{
+    logits_ = forwardTokens(net_, tokens_, sequenceIds_, input_);
+    CV_CheckGE(logits_.cols, vocab_, "TextGenerationModel: the draft model's logits are narrower than its vocabulary");
+    for (size_t i = 0; i < tokens_.size(); i++)
+        fed_[sequenceIds_[i]].push_back(tokens_[i]);
+    tokens_.clear();
+    sequenceIds_.clear();
+}
+
+bool DraftModelDrafter::takeBest(const float* logits, std::vector<int>& draft) const
+{
+    const int best = (int)(std::max_element(logits, logits + vocab_) - logits);
+    if (minProbability_ > 0.f && probability(logits, vocab_, best) < minProbability_)
+        return false;
+    draft.push_back(best);
+    return true;
+}
+
+void DraftModelDrafter::propose(int sequence, const std::vector<int>& context, int maxTokens, std::vector<int>& draft)
+{
+    const std::vector<std::vector<int>*> drafts(1, &draft);
+    proposeAll(std::vector<int>(1, sequence), std::vector<const std::vector<int>*>(1, &context),
+               std::vector<int>(1, maxTokens), drafts);
+}
+
+void DraftModelDrafter::proposeAll(const std::vector<int>& sequences, const std::vector<const std::vector<int>*>& contexts,
+                                   const std::vector<int>& maxTokens, const std::vector<std::vector<int>*>& drafts)
+{
+    // The first forward feeds what each context adds to the draft model's cache; each later
+    // one feeds the token drafted last, for the sequences still drafting. One forward serves them all.
+    auto wanted = [&](size_t i) { return std::min(maxTokens[i], contextLength() - (int)contexts[i]->size()); };
+    drafting_.clear();
+    for (size_t i = 0; i < sequences.size(); i++)
     {
-        const int best = (int)(std::max_element(logits, logits + vocab_) - logits);
-        if (minProbability_ > 0.f && probability(logits, vocab_, best) < minProbability_)
-            return;
-        draft.push_back(best);
-        if ((int)draft.size() >= maxTokens)
-            return;
-        tokens_.assign(1, best);
-        logits = feed(sequence, tokens_);
+        drafts[i]->clear();
+        if (wanted(i) > 0 && !contexts[i]->empty())
+        {
+            queueContext(sequences[i], *contexts[i]);
+            drafting_.push_back((int)i);
+        }
+    }
+    while (!drafting_.empty())
+    {
+        feedQueued();
+        size_t still = 0;
+        for (size_t r = 0; r < drafting_.size(); r++)
+        {
+            const int i = drafting_[r];
+            std::vector<int>& draft = *drafts[i];
+            if (!takeBest(logits_.ptr<float>((int)r), draft) || (int)draft.size() >= wanted(i))
+                continue;
+            tokens_.push_back(draft.back());
+            sequenceIds_.push_back(sequences[i]);
+            drafting_[still++] = i;
+        }
+        drafting_.resize(still);
     }
 }
 

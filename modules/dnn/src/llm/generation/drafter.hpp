@@ -30,6 +30,14 @@ public:
         empty. Drafts are deterministic: the same context gives the same draft. `sequence`:
         the caller's id of the sequence, for drafters that keep state per sequence. */
     virtual void propose(int sequence, const std::vector<int>& context, int maxTokens, std::vector<int>& draft) = 0;
+    /** propose() for several sequences at once (a batch): request i is sequence sequences[i]
+        with contexts[i], maxTokens[i] and drafts[i]. The same drafts as one by one. */
+    virtual void proposeAll(const std::vector<int>& sequences, const std::vector<const std::vector<int>*>& contexts,
+                            const std::vector<int>& maxTokens, const std::vector<std::vector<int>*>& drafts)
+    {
+        for (size_t i = 0; i < sequences.size(); i++)
+            propose(sequences[i], *contexts[i], maxTokens[i], *drafts[i]);
+    }
     //! The caller is done with a sequence (its state may go).
     virtual void forget(int sequence) { CV_UNUSED(sequence); }
 };
@@ -58,6 +66,9 @@ public:
         the first difference. */
     DraftModelDrafter(const Net& net, const Tokenizer& draftVocabulary, const Tokenizer& targetVocabulary);
     void propose(int sequence, const std::vector<int>& context, int maxTokens, std::vector<int>& draft) CV_OVERRIDE;
+    //! Drafts every sequence in the same forwards of the draft model (ragged batches).
+    void proposeAll(const std::vector<int>& sequences, const std::vector<const std::vector<int>*>& contexts,
+                    const std::vector<int>& maxTokens, const std::vector<std::vector<int>*>& drafts) CV_OVERRIDE;
     void forget(int sequence) CV_OVERRIDE;
 
     //! Drafting stops at a token the draft model gives less than this probability (0: never).
@@ -67,13 +78,18 @@ public:
     int contextLength() const { return cache_->getMaxSequenceLength(); }
 
 private:
-    // The draft model's logits after `tokens` are appended to sequence `sequence`.
-    const float* feed(int sequence, const std::vector<int>& tokens);
+    /** Rewinds a sequence's cache to what it shares with `context` and appends the rest of
+        `context` to tokens_ / sequenceIds_ (the next forward's batch). */
+    void queueContext(int sequence, const std::vector<int>& context);
+    //! Runs the queued batch: one row of logits per sequence, in order of first appearance.
+    void feedQueued();
+    //! Takes the best token of `logits` into `draft` unless it is too unlikely; false when drafting ends.
+    bool takeBest(const float* logits, std::vector<int>& draft) const;
 
     Net net_;
     Ptr<PagedKVCache> cache_;
     std::map<int, std::vector<int>> fed_;  // per sequence: the tokens its cache holds
-    std::vector<int> tokens_, sequenceIds_;
+    std::vector<int> tokens_, sequenceIds_, drafting_;
     Mat input_, logits_;
     int vocab_;
     float minProbability_ = 0.f;

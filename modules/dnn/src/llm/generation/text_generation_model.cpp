@@ -704,5 +704,120 @@ Net TextGenerationModel::getNetwork() const
     return impl->net;
 }
 
+// Sessions on disk: a KV sequence file (kv_cache/kv_sequence_file.hpp) of sequence 0 with the
+// tokens in `fed`; its extra data is the conversation: u32 version (1), u32 message count, then
+// per message u32 role bytes, role, u32 content bytes, content (little-endian).
+namespace {
+
+void putU32(std::vector<uchar>& out, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        out.push_back((uchar)(v >> (8 * i)));
+}
+
+std::vector<uchar> encodeConversation(const std::vector<llm::ChatMessage>& conversation)
+{
+    std::vector<uchar> out;
+    putU32(out, 1);
+    putU32(out, (uint32_t)conversation.size());
+    for (const llm::ChatMessage& m : conversation)
+        for (const std::string* text : {&m.role, &m.content})
+        {
+            putU32(out, (uint32_t)text->size());
+            out.insert(out.end(), text->begin(), text->end());
+        }
+    return out;
+}
+
+std::vector<llm::ChatMessage> decodeConversation(const std::vector<uchar>& in, const std::string& path)
+{
+    size_t pos = 0;
+    auto u32 = [&](const char* field) {
+        if (in.size() - pos < 4)
+            CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' ends "
+                                                  "inside %s", path.c_str(), field));
+        uint32_t v = 0;
+        for (int i = 0; i < 4; i++)
+            v |= (uint32_t)in[pos + i] << (8 * i);
+        pos += 4;
+        return v;
+    };
+    if (in.empty())
+        CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' is a KV sequence file without a "
+                                          "session (saved by KVCache::saveSequence, not saveSession)", path.c_str()));
+    const uint32_t version = u32("its version");
+    if (version != 1)
+        CV_Error(Error::StsNotImplemented, format("TextGenerationModel::loadSession: the conversation in '%s' has "
+                                                  "version %u; this build reads version 1", path.c_str(), version));
+    const uint32_t count = u32("the message count");
+    std::vector<llm::ChatMessage> conversation;
+    for (uint32_t i = 0; i < count; i++)
+    {
+        llm::ChatMessage m;
+        for (std::string* text : {&m.role, &m.content})
+        {
+            const uint32_t n = u32("a message");
+            if (in.size() - pos < n)
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
+                                                      "ends inside message %u", path.c_str(), i));
+            text->assign((const char*)in.data() + pos, n);
+            pos += n;
+        }
+        conversation.push_back(m);
+    }
+    if (pos != in.size())
+        CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' has %zu "
+                                              "bytes after its end", path.c_str(), in.size() - pos));
+    return conversation;
+}
+
+} // namespace
+
+void TextGenerationModel::saveSession(const String& path) const
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    if (impl->fed.empty() || !impl->cache->hasSequence(0))
+        CV_Error(Error::StsError, "TextGenerationModel::saveSession: no token was fed yet; there is no session to save");
+    CV_CheckEQ((int)impl->fed.size(), impl->cache->getSequenceLength(0),
+               "TextGenerationModel::saveSession: the KV cache's sequence 0 was changed outside the model");
+    if (std::any_of(impl->fed.begin(), impl->fed.end(), llm::MultimodalPrompter::isImageId))
+        CV_Error(Error::StsNotImplemented, "TextGenerationModel::saveSession: the session holds images; "
+                                           "sessions with images are not supported yet");
+    impl->cache->saveSequence(0, path, impl->fed, encodeConversation(impl->conversation));
+}
+
+int TextGenerationModel::loadSession(const String& path)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    // Everything is checked before the session changes.
+    const llm::KVSequenceFile file = llm::readKVSequenceFile(path);
+    if (!file.hasTokens)
+        CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' holds no token ids (saved by "
+                                          "KVCache::saveSequence without them)", path.c_str()));
+    std::vector<llm::ChatMessage> conversation = decodeConversation(file.extra, path);
+    const int vocab = impl->tokenizer->vocabSize();
+    for (int t : file.tokens)
+        if (t < 0 || t >= vocab)
+            CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds token id %d; the "
+                                                  "vocabulary has %d", path.c_str(), t, vocab));
+    if (file.length >= impl->contextLength)
+        CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds %d tokens; the context "
+                                              "holds %d and generation needs room for one more", path.c_str(),
+                                              file.length, impl->contextLength));
+    impl->cache->loadSequence(file, path, 0);
+    impl->fed = file.tokens;
+    impl->conversation = std::move(conversation);
+    impl->completion.reset();
+    impl->prompt.clear();
+    impl->logits.release();
+    impl->done = true;
+    impl->pending = -1;
+    impl->replyPending = false;
+    impl->lastPrefillCount = 0;
+    return file.length;
+}
+
 CV__DNN_INLINE_NS_END
 }} // namespace cv::dnn
