@@ -242,6 +242,14 @@ TEST_F(VisionLLaVA, anotherImageIsNotServedFromTheCache)
     EXPECT_EQ(m.getGeneratedTokenIds(), ref80["greedy_ids"].get<std::vector<int>>());
 }
 
+TEST_F(VisionLLaVA, sessionsWithImagesAreRefused)
+{
+    TextGenerationModel m(visionModel("lm.gguf"), visionModel("mmproj.gguf"));
+    m.generate("<__media__>Describe", std::vector<Mat>{drawTestImage(56, 56)}, greedy(2));
+    const std::string e = errorOf([&] { m.saveSession(llm_test::testModel("vision/session_with_image.bin")); });
+    EXPECT_NE(e.find("sessions with images are not supported"), std::string::npos) << e;
+}
+
 TEST(VisionErrors, malformedMMProjFiles)
 {
     const std::string lm = visionModel("lm.gguf");
