@@ -41,6 +41,8 @@ def main(argv=None):
     ap.add_argument("--projector", default="mlp")
     ap.add_argument("--gelu", action="store_true", help="clip.use_gelu = true (else quick GELU, LLaVA 1.5's CLIP)")
     ap.add_argument("--no-class-embd", action="store_true")
+    ap.add_argument("--type", choices=("F32", "F16"), default="F32",
+                    help="type of the matrices and the patch embedding (vectors stay F32, as llama.cpp's converter writes them)")
     ap.add_argument("--omit", action="append", default=[], help="leave this tensor out")
     ap.add_argument("--truncate", type=int, default=0, help="cut the written file to this many bytes")
     args = ap.parse_args(argv)
@@ -109,6 +111,8 @@ def main(argv=None):
             ap.error("--omit %s: no such tensor" % o)
     for name, arr in tensors:
         if name not in args.omit:
+            if args.type == "F16" and arr.ndim >= 2 and name != "v.position_embd.weight":
+                arr = arr.astype(np.float16)
             w.add_tensor(name, None, None, arr)
     w.write(args.out)
     if args.truncate:

@@ -10,8 +10,8 @@
 //   -> post-LayerNorm when present -> tokens 1..N (llama.cpp drops the FIRST patch and keeps
 //   the class token, which it placed last) -> the mlp projector (mm.0, GELU, mm.2).
 // Where llama.cpp rounds to half precision on the CPU we do the same: the patch embedding's
-// pixels and weights (ggml_conv_2d's F16 im2col) and the GELUs' inputs and outputs (ggml's F16
-// tables); everything else is float32.
+// pixels and weights (ggml_conv_2d's F16 im2col), the GELUs' inputs and outputs (ggml's F16
+// tables) and the inputs of matmuls with F16 weights; everything else is float32.
 
 #include "../../precomp.hpp"
 #include "vision_encoder.hpp"
@@ -34,6 +34,7 @@ void registerVisionLayers()
         LayerFactory::registerLayer("VisionPatchTokens", [](LayerParams& p) -> Ptr<Layer> { return VisionPatchTokensLayer::create(p); });
         LayerFactory::registerLayer("VisionRows", [](LayerParams& p) -> Ptr<Layer> { return VisionRowsLayer::create(p); });
         LayerFactory::registerLayer("VisionQuickGelu", [](LayerParams& p) -> Ptr<Layer> { return VisionQuickGeluLayer::create(p); });
+        LayerFactory::registerLayer("VisionRoundF16", [](LayerParams& p) -> Ptr<Layer> { return VisionRoundF16Layer::create(p); });
     });
 }
 
@@ -132,6 +133,11 @@ private:
     LayerPin matmul(const std::string& prefix, int in, int out, LayerPin x)
     {
         const GGUFTensor& w = f_.tensor(prefix + ".weight", {in, out});
+        if (w.type == GGML_F16)  // ggml converts the activations to F16 for F16 weights
+        {
+            LayerParams round = params(prefix + ".input_f16", "VisionRoundF16");
+            x = addConnectedLayer(net_, round, {x});
+        }
         LayerParams lp = params(prefix, "LLMMatMul");
         lp.set("ggml_type", (int)w.type);
         lp.set("in_features", in);

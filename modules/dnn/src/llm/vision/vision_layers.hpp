@@ -50,6 +50,14 @@ public:
     static Ptr<VisionQuickGeluLayer> create(const LayerParams& params);
 };
 
+/** Rounds its input to half precision (and back to float32): what ggml does to a matmul's
+    activations when the weights are F16 (they are converted to the weights' dot type). */
+class VisionRoundF16Layer : public Layer
+{
+public:
+    static Ptr<VisionRoundF16Layer> create(const LayerParams& params);
+};
+
 CV__DNN_INLINE_NS_END
 
 namespace llm {

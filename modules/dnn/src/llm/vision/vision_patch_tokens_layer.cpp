@@ -188,5 +188,42 @@ Ptr<VisionQuickGeluLayer> VisionQuickGeluLayer::create(const LayerParams& params
     return makePtr<VisionQuickGeluLayerImpl>(params);
 }
 
+class VisionRoundF16LayerImpl CV_FINAL : public VisionRoundF16Layer
+{
+public:
+    explicit VisionRoundF16LayerImpl(const LayerParams& params)
+    {
+        setParamsFrom(params);
+    }
+
+    bool supportBackend(int backendId) CV_OVERRIDE
+    {
+        return backendId == DNN_BACKEND_OPENCV;
+    }
+
+    bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
+                         std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
+    {
+        outputs.assign(1, inputs[0]);
+        return false;
+    }
+
+    void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
+    {
+        const Mat in = inputs_arr.getMat(0);
+        Mat& out = outputs_arr.getMatRef(0);
+        const Mat src(1, (int)in.total(), CV_32F, (void*)in.ptr<float>());
+        Mat dst(1, (int)in.total(), CV_32F, out.ptr<float>());
+        Mat half;
+        src.convertTo(half, CV_16F);
+        half.convertTo(dst, CV_32F);
+    }
+};
+
+Ptr<VisionRoundF16Layer> VisionRoundF16Layer::create(const LayerParams& params)
+{
+    return makePtr<VisionRoundF16LayerImpl>(params);
+}
+
 CV__DNN_INLINE_NS_END
 }} // namespace cv::dnn
