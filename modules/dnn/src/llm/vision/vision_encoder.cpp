@@ -142,6 +142,9 @@ private:
         lp.set("ggml_type", (int)w.type);
         lp.set("in_features", in);
         lp.set("out_features", out);
+        // Float weights: a float dot product (after the F16 rounding above), as ggml's F16 / F32
+        // matmuls; quantized ones: 8-bit activations, as ggml's vec_dot types.
+        lp.set("integer_dot", w.type != GGML_F16 && w.type != GGML_BF16 && w.type != GGML_F32);
         lp.blobs.push_back(wrapMappedBytes(f_.file().mapping(), w.data, w.rowCount(), (int64)w.rowBytes()));
         if (f_.file().findTensor(prefix + ".bias"))
             lp.blobs.push_back(f_.vectorF32(prefix + ".bias", out));
