@@ -5,6 +5,7 @@
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
 //                [--seed=S] [--stop=TEXT]... [--parallel=N] [--prompt-cache=FILE]
 //                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE [--draft-p-min=P])]
+//                [--mmproj=FILE --image=PATH...]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
@@ -19,12 +20,17 @@
 // and only the rest of the prompt is processed; `prompt_cache_reused: N` (the tokens not processed
 // again) goes to stderr. After the prompt, FILE is written with it. A FILE that cannot be used
 // (another model, corrupted) is reported on stderr and ignored. The output equals a run without it.
+// --mmproj=FILE loads llama.cpp's vision encoder and projector for the model; each
+// <__media__> in --prompt stands for the next --image (binary PPM/PGM: this OpenCV build has no
+// imgcodecs); the answer streams, then `prompt_ids` / `generated_ids` with --print-token-ids
+// (image positions show as negative ids).
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "command_line.hpp"
+#include "pnm_image.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -59,7 +65,10 @@ const char* const keys =
     "{lookup-ngram    | 0    | draft by prompt lookup, matching up to N tokens }"
     "{draft-model     |      | draft with this smaller model of the same vocabulary }"
     "{draft-p-min     | 0.75 | the draft model stops at a token it gives less probability, in [0, 1] }"
-    "{prompt-cache    |      | session file: reuse the prompt prefix it holds, then save the prompt to it }";
+    "{prompt-cache    |      | session file: reuse the prompt prefix it holds, then save the prompt to it }"
+
+    "{mmproj          |      | llama.cpp mmproj GGUF (vision encoder + projector) of the model }"
+    "{image           |      | image for the prompt's next <__media__> marker (binary PPM/PGM; repeat the key for several) }";
 
 struct Options
 {
@@ -74,12 +83,14 @@ struct Options
     int parallel = 0;
     std::string draftModel;
     std::string promptCache;
+    std::string mmproj;
+    std::vector<std::string> images;
     GenerationConfig config;
 };
 
 Options parseOptions(int argc, char** argv)
 {
-    SampleCommandLine cl(argc, argv, keys, "Text generation with cv::dnn::TextGenerationModel", {"stop"});
+    SampleCommandLine cl(argc, argv, keys, "Text generation with cv::dnn::TextGenerationModel", {"stop", "image"});
     Options o;
     o.model = cl.getString("model");
     o.prompt = cl.getString("prompt");
@@ -108,11 +119,19 @@ Options parseOptions(int argc, char** argv)
     o.config.lookupNgram = cl.getInt("lookup-ngram", 0);
     o.draftModel = cl.getString("draft-model");
     o.config.draftMinProbability = (float)cl.getReal("draft-p-min", 0, 1);
+    o.mmproj = cl.getString("mmproj");
+    for (const std::string& s : cl.getAll("image"))
+        o.images.push_back(s);
+    if (!o.images.empty() && o.mmproj.empty())
+        cl.fail("--image needs --mmproj");
+
     if (o.config.draftTokens > 0 && o.config.lookupNgram == 0 && o.draftModel.empty())
         cl.fail("--draft-tokens needs --lookup-ngram or --draft-model");
     if ((o.config.lookupNgram > 0 || !o.draftModel.empty()) && o.config.draftTokens == 0)
         cl.fail("--lookup-ngram and --draft-model need --draft-tokens");
     o.promptCache = cl.getString("prompt-cache");
+    if (!o.mmproj.empty() && (o.hasPromptIds || o.parallel > 0 || o.tokenizeOnly || !o.promptCache.empty()))
+        cl.fail("--mmproj works with --prompt (not --prompt-ids, --parallel, --tokenize-only or --prompt-cache)");
     if (o.model.empty())
         cl.fail("--model is required");
     if (o.hasPromptIds == !o.prompt.empty())
@@ -153,6 +172,33 @@ int main(int argc, char** argv)
         {
             Ptr<Tokenizer> tokenizer = Tokenizer::create(opt.model);
             printIds("prompt_ids", opt.hasPromptIds ? opt.promptIds : tokenizer->encode(opt.prompt));
+            return 0;
+        }
+
+        if (!opt.mmproj.empty())
+        {
+            // A vision-language model: the prompt's <__media__> markers stand for the images.
+            TextGenerationModel vlm(opt.model, opt.mmproj);
+            std::vector<Mat> images;
+            for (const std::string& path : opt.images)
+                images.push_back(readPNM(path));
+            TickMeter tm;
+            tm.start();
+            vlm.generate(opt.prompt, images, opt.config, [](const String& piece) {
+                std::cout << piece << std::flush;
+                return true;
+            });
+            tm.stop();
+            std::cout << std::endl;
+            if (opt.printIds)
+            {
+                printIds("prompt_ids", vlm.getPromptTokenIds());
+                printIds("generated_ids", vlm.getGeneratedTokenIds());
+            }
+            std::cout.flush();
+            std::cerr << format("%zu images, prompt %zu positions; %zu tokens generated in %.1f ms (image encoding included)\n",
+                                images.size(), vlm.getPromptTokenIds().size(), vlm.getGeneratedTokenIds().size(),
+                                tm.getTimeMilli());
             return 0;
         }
 

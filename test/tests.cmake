@@ -28,6 +28,9 @@ add_test(NAME make_synthetic_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_synthetic_models.py" "${test_models}/synthetic")
 set_tests_properties(make_synthetic_models PROPERTIES FIXTURES_SETUP generated_test_data
                      ENVIRONMENT "LLM_SHARED_TESTDATA=${shared_testdata}")
+add_test(NAME make_vision_models
+         COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_vision_models.py" "${test_models}/vision")
+set_tests_properties(make_vision_models PROPERTIES FIXTURES_SETUP generated_test_data)
 add_test(NAME make_hf_tokenizers
          COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/gguf_vocab_to_tokenizer_json.py" --all
                  "${shared_testdata}/llama.cpp-vocab" "${test_models}/hf_tokenizers")

@@ -23,7 +23,9 @@ CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "
 KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
-                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache"],
+                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache",
+                     "mmproj", "image"],
+    "llm_vision_chat": ["model", "mmproj", "image", "prompt", "max-new-tokens", "chat-template", "threads"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
@@ -40,6 +42,7 @@ KEYS = {
 VALID = {
     "llm_generate": ["--model=x.gguf", "--prompt=a"],
     "llm_chatbot": [],
+    "llm_vision_chat": ["--model=x.gguf", "--mmproj=y.gguf", "--image=z.ppm"],
     "llm_parallel": [],
     "llm_bench": ["--model=x.gguf", "--threads=1"],
     "llm_kv_bench": ["--model=x.gguf", "--threads=1"],
@@ -52,6 +55,7 @@ VALID = {
 BAD_VALUES = {
     "llm_generate": ("--max-new-tokens=12abc", "--top-p=0", "--top-p must be in (0, 1], got 0"),
     "llm_chatbot": ("--seed=x", "--temperature=-1", "--temperature must be at least 0, got -1"),
+    "llm_vision_chat": ("--max-new-tokens=12abc", "--max-new-tokens=0", "--max-new-tokens must be at least 1, got 0"),
     "llm_parallel": ("--n=4.5", "--parallel=0", "--parallel must be at least 1, got 0"),
     "llm_bench": ("--prompt-tokens=1e3", "--repetitions=0", "--repetitions must be at least 1, got 0"),
     "llm_kv_bench": ("--steps=", "--steps=0", "--steps must be at least 1, got 0"),
@@ -137,8 +141,13 @@ PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"
 # --prompt-cache writes its file: a fresh folder's, never FILE (the shared model).
 KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
                     "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache")}
+# The vision models come from the make_vision_models fixture (test/data/oracle/vision/README.md).
+VISION = {"MODEL": str(BIN.parent / "test-models" / "vision" / "lm.gguf"),
+          "MMPROJ": str(BIN.parent / "test-models" / "vision" / "mmproj.gguf"),
+          "IMAGE": str(PROJECT_ROOT / "test" / "data" / "oracle" / "vision" / "test_image_80x48.ppm")}
 PROGRAM_PLACEHOLDERS = {
-    "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3"},
+    "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3", **VISION},
+    "llm_vision_chat": {"N": "8", "NAME": "chatml", **VISION},
     "llm_bench": {"P": "16", "G": "8", "K": "3", "N": "2"},
     "llm_kv_bench": {"S": "4"},
     "llm_soak": {"N": "600", "M": "4"},

@@ -35,12 +35,17 @@ public:
 
     Input: token ids (any shape, as float; T ids in all). Output: T x embedding_length.
     blobs[0]: the table's raw rows (vocab_size x row bytes, CV_8U). Parameters: `ggml_type`,
-    `embedding_length`, `vocab_size`. An id outside [0, vocab_size) is an error.
+    `embedding_length`, `vocab_size`. An id outside [0, vocab_size) is an error, except that
+    ids -1 .. -n select rows 0 .. n-1 of the external rows set with setExternalRows() (image
+    embeddings: vision/multimodal_prompt.cpp).
 */
 class LLMTokenEmbeddingLayer : public Layer
 {
 public:
     static Ptr<LLMTokenEmbeddingLayer> create(const LayerParams& params);
+    virtual int embeddingLength() const = 0;
+    //! Rows (n x embedding_length, float32) that ids -1 .. -n stand for; empty: none.
+    virtual void setExternalRows(const Mat& rows) = 0;
 };
 
 /** y = x W^T (+ b) with W in a ggml type (F32, F16, BF16, Q4_0 ... Q6_K), kept as stored.

@@ -77,6 +77,30 @@ public:
     CV_WRAP TextGenerationModel(const String& modelPath, int contextLength);
     //! Uses a Net made by readNet/readNetFromGGUF (its tokenizer is read from the same file).
     CV_WRAP explicit TextGenerationModel(const Net& network);
+    /** @brief Loads a vision-language model: a GGUF language model and its llama.cpp `mmproj`
+    GGUF (vision encoder and projector; supported projector: `mlp`, LLaVA 1.5 style). The
+    projector's output width must be the language model's embedding width. */
+    CV_WRAP TextGenerationModel(const String& modelPath, const String& mmprojPath);
+
+    /** @brief The completion of a prompt with images: each `<__media__>` marker of the prompt
+    (llama.cpp's default marker) stands for the next image, in order; the counts must agree.
+    Images are BGR (as imread gives), CV_8UC3, or CV_32FC3 / CV_64FC3 with values in [0, 1],
+    any size. Each image is encoded once and its embeddings go through the KV cache like
+    prompt text. */
+    CV_WRAP String generate(const String& prompt, const std::vector<Mat>& images,
+                            const GenerationConfig& config = GenerationConfig());
+    /** @brief chat() with images: the message's `<__media__>` markers stand for `images`; the
+    conversation keeps them for later turns. */
+    CV_WRAP String chat(const String& userMessage, const std::vector<Mat>& images,
+                        const GenerationConfig& config = GenerationConfig());
+    //! Streaming form of generate() with images (onPiece as for generate()).
+    String generate(const String& prompt, const std::vector<Mat>& images, const GenerationConfig& config,
+                    const std::function<bool(const String& piece)>& onPiece);
+    //! Streaming form of chat() with images.
+    String chat(const String& userMessage, const std::vector<Mat>& images, const GenerationConfig& config,
+                const std::function<bool(const String& piece)>& onPiece);
+    //! The image embeddings the language model receives for `image` (image tokens x embedding width).
+    CV_WRAP Mat getImageEmbeddings(const Mat& image);
 
     //! The completion of a prompt (the prompt is encoded with BOS as the model asks).
     CV_WRAP String generate(const String& prompt, const GenerationConfig& config = GenerationConfig());

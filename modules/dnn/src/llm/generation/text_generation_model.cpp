@@ -26,6 +26,7 @@
 #include "batch_generation.hpp"
 #include "completion.hpp"
 #include "drafter.hpp"
+#include "../vision/multimodal_prompt.hpp"
 
 #include <atomic>
 #include <climits>
@@ -86,6 +87,16 @@ struct TextGenerationModel::Impl
     int pending = -1;  // a sampled token not fed yet (after a rejected draft), or -1: `logits` is next
     std::vector<int> stepTokens, draft, context, logitTokens;  // scratch of a step
     int drafted = 0, draftsKept = 0;
+
+    // TextGenerationModel(model, mmproj): images at the prompt's markers (vision/), and the
+    // images of the conversation's turns, in order.
+    std::shared_ptr<llm::MultimodalPrompter> vision;
+    std::vector<Mat> conversationImages;
+
+    std::vector<int> encodePrompt(const std::string& text, bool addSpecial, bool parseSpecial)
+    {
+        return vision ? vision->encode(text, addSpecial, parseSpecial) : tokenizer->encode(text, addSpecial, parseSpecial);
+    }
 
     void load(const llm::ModelBundle& bundle)
     {
@@ -156,6 +167,13 @@ struct TextGenerationModel::Impl
         size_t common = 0;
         while (common < fed.size() && common < prompt.size() && fed[common] == prompt[common])
             common++;
+        if (vision)  // image rows whose image changed since they were fed are not a common prefix
+            for (size_t i = 0; i < common; i++)
+                if (llm::MultimodalPrompter::isImageId(fed[i]) && -1 - fed[i] >= vision->firstChangedRow())
+                {
+                    common = i;
+                    break;
+                }
         common = std::min(common, prompt.size() - 1);  // the last token must be fed for its logits
         // Sliding-window layers may have released what a shorter sequence would attend to:
         // then the prompt is fed again from the start.
@@ -164,6 +182,8 @@ struct TextGenerationModel::Impl
         fed.resize(common);
         lastPrefillCount = (int)(prompt.size() - common);
         const Mat rows = forward(std::vector<int>(prompt.begin() + common, prompt.end()));
+        if (vision)
+            vision->commit();
         return rows.row(rows.rows - 1);  // a Net read with allLogits gives every token's row
     }
 
@@ -171,7 +191,11 @@ struct TextGenerationModel::Impl
     {
         checkLoaded();
         cancel();  // an unfinished chat reply still joins the conversation
-        completion.reset(new llm::Completion(*tokenizer, promptIds, cfg,
+        std::vector<int> textIds = promptIds;  // image rows (negative ids) are not tokens to sample after
+        textIds.erase(std::remove_if(textIds.begin(), textIds.end(), llm::MultimodalPrompter::isImageId), textIds.end());
+        if (textIds.size() != promptIds.size() && cfg.draftTokens > 0)
+            CV_Error(Error::StsNotImplemented, "TextGenerationModel: speculative decoding of prompts with images");
+        completion.reset(new llm::Completion(*tokenizer, textIds.empty() ? promptIds : textIds, cfg,
                                              std::vector<std::string>(extraStops.begin(), extraStops.end())));
         prompt = promptIds;
         contextShift = cfg.contextShift;
@@ -185,7 +209,7 @@ struct TextGenerationModel::Impl
     void startText(const String& text, const GenerationConfig& cfg)
     {
         checkLoaded();
-        start(tokenizer->encode(text, true, false), cfg, std::vector<String>());
+        start(encodePrompt(text, true, false), cfg, std::vector<String>());
     }
 
     std::vector<llm::BatchCompletion> runBatch(const std::vector<std::vector<int>>& prompts, const GenerationConfig& cfg,
@@ -374,7 +398,9 @@ struct TextGenerationModel::Impl
         const std::string bos = tmpl->getBosToken();
         if (tokenizer->addBos() && !bos.empty() && text.compare(0, bos.size(), bos) == 0)
             text.erase(0, bos.size());
-        const std::vector<int> ids = tokenizer->encode(text, true, true);
+        if (vision)
+            vision->setImages(conversationImages);
+        const std::vector<int> ids = encodePrompt(text, true, true);
         const std::vector<std::string> markers = llm::chatTemplateStopStrings(*tmpl);
         start(ids, cfg, std::vector<String>(markers.begin(), markers.end()));
         conversation = messages;
@@ -416,6 +442,83 @@ TextGenerationModel::TextGenerationModel(const Net& network) : impl(makePtr<Impl
         impl.release();
         throw;
     }
+}
+
+TextGenerationModel::TextGenerationModel(const String& modelPath, const String& mmprojPath) : impl(makePtr<Impl>())
+{
+    try
+    {
+        impl->load(llm::loadModelBundle(modelPath, 0));
+        impl->vision = std::make_shared<llm::MultimodalPrompter>(mmprojPath, impl->net, impl->tokenizer);
+    }
+    catch (...)
+    {
+        impl.release();
+        throw;
+    }
+}
+
+// The model's image support (TextGenerationModel(modelPath, mmprojPath)), or an error.
+static llm::MultimodalPrompter& visionOf(const Ptr<TextGenerationModel::Impl>& impl)
+{
+    if (!impl || !impl->vision)
+        CV_Error(Error::StsError, "TextGenerationModel: images need a model loaded with its mmproj file "
+                                  "(TextGenerationModel(modelPath, mmprojPath))");
+    return *impl->vision;
+}
+
+String TextGenerationModel::generate(const String& prompt, const std::vector<Mat>& images, const GenerationConfig& config)
+{
+    return generate(prompt, images, config, nullptr);
+}
+
+String TextGenerationModel::chat(const String& userMessage, const std::vector<Mat>& images, const GenerationConfig& config)
+{
+    return chat(userMessage, images, config, nullptr);
+}
+
+String TextGenerationModel::generate(const String& prompt, const std::vector<Mat>& images, const GenerationConfig& config,
+                                     const std::function<bool(const String&)>& onPiece)
+{
+    Impl::Busy busy(*impl);
+    llm::MultimodalPrompter& vision = visionOf(impl);
+    vision.setImages(images);
+    try
+    {
+        impl->startText(prompt, config);
+    }
+    catch (...)
+    {
+        vision.setImages(std::vector<Mat>());
+        throw;
+    }
+    vision.setImages(std::vector<Mat>());
+    return impl->run(onPiece);
+}
+
+String TextGenerationModel::chat(const String& userMessage, const std::vector<Mat>& images, const GenerationConfig& config,
+                                 const std::function<bool(const String&)>& onPiece)
+{
+    Impl::Busy busy(*impl);
+    (void)visionOf(impl);
+    const size_t before = impl->conversationImages.size();
+    impl->conversationImages.insert(impl->conversationImages.end(), images.begin(), images.end());
+    try
+    {
+        impl->startChat(userMessage, config);
+    }
+    catch (...)
+    {
+        impl->conversationImages.resize(before);
+        throw;
+    }
+    return impl->run(onPiece);
+}
+
+Mat TextGenerationModel::getImageEmbeddings(const Mat& image)
+{
+    Impl::Busy busy(*impl);
+    return visionOf(impl).embed(image);
 }
 
 String TextGenerationModel::generate(const String& prompt, const GenerationConfig& config)
@@ -555,6 +658,7 @@ void TextGenerationModel::resetConversation(const String& systemMessage)
     Impl::Busy busy(*impl);
     impl->cancel();
     impl->conversation.clear();
+    impl->conversationImages.clear();
     if (!systemMessage.empty())
         impl->conversation.push_back(llm::ChatMessage{"system", systemMessage});
 }
@@ -678,6 +782,9 @@ void TextGenerationModel::saveSession(const String& path) const
         CV_Error(Error::StsError, "TextGenerationModel::saveSession: no token was fed yet; there is no session to save");
     CV_CheckEQ((int)impl->fed.size(), impl->cache->getSequenceLength(0),
                "TextGenerationModel::saveSession: the KV cache's sequence 0 was changed outside the model");
+    if (std::any_of(impl->fed.begin(), impl->fed.end(), llm::MultimodalPrompter::isImageId))
+        CV_Error(Error::StsNotImplemented, "TextGenerationModel::saveSession: the session holds images; "
+                                           "sessions with images are not supported yet");
     impl->cache->saveSequence(0, path, impl->fed, encodeConversation(impl->conversation));
 }
 

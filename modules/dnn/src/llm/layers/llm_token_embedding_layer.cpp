@@ -51,10 +51,11 @@ public:
         CV_CheckTypeEQ(ids.type(), CV_32F, "LLMTokenEmbedding: token ids must be float32");
         const int tokens = (int)ids.total();
         const float* idp = ids.ptr<float>();
+        const int external = external_.rows;
         for (int t = 0; t < tokens; t++)
         {
             const float id = idp[t];
-            if (!(id >= 0.f && id < (float)vocab_) || id != std::floor(id))
+            if (!(id >= (float)-external && id < (float)vocab_) || id != std::floor(id))
                 CV_Error(Error::StsOutOfRange, format("LLMTokenEmbedding: token id %g is not in [0, %d)", id, vocab_));
         }
         struct Args
@@ -66,12 +67,32 @@ public:
         parallel_for_(Range(0, tokens), [&args](const Range& r) {
             const Mat& table = args.self->blobs[0];
             for (int t = r.start; t < r.end; t++)
-                args.self->decodeRow_(table.ptr((int)args.ids[t]), args.out + (size_t)t * args.self->dim_,
-                                      args.self->dim_);
+            {
+                const int id = (int)args.ids[t];
+                float* out = args.out + (size_t)t * args.self->dim_;
+                if (id < 0)  // an external row (an image embedding)
+                    std::copy_n(args.self->external_.ptr<float>(-1 - id), args.self->dim_, out);
+                else
+                    args.self->decodeRow_(table.ptr(id), out, args.self->dim_);
+            }
         });
     }
 
+    int embeddingLength() const CV_OVERRIDE { return dim_; }
+
+    void setExternalRows(const Mat& rows) CV_OVERRIDE
+    {
+        if (!rows.empty())
+        {
+            CV_CheckTypeEQ(rows.type(), CV_32F, "LLMTokenEmbedding: external rows must be float32");
+            CV_CheckEQ(rows.cols, dim_, "LLMTokenEmbedding: external rows must be embedding_length wide");
+            CV_Assert(rows.isContinuous());
+        }
+        external_ = rows;
+    }
+
 private:
+    Mat external_;  // rows that ids -1, -2, ... stand for
     llm::GGMLType type_;
     llm::RowDecoder decodeRow_;  // the fastest decoder of the type on this CPU (weight-type table)
     int dim_, vocab_;

@@ -1,0 +1,31 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// An image as a vision encoder takes it, prepared as llama.cpp's libmtmd prepares it for the
+// projector (mtmd-image.cpp): for llava's `mlp` without grid pinpoints, the image is fitted
+// into image_size x image_size keeping its aspect ratio (sizes rounded up), centred on a
+// (122, 116, 104) RGB background, then scaled to [0, 1] and normalized per channel by the
+// file's image_mean / image_std.
+
+#ifndef OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
+#define OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
+
+#include "mmproj_file.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+/** `bgr`: 3-channel BGR (as imread gives), CV_8U, or CV_32F / CV_64F with values in [0, 1]
+    (converted to 8 bits first, as libmtmd works on 8-bit images); any size. Returns a
+    1 x 3 x S x S float blob of normalized RGB. Other types are refused naming the type. */
+Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp);
+
+/** The resampling libmtmd uses (Pillow's bicubic, a = -0.5, anti-aliased when shrinking,
+    8-bit fixed-point) of an 8-bit RGB image to `size`. */
+Mat resizeBicubicPillow(const Mat& rgb, Size size);
+
+}}} // namespace cv::dnn::llm
+
+#endif

@@ -1,0 +1,195 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "mmproj_file.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+MMProjFile::MMProjFile(const std::string& path) : path_(path)
+{
+    try
+    {
+        file_ = std::make_shared<GGUFModelFile>(path);
+    }
+    catch (const cv::Exception& e)
+    {
+        CV_Error(Error::StsParseError, "mmproj '" + path + "': " + e.err);
+    }
+    readHyperParameters();
+    checkTensors();
+}
+
+void MMProjFile::fail(const std::string& what) const
+{
+    CV_Error(Error::StsParseError, "mmproj '" + path_ + "': " + what);
+}
+
+void MMProjFile::readHyperParameters()
+{
+    const GGUFModelFile& f = *file_;
+    auto u32 = [&](const std::string& key, int lo, int hi) {
+        const GGUFValue* v = f.find(key);
+        if (!v)
+            fail("missing key " + key);
+        if (v->numbers.size() || v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->i < lo || v->i > hi)
+            fail(format("key %s must be an integer in [%d, %d]", key.c_str(), lo, hi));
+        return (int)v->i;
+    };
+    auto flag = [&](const std::string& key) {
+        const GGUFValue* v = f.find(key);
+        return v && v->type == GGUF_BOOL && v->i != 0;
+    };
+    if (!flag("clip.has_vision_encoder"))
+        fail("clip.has_vision_encoder is not true: not a vision mmproj (an audio-only projector?)");
+
+    const GGUFValue* type = f.find("clip.projector_type");
+    if (!type || type->type != GGUF_STRING || type->str.empty())
+        type = f.find("clip.vision.projector_type");
+    if (!type || type->type != GGUF_STRING)
+        fail("missing key clip.projector_type");
+    hp_.projectorName = type->str;
+    if (hp_.projectorName == "mlp")
+        hp_.projector = VisionProjector::Mlp;
+    else
+        CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': projector type '" + hp_.projectorName +
+                                           "' is not supported (supported: mlp)");
+
+    hp_.imageSize = u32("clip.vision.image_size", 1, 8192);
+    hp_.patchSize = u32("clip.vision.patch_size", 1, 1024);
+    if (hp_.imageSize % hp_.patchSize != 0)
+        fail(format("clip.vision.image_size %d is not a multiple of clip.vision.patch_size %d", hp_.imageSize,
+                    hp_.patchSize));
+    hp_.nEmbd = u32("clip.vision.embedding_length", 1, 1 << 16);
+    hp_.nHead = u32("clip.vision.attention.head_count", 1, 1024);
+    hp_.nFF = u32("clip.vision.feed_forward_length", 1, 1 << 18);
+    hp_.nLayer = u32("clip.vision.block_count", 1, 1024);
+    if (hp_.nEmbd % hp_.nHead != 0)
+        fail(format("clip.vision.embedding_length %d is not a multiple of the head count %d", hp_.nEmbd, hp_.nHead));
+    const GGUFValue* eps = f.find("clip.vision.attention.layer_norm_epsilon");
+    if (!eps)
+        fail("missing key clip.vision.attention.layer_norm_epsilon");
+    hp_.eps = (float)eps->f;
+
+    const bool gelu = flag("clip.use_gelu"), silu = flag("clip.use_silu");
+    if (gelu && silu)
+        fail("both clip.use_gelu and clip.use_silu are true");
+    hp_.activation = gelu ? VisionActivation::GeluTanh : silu ? VisionActivation::Silu : VisionActivation::QuickGelu;
+
+    const GGUFValue* mean = f.find("clip.vision.image_mean");
+    const GGUFValue* stdv = f.find("clip.vision.image_std");
+    if (!mean || !stdv || mean->numbers.size() < 3 || stdv->numbers.size() < 3)
+        fail("clip.vision.image_mean and clip.vision.image_std must hold 3 numbers each");
+    for (int c = 0; c < 3; c++)
+    {
+        hp_.imageMean[c] = (float)mean->numbers[c];
+        hp_.imageStd[c] = (float)stdv->numbers[c];
+        if (!(hp_.imageStd[c] > 0.f))
+            fail("clip.vision.image_std must be positive");
+    }
+    if (const GGUFValue* fl = f.find("clip.vision.feature_layer"))
+        for (double v : fl->numbers)
+            hp_.featureLayers.push_back((int)v);
+    if (f.find("clip.vision.image_grid_pinpoints"))
+        CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': image_grid_pinpoints (llava-1.6 tiling) "
+                                           "is not supported yet");
+    // The deepest layer whose output is used (llama.cpp's clip_graph_llava): by default the
+    // second to last block; a single clip.vision.feature_layer names it.
+    if (hp_.featureLayers.empty())
+        hp_.layersRun = hp_.nLayer - 1;
+    else if (hp_.featureLayers.size() == 1)
+        hp_.layersRun = hp_.featureLayers[0];
+    else
+        CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': several clip.vision.feature_layer values "
+                                           "(stacked features, granite-vision) are not supported yet");
+    if (hp_.layersRun < 0 || hp_.layersRun > hp_.nLayer)
+        fail(format("clip.vision.feature_layer %d is outside [0, %d]", hp_.layersRun, hp_.nLayer));
+}
+
+const GGUFTensor& MMProjFile::tensor(const std::string& name, const std::vector<int64>& dims) const
+{
+    const GGUFTensor* t = file_->findTensor(name);
+    if (!t)
+        fail("missing tensor '" + name + "'");
+    bool ok = true;
+    for (int i = 0; i < 4; i++)
+        ok = ok && t->ne[i] == (i < (int)dims.size() ? dims[i] : 1);
+    if (!ok)
+    {
+        std::string want, got;
+        for (size_t i = 0; i < dims.size(); i++)
+            want += (i ? ", " : "") + std::to_string(dims[i]);
+        for (int i = 0; i < t->nDims; i++)
+            got += (i ? ", " : "") + std::to_string(t->ne[i]);
+        fail("tensor '" + name + "' has shape [" + got + "], expected [" + want + "]");
+    }
+    if (!ggmlTypeTraits(t->type).dequantizable)
+        fail("tensor '" + name + "' has type " + ggmlTypeName(t->type) + ", which is not supported");
+    return *t;
+}
+
+Mat MMProjFile::toF32(const GGUFTensor& t) const
+{
+    const int64 n = t.ne[0] * t.rowCount();
+    Mat m(1, (int)n, CV_32F);
+    const size_t rowBytes = t.rowBytes();
+    for (int64 r = 0; r < t.rowCount(); r++)
+        dequantizeRow(t.type, t.data + r * rowBytes, m.ptr<float>() + r * t.ne[0], t.ne[0]);
+    return m;
+}
+
+Mat MMProjFile::vectorF32(const std::string& name, int n) const
+{
+    return toF32(tensor(name, {n}));
+}
+
+void MMProjFile::checkTensors()
+{
+    const int D = hp_.nEmbd, P = hp_.patchSize;
+    tensor("v.patch_embd.weight", {P, P, 3, D});
+    hp_.classEmbedding = file_->findTensor("v.class_embd") != nullptr;
+    if (hp_.classEmbedding)
+        tensor("v.class_embd", {D});
+    tensor("v.position_embd.weight", {D, hp_.imageTokens() + (hp_.classEmbedding ? 1 : 0)});
+    hp_.preNorm = file_->findTensor("v.pre_ln.weight") != nullptr;
+    hp_.postNorm = file_->findTensor("v.post_ln.weight") != nullptr;
+    for (int il = 0; il < hp_.layersRun; il++)
+    {
+        const std::string b = format("v.blk.%d.", il);
+        for (const char* n : {"ln1", "ln2"})
+            tensor(b + n + ".weight", {D});
+        for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_out"})
+            tensor(b + n + ".weight", {D, D});
+        const GGUFTensor* up = file_->findTensor(b + "ffn_up.weight");
+        const GGUFTensor* down = file_->findTensor(b + "ffn_down.weight");
+        if (!up || !down)
+            fail("missing tensor '" + b + (up ? "ffn_down" : "ffn_up") + ".weight'");
+        if (file_->findTensor(b + "ffn_gate.weight"))
+            CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': a gated ViT MLP (" + b +
+                                               "ffn_gate.weight) is not supported yet");
+        // llama.cpp swaps up and down when down's input width is n_embd (files converted with
+        // the old names).
+        hp_.swappedFFN = down->ne[0] == D && hp_.nFF != D;
+        tensor(b + (hp_.swappedFFN ? "ffn_down" : "ffn_up") + ".weight", {D, hp_.nFF});
+        tensor(b + (hp_.swappedFFN ? "ffn_up" : "ffn_down") + ".weight", {hp_.nFF, D});
+    }
+    const GGUFTensor* mm0 = file_->findTensor("mm.0.weight");
+    if (!mm0)
+        fail("missing tensor 'mm.0.weight' (the mlp projector's first layer)");
+    hp_.projectorHidden = (int)mm0->ne[1];
+    tensor("mm.0.weight", {D, hp_.projectorHidden});
+    tensor("mm.0.bias", {hp_.projectorHidden});
+    if (const GGUFTensor* mm2 = file_->findTensor("mm.2.weight"))
+    {
+        hp_.outputEmbd = (int)mm2->ne[1];
+        tensor("mm.2.weight", {hp_.projectorHidden, hp_.outputEmbd});
+        tensor("mm.2.bias", {hp_.outputEmbd});
+    }
+    else
+        hp_.outputEmbd = hp_.projectorHidden;  // Yi-type llava: mm.0 and GELU only
+}
+
+}}} // namespace cv::dnn::llm

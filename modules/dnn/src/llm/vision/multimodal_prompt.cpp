@@ -1,0 +1,145 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "multimodal_prompt.hpp"
+#include "image_preprocess.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+MultimodalPrompter::MultimodalPrompter(const std::string& mmprojPath, Net& languageModel,
+                                       std::shared_ptr<Tokenizer> tokenizer)
+    : encoder_(mmprojPath), tokenizer_(std::move(tokenizer))
+{
+    std::vector<String> names = languageModel.getLayerNames();
+    for (const String& name : names)
+    {
+        Ptr<LLMTokenEmbeddingLayer> layer = languageModel.getLayer(name).dynamicCast<LLMTokenEmbeddingLayer>();
+        if (!layer)
+            continue;
+        if (embedding_)
+            CV_Error(Error::StsNotImplemented, "TextGenerationModel: the language model has several token embeddings");
+        embedding_ = layer;
+    }
+    // llama.cpp feeds image embeddings after the token-embedding scale (Gemma's sqrt(n_embd)),
+    // which the GGUF Net applies to every row of its embedding layer's output.
+    if (languageModel.getLayerId("token_embd_scale") >= 0)
+        CV_Error(Error::StsNotImplemented, "TextGenerationModel: images with a language model that scales its token "
+                                           "embeddings (gemma, granite) are not supported yet");
+    if (!embedding_)
+        CV_Error(Error::StsNotImplemented, "TextGenerationModel: images need a language model whose Net has a "
+                                           "token-embedding layer (a GGUF or ONNX model loaded by this module)");
+    if (embedding_->embeddingLength() != encoder_.outputEmbd())
+        CV_Error(Error::StsBadArg, format("TextGenerationModel: the mmproj '%s' projects images to %d features, but the "
+                                          "language model's embeddings have %d: not a matching pair",
+                                          mmprojPath.c_str(), encoder_.outputEmbd(), embedding_->embeddingLength()));
+    if (!tokenizer_)
+        CV_Error(Error::StsBadArg, "TextGenerationModel: images need the model's tokenizer");
+}
+
+Mat MultimodalPrompter::embed(const Mat& bgr)
+{
+    const int64 t0 = getTickCount();
+    Mat rows = encoder_.encodeImage(bgr);
+    lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
+    return rows;
+}
+
+// A 128-bit digest of the preprocessed pixels (two FNV-1a hashes): same pixels, same embeddings.
+static std::string pixelDigest(const Mat& pixels)
+{
+    const uchar* p = pixels.data;
+    const size_t n = pixels.total() * pixels.elemSize();
+    uint64 a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < n; i++)
+    {
+        a = (a ^ p[i]) * 1099511628211ULL;
+        b = (b ^ p[i]) * 0x100000001b3ULL + (b >> 29);
+    }
+    return format("%016llx%016llx:%zu", (unsigned long long)a, (unsigned long long)b, n);
+}
+
+Mat MultimodalPrompter::embeddingsOf(const Mat& bgr, std::string& digest)
+{
+    const Mat pixels = preprocessImage(bgr, encoder_.hparams());
+    digest = pixelDigest(pixels);
+    for (auto it = recent_.begin(); it != recent_.end(); ++it)
+        if (it->first == digest)
+        {
+            recent_.splice(recent_.begin(), recent_, it);
+            return it->second;
+        }
+    const int64 t0 = getTickCount();
+    const Mat rows = encoder_.encode(pixels);
+    lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
+    recent_.emplace_front(digest, rows);
+    const size_t kKeep = 8;  // images whose embeddings are kept beyond the current prompt
+    if (recent_.size() > kKeep)
+        recent_.pop_back();
+    return rows;
+}
+
+std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpecial, bool parseSpecial)
+{
+    std::vector<int> ids;
+    std::vector<Mat> rows;
+    std::vector<std::string> digests;
+    int tableRows = 0;
+    size_t start = 0;
+    while (true)
+    {
+        const size_t pos = text.find(marker_, start);
+        const std::string piece = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
+        if (!piece.empty())
+        {
+            const std::vector<int> t = tokenizer_->encode(piece, false, parseSpecial);
+            ids.insert(ids.end(), t.begin(), t.end());
+        }
+        if (pos == std::string::npos)
+            break;
+        if (rows.size() >= images_.size())
+            CV_Error(Error::StsBadArg, format("TextGenerationModel: the prompt has more image markers (%s) than images (%zu)",
+                                              marker_.c_str(), images_.size()));
+        std::string digest;
+        rows.push_back(embeddingsOf(images_[rows.size()], digest));
+        digests.push_back(digest);
+        for (int i = 0; i < rows.back().rows; i++)
+            ids.push_back(-1 - (tableRows + i));
+        tableRows += rows.back().rows;
+        start = pos + marker_.size();
+    }
+    if (rows.size() != images_.size())
+        CV_Error(Error::StsBadArg, format("TextGenerationModel: %zu images but %zu image markers (%s) in the prompt",
+                                          images_.size(), rows.size(), marker_.c_str()));
+    if (addSpecial && tokenizer_->addBos() && tokenizer_->bosId() >= 0)
+        ids.insert(ids.begin(), tokenizer_->bosId());
+    if (addSpecial && tokenizer_->addEos() && tokenizer_->eosId() >= 0)
+        ids.push_back(tokenizer_->eosId());
+
+    Mat table;
+    if (!rows.empty())
+        vconcat(rows, table);
+    table_ = table;
+    table_digests_.clear();
+    for (size_t i = 0; i < digests.size(); i++)
+        table_digests_.emplace_back(digests[i], rows[i].rows);
+    embedding_->setExternalRows(table_);
+    return ids;
+}
+
+int MultimodalPrompter::firstChangedRow() const
+{
+    int row = 0;
+    for (size_t i = 0; i < std::max(table_digests_.size(), committed_.size()); i++)
+    {
+        if (i >= table_digests_.size() || i >= committed_.size() || table_digests_[i] != committed_[i])
+            return row;
+        row += table_digests_[i].second;
+    }
+    return INT_MAX;
+}
+
+}}} // namespace cv::dnn::llm

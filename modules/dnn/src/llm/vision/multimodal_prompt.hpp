@@ -1,0 +1,77 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Prompts with images for TextGenerationModel(model, mmproj): the text is split at the media
+// marker (llama.cpp's "<__media__>"), each piece tokenized on its own without BOS, each marker
+// replaced by the next image's embedding rows, and BOS put first when the model adds it, as
+// libmtmd's mtmd_tokenize does for llava (no wrapper tokens around the image; the image's
+// tokens take consecutive positions under the causal mask like text).
+//
+// An image's rows enter the language model's Net through its token-embedding layer: the
+// prompt carries ids -1, -2, ... that stand for rows of the table of the prompt's image
+// embeddings, in the order of the images (LLMTokenEmbeddingLayer::setExternalRows). The table
+// holds the current prompt's images only; the embeddings of the last few images are kept, so
+// an image is encoded once while it is in use (the next chat turn repeats it). A later prompt
+// whose images are the same, in the same order, has the same ids and shares the KV cache's
+// prefix like repeated text; firstChangedRow() tells the caller where the rows' meaning
+// changed, so that it does not reuse keys and values computed from another image.
+
+#ifndef OPENCV_DNN_SRC_LLM_VISION_MULTIMODAL_PROMPT_HPP
+#define OPENCV_DNN_SRC_LLM_VISION_MULTIMODAL_PROMPT_HPP
+
+#include "vision_encoder.hpp"
+#include "../llm_layers.hpp"
+#include "../tokenizer/tokenizer.hpp"
+
+#include <climits>
+#include <list>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+class MultimodalPrompter
+{
+public:
+    /** Checks that the projector's output width is the language model's embedding width and
+        attaches the image table to `languageModel`'s token-embedding layer. */
+    MultimodalPrompter(const std::string& mmprojPath, Net& languageModel, std::shared_ptr<Tokenizer> tokenizer);
+
+    //! The images the next encode() puts at the markers, in order.
+    void setImages(const std::vector<Mat>& images) { images_ = images; }
+    //! The text's ids with image rows at its markers (see above); `addSpecial`: BOS / EOS as the model asks.
+    std::vector<int> encode(const std::string& text, bool addSpecial, bool parseSpecial);
+    //! Image embeddings of one BGR image (rows of the language model's width).
+    Mat embed(const Mat& bgr);
+
+    VisionEncoder& encoder() { return encoder_; }
+    const std::string& marker() const { return marker_; }
+    //! Whether `id` stands for an image row.
+    static bool isImageId(int id) { return id < 0; }
+    double lastEncodeMs() const { return lastEncodeMs_; }
+    /** The first row of the last encode()'s table whose image differs from the table of the
+        last commit() (INT_MAX: none): ids from there on meant other images when they were fed. */
+    int firstChangedRow() const;
+    //! The last encode()'s rows went through the Net (the KV cache holds what they meant).
+    void commit() { committed_ = table_digests_; }
+
+private:
+    //! `bgr`'s embeddings (from the cache of recent images, or encoded) and its digest.
+    Mat embeddingsOf(const Mat& bgr, std::string& digest);
+
+    VisionEncoder encoder_;
+    std::shared_ptr<Tokenizer> tokenizer_;
+    Ptr<LLMTokenEmbeddingLayer> embedding_;
+    std::string marker_ = "<__media__>";
+    std::vector<Mat> images_;
+    Mat table_;                             // the current prompt's image rows
+    // (digest, rows) of each image of the table, in order; and of the table last fed.
+    std::vector<std::pair<std::string, int>> table_digests_, committed_;
+    std::list<std::pair<std::string, Mat>> recent_;  // digest -> embeddings, most recent first
+    double lastEncodeMs_ = 0;
+};
+
+}}} // namespace cv::dnn::llm
+
+#endif

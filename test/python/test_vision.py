@@ -1,0 +1,64 @@
+"""cv2.dnn.TextGenerationModel with images from Python (numpy arrays), against llama.cpp's libmtmd
+(test/data/oracle/vision/README.md). The models come from the make_vision_models ctest fixture."""
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import cv2 as cv
+
+ROOT = pathlib.Path(os.environ.get("LLM_PROJECT_ROOT", pathlib.Path(__file__).resolve().parents[2]))
+BIN = pathlib.Path(os.environ.get("LLM_BIN_DIR", ROOT / "build" / "bin"))
+MODELS = BIN.parent / "test-models" / "vision"
+ORACLE = ROOT / "test" / "data" / "oracle" / "vision"
+
+
+def read_ppm(path):
+    data = path.read_bytes()
+    magic, w, h, maxval, rest = data.split(maxsplit=4)
+    assert magic == b"P6" and maxval == b"255"
+    rgb = np.frombuffer(rest, np.uint8)[: int(w) * int(h) * 3].reshape(int(h), int(w), 3)
+    return np.ascontiguousarray(rgb[:, :, ::-1])  # BGR, as cv.imread gives
+
+
+@pytest.fixture(scope="module")
+def model():
+    if not (MODELS / "mmproj.gguf").exists():
+        pytest.skip("run the make_vision_models ctest fixture first")
+    return cv.dnn.TextGenerationModel(str(MODELS / "lm.gguf"), str(MODELS / "mmproj.gguf"))
+
+
+def test_numpy_image_answer_matches_llama_cpp(model):
+    ref = json.loads((ORACLE / "llava_mlp_56x56.json").read_text())
+    image = read_ppm(ORACLE / ref["image"])
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = len(ref["greedy_ids"])
+    config.ignoreEndOfGeneration = True
+    model.generate(ref["prompt"], [image], config)
+    assert list(model.getGeneratedTokenIds()) == ref["greedy_ids"]
+    emb = model.getImageEmbeddings(image)
+    want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
+    assert emb.shape == want.shape
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp
+
+
+def test_wrong_image_type_is_a_clear_error(model):
+    with pytest.raises(cv.error, match="3-channel BGR"):
+        model.getImageEmbeddings(np.zeros((56, 56), np.uint8))
+
+
+def test_chat_with_a_float_image_keeps_it_for_the_next_turn(model):
+    ref = json.loads((ORACLE / "llava_mlp_80x48.json").read_text())
+    image = read_ppm(ORACLE / ref["image"]).astype(np.float32) / 255  # float BGR in [0, 1]
+    model.setChatTemplate("chatml")
+    model.resetConversation()
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = 4
+    model.chat("<__media__>What is this?", [image], config)
+    first = model.getLastPrefillTokenCount()
+    assert sum(1 for i in model.getPromptTokenIds() if i < 0) == ref["image_tokens"]
+    model.chat("And the colours?", config)
+    assert model.getLastPrefillTokenCount() < first  # the image is not fed again
+    assert sum(1 for i in model.getPromptTokenIds() if i < 0) == ref["image_tokens"]
