@@ -21,16 +21,16 @@
 // again) goes to stderr. After the prompt, FILE is written with it. A FILE that cannot be used
 // (another model, corrupted) is reported on stderr and ignored. The output equals a run without it.
 // --mmproj=FILE loads llama.cpp's vision encoder and projector for the model; each
-// <__media__> in --prompt stands for the next --image (binary PPM/PGM: this OpenCV build has no
-// imgcodecs); the answer streams, then `prompt_ids` / `generated_ids` with --print-token-ids
+// <__media__> in --prompt stands for the next --image (any file imread reads: PNG, JPEG, PPM, ...);
+// the answer streams, then `prompt_ids` / `generated_ids` with --print-token-ids
 // (image positions show as negative ids).
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "command_line.hpp"
-#include "pnm_image.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -68,7 +68,7 @@ const char* const keys =
     "{prompt-cache    |      | session file: reuse the prompt prefix it holds, then save the prompt to it }"
 
     "{mmproj          |      | llama.cpp mmproj GGUF (vision encoder + projector) of the model }"
-    "{image           |      | image for the prompt's next <__media__> marker (binary PPM/PGM; repeat the key for several) }";
+    "{image           |      | image for the prompt's next <__media__> marker (PNG, JPEG, PPM, ...; repeat the key for several) }";
 
 struct Options
 {
@@ -159,6 +159,15 @@ void printIds(const char* name, const std::vector<int>& ids)
     std::cout << "\n";
 }
 
+// An image file (PNG, JPEG, PPM, ...) as a BGR Mat, or an error naming the file.
+Mat readImage(const std::string& path)
+{
+    const Mat image = imread(path, IMREAD_COLOR);
+    if (image.empty())
+        CV_Error(Error::StsError, "cannot read the image '" + path + "' (imread: missing file or unknown format)");
+    return image;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -181,7 +190,7 @@ int main(int argc, char** argv)
             TextGenerationModel vlm(opt.model, opt.mmproj);
             std::vector<Mat> images;
             for (const std::string& path : opt.images)
-                images.push_back(readPNM(path));
+                images.push_back(readImage(path));
             TickMeter tm;
             tm.start();
             vlm.generate(opt.prompt, images, opt.config, [](const String& piece) {

@@ -10,15 +10,15 @@
 //                   [--chat-template=NAME] [--threads=N]
 //
 // --prompt is the first question (default "Describe this image."); further questions are read
-// from stdin, one per line, until EOF. The image is a binary PPM/PGM (this OpenCV build has no
-// imgcodecs, so no imread); the prompt gets llama.cpp's <__media__> marker in front of the
+// from stdin, one per line, until EOF. The image is read with cv::imread (PNG, JPEG, PPM, ...);
+// the prompt gets llama.cpp's <__media__> marker in front of the
 // first question unless it has one.
 
 #include <opencv2/dnn.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "command_line.hpp"
-#include "pnm_image.hpp"
 
 #include <iostream>
 #include <string>
@@ -32,11 +32,20 @@ const char* const keys =
     "{help h usage ?  |      | print this help }"
     "{model m         |      | GGUF language model (required) }"
     "{mmproj          |      | its llama.cpp mmproj GGUF (required) }"
-    "{image           |      | the image, binary PPM/PGM (required) }"
+    "{image           |      | the image: PNG, JPEG, PPM, ... (required) }"
     "{prompt p        | Describe this image. | the first question }"
     "{max-new-tokens  | 128  | tokens per answer at most }"
     "{chat-template   |      | a built-in template name (e.g. chatml) instead of the model's }"
     "{threads         | -1   | threads (-1: OpenCV's default) }";
+
+// An image file (PNG, JPEG, PPM, ...) as a BGR Mat, or an error naming the file.
+Mat readImage(const std::string& path)
+{
+    const Mat image = imread(path, IMREAD_COLOR);
+    if (image.empty())
+        CV_Error(Error::StsError, "cannot read the image '" + path + "' (imread: missing file or unknown format)");
+    return image;
+}
 
 } // namespace
 
@@ -58,7 +67,7 @@ int main(int argc, char** argv)
         TextGenerationModel vlm(model, mmproj);
         if (!chatTemplate.empty())
             vlm.setChatTemplate(chatTemplate);
-        const Mat picture = readPNM(image);
+        const Mat picture = readImage(image);
         if (question.find("<__media__>") == std::string::npos)
             question = "<__media__>" + question;
         auto stream = [](const String& piece) {

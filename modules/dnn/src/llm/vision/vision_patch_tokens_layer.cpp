@@ -4,6 +4,7 @@
 
 #include "../../precomp.hpp"
 #include "vision_layers.hpp"
+#include "../ggml/ggml_types.hpp"
 
 #include <cstring>
 
@@ -114,10 +115,7 @@ static const std::vector<hfloat>& quickGeluF16Table()
         std::vector<hfloat> t(65536);
         for (int i = 0; i < 65536; i++)
         {
-            const ushort bits = (ushort)i;
-            hfloat h;
-            std::memcpy(&h, &bits, sizeof(h));
-            const float v = (float)h;
+            const float v = llm::halfBitsToFloat((uint16_t)i);
             t[i] = hfloat(v * (1.f / (1.f + std::exp(-1.702f * v))));
         }
         return t;
