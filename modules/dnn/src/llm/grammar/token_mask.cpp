@@ -1,0 +1,146 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../precomp.hpp"
+#include "token_mask.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+static const size_t kMaxPieceBytes = 65535;
+
+TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_((int)pieces.size())
+{
+    std::vector<int> order;
+    order.reserve(pieces.size());
+    for (int id = 0; id < (int)pieces.size(); id++)
+        if (!pieces[id].empty() && pieces[id].size() <= kMaxPieceBytes)
+            order.push_back(id);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+        return pieces[a] != pieces[b] ? pieces[a] < pieces[b] : a < b; });
+    std::vector<uint32_t> path;  // node indices of the current path
+    const std::string* prev = nullptr;
+    auto closeTo = [&](size_t depth) {
+        while (path.size() > depth)
+        {
+            nodes_[path.back()].skip = (uint32_t)nodes_.size();
+            path.pop_back();
+        }
+    };
+    for (int id : order)
+    {
+        const std::string& p = pieces[id];
+        size_t common = 0;
+        if (prev)
+            while (common < p.size() && common < prev->size() && p[common] == (*prev)[common])
+                common++;
+        closeTo(common);
+        for (size_t i = common; i < p.size(); i++)
+        {
+            Node n;
+            n.byte = (uint8_t)p[i];
+            n.depth = (uint16_t)(i + 1);
+            n.skip = 0;
+            n.tokenBegin = n.tokenEnd = 0;
+            path.push_back((uint32_t)nodes_.size());
+            nodes_.push_back(n);
+        }
+        maxDepth_ = std::max(maxDepth_, p.size());
+        prev = &p;
+    }
+    closeTo(0);
+    // tokens ending at each node, in node order
+    std::vector<std::vector<int> > ends(nodes_.size());
+    {
+        // walk again to find each piece's last node
+        prev = nullptr;
+        std::vector<uint32_t> pathNodes;
+        uint32_t next = 0;
+        for (int id : order)
+        {
+            const std::string& p = pieces[id];
+            size_t common = 0;
+            if (prev)
+                while (common < p.size() && common < prev->size() && p[common] == (*prev)[common])
+                    common++;
+            pathNodes.resize(common);
+            for (size_t i = common; i < p.size(); i++)
+                pathNodes.push_back(next++);
+            ends[pathNodes.back()].push_back(id);
+            prev = &p;
+        }
+        CV_Assert(next == nodes_.size());
+    }
+    for (size_t i = 0; i < nodes_.size(); i++)
+    {
+        nodes_[i].tokenBegin = (uint32_t)tokens_.size();
+        tokens_.insert(tokens_.end(), ends[i].begin(), ends[i].end());
+        nodes_[i].tokenEnd = (uint32_t)tokens_.size();
+    }
+}
+
+int TokenTrie::mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed) const
+{
+    allowed.assign((size_t)vocab_, 0);
+    if (matcher.isDead())
+        return 0;
+    // Per depth: the partial character and which level's stacks apply (a byte that does not
+    // finish a character keeps its parent's stacks).
+    levels_.resize(maxDepth_ + 1);
+    std::vector<Utf8Partial> partial(maxDepth_ + 1);
+    std::vector<uint32_t> ref(maxDepth_ + 1, 0);
+    levels_[0] = matcher.stacks();
+    partial[0] = matcher.partial();
+    int count = 0;
+    size_t i = 0;
+    while (i < nodes_.size())
+    {
+        const Node& n = nodes_[i];
+        const size_t d = n.depth;
+        Utf8Partial p = partial[d - 1];
+        uint32_t cp = 0;
+        const int r = p.feed(n.byte, cp);
+        bool alive;
+        if (r < 0)
+            alive = false;
+        else if (r == 0)
+        {
+            ref[d] = ref[d - 1];
+            alive = matcher.partialFeasible(levels_[ref[d]], p);
+        }
+        else
+        {
+            matcher.advance(levels_[ref[d - 1]], cp, levels_[d]);
+            ref[d] = (uint32_t)d;
+            alive = !levels_[d].empty();
+        }
+        if (!alive)
+        {
+            i = n.skip;
+            continue;
+        }
+        partial[d] = p;
+        for (uint32_t t = n.tokenBegin; t < n.tokenEnd; t++)
+        {
+            allowed[(size_t)tokens_[t]] = 1;
+            count++;
+        }
+        i++;
+    }
+    return count;
+}
+
+bool TokenTrie::allows(const GrammarMatcher& matcher, const std::string& piece)
+{
+    if (piece.empty())
+        return false;
+    GrammarMatcher m(matcher);
+    return m.accept(piece);
+}
+
+}}} // namespace cv::dnn::llm

@@ -1,0 +1,57 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// Which tokens of a vocabulary can continue a grammar's text. The tokens' byte strings are
+// stored once as a trie in depth-first order (each node: its byte, its depth, the index just past
+// its subtree, the tokens ending there); masking walks it once per state, advancing the parse
+// stacks one byte per node, so that tokens sharing a prefix share that work, and a dead node
+// skips its whole subtree. Tokens may end inside a UTF-8 character (their bytes must be able
+// to start one the grammar allows).
+
+#ifndef OPENCV_DNN_SRC_LLM_GRAMMAR_TOKEN_MASK_HPP
+#define OPENCV_DNN_SRC_LLM_GRAMMAR_TOKEN_MASK_HPP
+
+#include "grammar_matcher.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+class CV_EXPORTS TokenTrie
+{
+public:
+    //! pieces[id]: the bytes of token id; empty pieces (control tokens) are never allowed.
+    explicit TokenTrie(const std::vector<std::string>& pieces);
+
+    /** allowed[id] = 1 for each token whose bytes can continue the matcher's text, else 0
+        (resized to the vocabulary). Returns how many are allowed. End-of-generation is the
+        caller's (GrammarMatcher::canEnd()). */
+    int mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed) const;
+
+    //! Whether token id's bytes can continue the matcher's text.
+    static bool allows(const GrammarMatcher& matcher, const std::string& piece);
+
+    int vocabSize() const { return vocab_; }
+    size_t nodeCount() const { return nodes_.size(); }
+
+private:
+    struct Node
+    {
+        uint8_t byte;
+        uint16_t depth;        // 1 for the first byte
+        uint32_t skip;         // index of the first node after this subtree
+        uint32_t tokenBegin, tokenEnd;  // into tokens_
+    };
+    std::vector<Node> nodes_;
+    std::vector<int> tokens_;
+    int vocab_ = 0;
+    size_t maxDepth_ = 0;
+
+    // scratch for mask() (one trie per Completion; not shared between threads)
+    mutable std::vector<GrammarMatcher::Stacks> levels_;
+};
+
+}}} // namespace cv::dnn::llm
+
+#endif
