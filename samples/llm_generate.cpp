@@ -4,12 +4,16 @@
 //                [--threads=N] [--context=N] [--print-token-ids] [--tokenize-only]
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
 //                [--seed=S] [--stop=TEXT]... [--parallel=N]
+//                [--grammar-file=F | --json-schema=TEXT|@FILE | --json]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
 // stops (it works on vocabulary-only GGUF files). --parallel=N generates N completions of the
 // prompt in one batch (continuous batching; completion i samples with seed S+i, so it equals a
 // single run with --seed=S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
+// --grammar-file (GBNF, llama.cpp's dialect), --json-schema and --json constrain the completion
+// (GenerationConfig::grammar, jsonSchema, jsonMode). Without --print-token-ids, standard output
+// is the completion alone: `llm_generate ... --json | python3 -m json.tool` works.
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
@@ -17,6 +21,7 @@
 
 #include "command_line.hpp"
 
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -44,7 +49,10 @@ const char* const keys =
     "{repeat-penalty  | 1    | > 1 discourages recent tokens (1: off) }"
     "{seed            | 0    | random seed for sampling }"
     "{stop            |      | generation ends before this text (repeat the key for several) }"
-    "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }";
+    "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }"
+    "{grammar-file    |      | a GBNF grammar file (llama.cpp's dialect) the completion must follow }"
+    "{json-schema     |      | a JSON schema (its text, or @FILE) the completion must follow }"
+    "{json            | false| the completion is one JSON value }";
 
 struct Options
 {
@@ -59,6 +67,16 @@ struct Options
     int parallel = 0;
     GenerationConfig config;
 };
+
+std::string readTextFile(SampleCommandLine& cl, const std::string& key, const std::string& path)
+{
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+        cl.fail("--" + key + ": cannot read " + path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
 
 Options parseOptions(int argc, char** argv)
 {
@@ -87,6 +105,16 @@ Options parseOptions(int argc, char** argv)
     for (const std::string& s : cl.getAll("stop"))
         o.config.stopStrings.push_back(s);
     o.parallel = cl.getInt("parallel", 0);
+    if (cl.given("grammar-file"))
+        o.config.grammar = readTextFile(cl, "grammar-file", cl.getString("grammar-file"));
+    if (cl.given("json-schema"))
+    {
+        const std::string schema = cl.getString("json-schema");
+        o.config.jsonSchema = !schema.empty() && schema[0] == '@' ? readTextFile(cl, "json-schema", schema.substr(1)) : schema;
+    }
+    o.config.jsonMode = cl.getFlag("json");
+    if ((int)!o.config.grammar.empty() + (int)!o.config.jsonSchema.empty() + (int)o.config.jsonMode > 1)
+        cl.fail("give only one of --grammar-file, --json-schema and --json");
     if (o.model.empty())
         cl.fail("--model is required");
     if (o.hasPromptIds == !o.prompt.empty())

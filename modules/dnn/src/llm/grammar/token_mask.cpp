@@ -84,47 +84,78 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_((int)piece
     }
 }
 
-int TokenTrie::mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed) const
+int TokenTrie::mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed, Scratch& scratch) const
 {
     allowed.assign((size_t)vocab_, 0);
     if (matcher.isDead())
         return 0;
-    // Per depth: the partial character and which level's stacks apply (a byte that does not
-    // finish a character keeps its parent's stacks).
-    levels_.resize(maxDepth_ + 1);
-    std::vector<Utf8Partial> partial(maxDepth_ + 1);
-    std::vector<uint32_t> ref(maxDepth_ + 1, 0);
-    levels_[0] = matcher.stacks();
-    partial[0] = matcher.partial();
+    Scratch& sc = scratch;
+    sc.states.clear();
+    sc.ids.clear();
+    sc.next.clear();
+    sc.feasible.clear();
+    sc.stateAt.assign(maxDepth_ + 1, 0);
+    sc.partial.assign(maxDepth_ + 1, Utf8Partial());
+    sc.states.push_back(matcher.stacks());
+    sc.ids.emplace(matcher.stacks(), 0);
+    sc.partial[0] = matcher.partial();
     int count = 0;
     size_t i = 0;
     while (i < nodes_.size())
     {
         const Node& n = nodes_[i];
         const size_t d = n.depth;
-        Utf8Partial p = partial[d - 1];
+        const int parent = sc.stateAt[d - 1];
+        Utf8Partial p = sc.partial[d - 1];
         uint32_t cp = 0;
         const int r = p.feed(n.byte, cp);
-        bool alive;
-        if (r < 0)
-            alive = false;
-        else if (r == 0)
+        int state = -1;
+        if (r == 0)
         {
-            ref[d] = ref[d - 1];
-            alive = matcher.partialFeasible(levels_[ref[d]], p);
+            // an unfinished character: the parent's stacks, if some class can hold it
+            const uint64_t key = ((uint64_t)parent << 32) | ((uint64_t)p.remaining << 24) | p.value;
+            auto it = sc.feasible.find(key);
+            bool ok;
+            if (it != sc.feasible.end())
+                ok = it->second;
+            else
+            {
+                ok = matcher.partialFeasible(sc.states[(size_t)parent], p);
+                sc.feasible.emplace(key, ok);
+            }
+            state = ok ? parent : -1;
         }
-        else
+        else if (r > 0)
         {
-            matcher.advance(levels_[ref[d - 1]], cp, levels_[d]);
-            ref[d] = (uint32_t)d;
-            alive = !levels_[d].empty();
+            const uint64_t key = ((uint64_t)parent << 32) | cp;
+            auto it = sc.next.find(key);
+            if (it != sc.next.end())
+                state = it->second;
+            else
+            {
+                matcher.advance(sc.states[(size_t)parent], cp, sc.advanced);
+                if (!sc.advanced.empty())
+                {
+                    auto found = sc.ids.find(sc.advanced);
+                    if (found != sc.ids.end())
+                        state = found->second;
+                    else
+                    {
+                        state = (int)sc.states.size();
+                        sc.ids.emplace(sc.advanced, state);
+                        sc.states.push_back(sc.advanced);
+                    }
+                }
+                sc.next.emplace(key, state);
+            }
         }
-        if (!alive)
+        if (state < 0)
         {
             i = n.skip;
             continue;
         }
-        partial[d] = p;
+        sc.stateAt[d] = state;
+        sc.partial[d] = p;
         for (uint32_t t = n.tokenBegin; t < n.tokenEnd; t++)
         {
             allowed[(size_t)tokens_[t]] = 1;

@@ -14,6 +14,9 @@
 
 #include "grammar_matcher.hpp"
 
+#include <map>
+#include <unordered_map>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -24,10 +27,30 @@ public:
     //! pieces[id]: the bytes of token id; empty pieces (control tokens) are never allowed.
     explicit TokenTrie(const std::vector<std::string>& pieces);
 
+    //! Working memory of mask(), kept between calls (one per user: the trie itself is shared).
+    struct Scratch
+    {
+        // The distinct parse states met in one walk, and the transitions between them: most
+        // nodes repeat a transition already made (inside a JSON string every ordinary character
+        // leads back to the same state), which then costs one hash lookup.
+        std::vector<GrammarMatcher::Stacks> states;
+        std::map<GrammarMatcher::Stacks, int> ids;
+        std::unordered_map<uint64_t, int> next;         // (state, code point) -> state, -1: dead
+        std::unordered_map<uint64_t, bool> feasible;    // (state, partial character) -> alive
+        std::vector<int> stateAt;                       // per depth
+        std::vector<Utf8Partial> partial;               // per depth
+        GrammarMatcher::Stacks advanced;
+    };
+
     /** allowed[id] = 1 for each token whose bytes can continue the matcher's text, else 0
         (resized to the vocabulary). Returns how many are allowed. End-of-generation is the
-        caller's (GrammarMatcher::canEnd()). */
-    int mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed) const;
+        caller's (GrammarMatcher::canEnd()). Thread-safe for distinct scratch objects. */
+    int mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed, Scratch& scratch) const;
+    int mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed) const
+    {
+        Scratch scratch;
+        return mask(matcher, allowed, scratch);
+    }
 
     //! Whether token id's bytes can continue the matcher's text.
     static bool allows(const GrammarMatcher& matcher, const std::string& piece);
@@ -47,9 +70,6 @@ private:
     std::vector<int> tokens_;
     int vocab_ = 0;
     size_t maxDepth_ = 0;
-
-    // scratch for mask() (one trie per Completion; not shared between threads)
-    mutable std::vector<GrammarMatcher::Stacks> levels_;
 };
 
 }}} // namespace cv::dnn::llm
