@@ -406,6 +406,19 @@ TEST(Grammar, Utf8AndPartialCharacters)
     EXPECT_FALSE(wrong.accept("\xC4"));  // starts U+0100..U+013F: not é
     GrammarMatcher invalid(g);
     EXPECT_FALSE(invalid.accept("\x80"));
+    // overlong forms, surrogates and code points above U+10FFFF are not UTF-8 (RFC 3629)
+    auto any = parseGbnf("root ::= .+");
+    for (const char* bad : {"\xC0\xBB", "\xC1\x81", "\xE0\x80\xBB", "\xF0\x80\x81\xBB", "\xED\xA0\x80",
+                            "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF"})
+    {
+        GrammarMatcher a(any);
+        EXPECT_FALSE(a.accept(bad) && a.canEnd()) << bad;
+    }
+    // and the shortest prefix that can only become one of them is refused at once
+    GrammarMatcher early(any);
+    EXPECT_FALSE(early.accept("\xE0\x80"));
+    GrammarMatcher ok(any);
+    EXPECT_TRUE(ok.accept("\xE0\xA0\x80\xF4\x8F\xBF\xBF\xED\x9F\xBF") && ok.canEnd());
 }
 
 // The trie walk gives exactly what trying each token alone gives.

@@ -97,23 +97,24 @@ def demo_model():
     return cv.dnn.TextGenerationModel(str(path))
 
 
-def config(schema, seed, temperature):
+def config(schema, seed, temperature, max_new=MAX_NEW):
     cfg = cv.dnn.GenerationConfig()
     cfg.jsonSchema = json.dumps(schema)
-    cfg.maxNewTokens = MAX_NEW
+    cfg.maxNewTokens = max_new
     cfg.seed = seed
     cfg.temperature = temperature
     return cfg
 
 
-def check_many(model, label):
+def check_many(model, label, max_new=MAX_NEW):
     results = []
     for name, schema in SCHEMAS.items():
         for seed in (1, 2, 3):
             for temperature in (0.0, 0.8, 1.5):
-                cfg = config(schema, seed, temperature)
+                cfg = config(schema, seed, temperature, max_new)
                 text = model.generate(PROMPT, cfg)
-                assert len(model.getGeneratedTokenIds()) < MAX_NEW, (label, name, seed, temperature, text)
+                # ended by the grammar (only end-of-generation was left), not by the limit
+                assert len(model.getGeneratedTokenIds()) < max_new, (label, name, seed, temperature, text)
                 try:
                     validate(text, schema)
                 except Exception as e:  # noqa: BLE001  (the message says which)
@@ -131,7 +132,9 @@ def test_random_models_follow_schemas(random_models):
 
 
 def test_demo_model_follows_schemas(demo_model):
-    check_many(demo_model, "demo")
+    # The demo model (a story model, context 512) likes spaces: the JSON whitespace that
+    # llama.cpp's conversion allows between tokens (up to 22 characters each time) takes room.
+    check_many(demo_model, "demo", max_new=500)
 
 
 def test_batch_each_sequence_its_own_grammar_state(random_models):

@@ -13,25 +13,47 @@ namespace llm {
 
 using T = GrammarElementType;
 
+static uint32_t minCodePoint(int length)
+{
+    return length == 2 ? 0x80 : length == 3 ? 0x800 : length == 4 ? 0x10000 : 0;
+}
+
 int Utf8Partial::feed(unsigned char b, uint32_t& cp)
 {
     if (remaining == 0)
     {
         if (b < 0x80) { cp = b; return 1; }
-        if ((b & 0xE0) == 0xC0) { value = b & 0x1F; remaining = 1; }
-        else if ((b & 0xF0) == 0xE0) { value = b & 0x0F; remaining = 2; }
-        else if ((b & 0xF8) == 0xF0) { value = b & 0x07; remaining = 3; }
+        if ((b & 0xE0) == 0xC0) { value = b & 0x1F; remaining = 1; length = 2; }
+        else if ((b & 0xF0) == 0xE0) { value = b & 0x0F; remaining = 2; length = 3; }
+        else if ((b & 0xF8) == 0xF0) { value = b & 0x07; remaining = 3; length = 4; }
         else return -1;
-        return 0;
+        uint32_t lo, hi;
+        range(lo, hi);
+        return lo <= hi ? 0 : -1;
     }
     if ((b & 0xC0) != 0x80)
         return -1;
     value = (value << 6) | (b & 0x3F);
     if (--remaining > 0)
-        return 0;
+    {
+        uint32_t lo, hi;
+        range(lo, hi);
+        return lo <= hi ? 0 : -1;
+    }
     cp = value;
     value = 0;
-    return cp > 0x10FFFF ? -1 : 1;
+    const int len = length;
+    length = 0;
+    if (cp < minCodePoint(len) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return -1;
+    return 1;
+}
+
+void Utf8Partial::range(uint32_t& lo, uint32_t& hi) const
+{
+    const int shift = 6 * remaining;
+    lo = std::max(value << shift, minCodePoint(length));
+    hi = std::min((value << shift) | ((1u << shift) - 1), 0x10FFFFu);
 }
 
 GrammarMatcher::GrammarMatcher(const std::shared_ptr<const Grammar>& grammar, const Limits& limits)
@@ -130,9 +152,10 @@ bool GrammarMatcher::partialFeasible(const Stacks& stacks, const Utf8Partial& pa
 {
     if (partial.remaining == 0)
         return !stacks.empty();
-    const int shift = 6 * partial.remaining;
-    const uint32_t lo = partial.value << shift;
-    const uint32_t hi = lo | ((1u << shift) - 1);
+    uint32_t lo, hi;
+    partial.range(lo, hi);
+    if (lo > hi)
+        return false;
     for (const Stack& stack : stacks)
         if (!stack.empty() && charClassIntersects(stack.back(), lo, hi))
             return true;

@@ -27,10 +27,15 @@ struct CV_EXPORTS Utf8Partial
 {
     uint32_t value = 0;
     int remaining = 0;
+    int length = 0;  //!< bytes of the whole character
 
     /** Feeds one byte: 1 when it completes code point `cp`, 0 when more bytes are needed,
-        -1 for invalid UTF-8 (a stray continuation byte, a bad lead byte, a missing continuation). */
+        -1 for invalid UTF-8 (a stray continuation byte, a bad lead byte, a missing continuation,
+        an overlong form, a surrogate, a code point above U+10FFFF): a model must not spell
+        '{' as F0 80 81 BB to get around the grammar. */
     int feed(unsigned char b, uint32_t& cp);
+    //! The code points the character may still become (empty when lo > hi).
+    void range(uint32_t& lo, uint32_t& hi) const;
 };
 
 struct GrammarLimits

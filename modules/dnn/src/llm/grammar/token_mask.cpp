@@ -113,7 +113,8 @@ int TokenTrie::mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed
         if (r == 0)
         {
             // an unfinished character: the parent's stacks, if some class can hold it
-            const uint64_t key = ((uint64_t)parent << 32) | ((uint64_t)p.remaining << 24) | p.value;
+            const uint64_t key = ((uint64_t)parent << 32) | ((uint64_t)p.length << 28) |
+                                 ((uint64_t)p.remaining << 24) | p.value;
             auto it = sc.feasible.find(key);
             bool ok;
             if (it != sc.feasible.end())
