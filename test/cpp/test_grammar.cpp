@@ -22,6 +22,9 @@
 #include "../../modules/dnn/src/llm/grammar/grammar_matcher.hpp"
 #include "../../modules/dnn/src/llm/grammar/json_schema_to_grammar.hpp"
 #include "../../modules/dnn/src/llm/grammar/token_mask.hpp"
+#include "../../modules/dnn/src/llm/tokenizer/tokenizer.hpp"
+#include <opencv2/dnn/gguf.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 #include "test_common.hpp"
 
 namespace {
@@ -464,6 +467,62 @@ TEST(Grammar, TokenMaskEqualsBruteForce)
         ASSERT_TRUE(m.accept(pieces[ok[rng() % ok.size()]]));
     }
     EXPECT_GE(states, 10);
+}
+
+// The same over real vocabularies (LLaMA's SentencePiece with byte tokens, GPT-2's byte-level BPE),
+// along a JSON text: the trie walk equals trying every token alone.
+TEST(Grammar, TokenMaskEqualsBruteForceRealVocabularies)
+{
+    for (const char* vocab : {"llama.cpp-vocab/ggml-vocab-llama-spm.gguf", "llama.cpp-vocab/ggml-vocab-gpt-2.gguf"})
+    {
+        SCOPED_TRACE(vocab);
+        cv::Ptr<cv::dnn::GGUFFile> file = cv::dnn::GGUFFile::open(llm_test::sharedTestData(vocab));
+        std::shared_ptr<Tokenizer> tok = Tokenizer::fromGGUF(*file);
+        std::vector<std::string> pieces((size_t)tok->vocabSize());
+        for (int id = 0; id < tok->vocabSize(); id++)
+            if (!tok->isSpecial(id))
+                pieces[(size_t)id] = tok->tokenToPiece(id, false);
+        TokenTrie trie(pieces);
+        auto g = parseGbnf(jsonSchemaToGbnf(R"({"type":"object","properties":{"name":{"type":"string"},)"
+                                            R"("n":{"type":"integer","minimum":-20,"maximum":300}},"required":["name","n"]})"));
+        const std::string text = "{\"name\": \"h\u00e9llo \u4e2d w\", \"n\": -17}";
+        GrammarMatcher m(g);
+        std::vector<uint8_t> allowed;
+        for (size_t pos = 0; pos <= text.size(); pos += 3)
+        {
+            trie.mask(m, allowed);
+            for (int id = 0; id < tok->vocabSize(); id++)
+                ASSERT_EQ((bool)allowed[(size_t)id], TokenTrie::allows(m, pieces[(size_t)id]))
+                    << "token " << id << " at byte " << pos;
+            ASSERT_TRUE(m.accept(text.substr(pos, 3)));
+        }
+        EXPECT_TRUE(m.canEnd());
+    }
+}
+
+// Through TextGenerationModel (stories260K): end of generation only where the grammar may end,
+// and a grammar with nothing more to add ends generation even when EOS is ignored.
+TEST(Grammar, GenerationEndsWhereTheGrammarEnds)
+{
+    cv::dnn::TextGenerationModel model(llm_test::sharedTestData("stories260K.gguf"));
+    cv::dnn::GenerationConfig cfg;
+    cfg.grammar = "root ::= \"Tom\" [a-z ]{0,12} \".\"";
+    cfg.ignoreEndOfGeneration = true;
+    cfg.maxNewTokens = 100;
+    for (int seed = 0; seed < 5; seed++)
+    {
+        cfg.seed = seed;
+        cfg.temperature = 1.2f;
+        const std::string text = model.generate("Once upon a time", cfg);
+        EXPECT_TRUE(matches(parseGbnf(cfg.grammar), text)) << text;
+        EXPECT_LT(model.getGeneratedTokenIds().size(), 20u);
+    }
+    cfg.ignoreEndOfGeneration = false;
+    cfg.grammar = "root ::= [0-9]+";  // may end after any digit: EOS competes with digits
+    cfg.maxNewTokens = 30;
+    const std::string digits = model.generate("Once upon a time", cfg);
+    EXPECT_FALSE(digits.empty());
+    EXPECT_EQ(digits.find_first_not_of("0123456789"), std::string::npos) << digits;
 }
 
 TEST(Grammar, SchemaErrors)
