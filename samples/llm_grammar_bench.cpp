@@ -87,12 +87,12 @@ int main(int argc, char** argv)
         std::shared_ptr<const Grammar> grammar = parseGbnf(jsonSchemaToGbnf(schema));
         std::vector<double> ms;
         std::vector<uint8_t> allowed;
-        TokenTrie::Scratch scratch;
         double allowedShare = 0;
         size_t tokens = 0;
         for (int r = 0; r < repeat; r++)
         {
             GrammarMatcher m(grammar);
+            TokenTrie::Scratch scratch;  // fresh for each walk, as for each generated sequence
             // The text as a model would write it under the grammar: at each step the longest
             // allowed token that the rest of the text starts with.
             size_t pos = 0;

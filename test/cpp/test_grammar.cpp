@@ -446,10 +446,14 @@ TEST(Grammar, TokenMaskEqualsBruteForce)
     GrammarMatcher m(g);
     std::vector<uint8_t> allowed;
     int states = 0;
+    // one scratch for the whole walk, as in a Completion: masks of revisited states come from its
+    // cache (a small one, so that entries are evicted too)
+    TokenTrie::Scratch scratch;
+    scratch.maxCachedMasks = 3;
     // walk: at each state pick a random allowed token
-    for (int step = 0; step < 60 && !m.isComplete(); step++)
+    for (int step = 0; step < 120 && !m.isComplete(); step++)
     {
-        int count = trie.mask(m, allowed);
+        int count = trie.mask(m, allowed, scratch);
         int brute = 0;
         for (size_t id = 0; id < pieces.size(); id++)
         {

@@ -86,10 +86,23 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_((int)piece
 
 int TokenTrie::mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed, Scratch& scratch) const
 {
-    allowed.assign((size_t)vocab_, 0);
     if (matcher.isDead())
+    {
+        allowed.assign((size_t)vocab_, 0);
         return 0;
+    }
     Scratch& sc = scratch;
+    const Utf8Partial& mp = matcher.partial();
+    sc.clock++;
+    for (Scratch::CachedMask& c : sc.masks)
+        if (c.partial.remaining == mp.remaining && c.partial.value == mp.value && c.partial.length == mp.length &&
+            c.stacks == matcher.stacks())
+        {
+            c.lastUse = sc.clock;
+            allowed = c.allowed;
+            return c.count;
+        }
+    allowed.assign((size_t)vocab_, 0);
     sc.states.clear();
     sc.ids.clear();
     sc.next.clear();
@@ -163,6 +176,27 @@ int TokenTrie::mask(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed
             count++;
         }
         i++;
+    }
+    if (sc.maxCachedMasks > 0)
+    {
+        Scratch::CachedMask* slot = nullptr;
+        if (sc.masks.size() < sc.maxCachedMasks)
+        {
+            sc.masks.emplace_back();
+            slot = &sc.masks.back();
+        }
+        else
+        {
+            slot = &sc.masks[0];
+            for (Scratch::CachedMask& c : sc.masks)
+                if (c.lastUse < slot->lastUse)
+                    slot = &c;
+        }
+        slot->stacks = matcher.stacks();
+        slot->partial = mp;
+        slot->allowed = allowed;
+        slot->count = count;
+        slot->lastUse = sc.clock;
     }
     return count;
 }

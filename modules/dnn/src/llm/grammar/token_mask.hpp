@@ -40,6 +40,19 @@ public:
         std::vector<int> stateAt;                       // per depth
         std::vector<Utf8Partial> partial;               // per depth
         GrammarMatcher::Stacks advanced;
+        // Whole masks of recent states (states repeat from step to step: every token inside a
+        // JSON string starts from the same state), at most maxCachedMasks of them.
+        struct CachedMask
+        {
+            GrammarMatcher::Stacks stacks;
+            Utf8Partial partial;
+            std::vector<uint8_t> allowed;
+            int count;
+            uint64_t lastUse;
+        };
+        std::vector<CachedMask> masks;
+        size_t maxCachedMasks = 16;
+        uint64_t clock = 0;
     };
 
     /** allowed[id] = 1 for each token whose bytes can continue the matcher's text, else 0
