@@ -22,7 +22,7 @@ CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "
 KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
-                     "parallel"],
+                     "parallel", "grammar-file", "json-schema", "json"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
@@ -30,6 +30,7 @@ KEYS = {
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
+    "llm_grammar_bench": ["model", "schema", "text", "repeat"],
     "llm_chatbot.py": CHATBOT_KEYS,
 }
 
@@ -43,6 +44,7 @@ VALID = {
     "llm_kv_bench": ["--model=x.gguf", "--threads=1"],
     "llm_soak": ["--model=x.gguf"],
     "llm_rmsnorm_bench": [],
+    "llm_grammar_bench": ["--model=x.gguf"],
     "llm_chatbot.py": [],
 }
 
@@ -55,6 +57,7 @@ BAD_VALUES = {
     "llm_kv_bench": ("--steps=", "--steps=0", "--steps must be at least 1, got 0"),
     "llm_soak": ("--max-growth-mb=4MB", "--threads=0", "--threads must be -1 (OpenCV's default) or positive, got 0"),
     "llm_rmsnorm_bench": ("--eps=nan", "--eps=0", "--eps must be in (0, 1], got 0"),
+    "llm_grammar_bench": ("--repeat=2x", "--repeat=0", "--repeat must be at least 1, got 0"),
     "llm_chatbot.py": ("--max-new-tokens=12abc", "--top-p=0", "argument --top-p: must be in (0, 1], got '0'"),
 }
 
@@ -132,13 +135,16 @@ def readme_commands():
 
 # What the README's placeholders stand for: small counts, stories260K, one thread.
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
-KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256"}
+KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
+                    "--grammar-file": str(PROJECT_ROOT / "samples" / "grammars" / "list.gbnf"),
+                    "--json-schema": "@" + str(PROJECT_ROOT / "samples" / "grammars" / "person.schema.json")}
 PROGRAM_PLACEHOLDERS = {
     "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3"},
     "llm_bench": {"P": "16", "G": "8"},
     "llm_kv_bench": {"S": "4"},
     "llm_soak": {"N": "600", "M": "4"},
     "llm_rmsnorm_bench": {"N": "64", "D": "256"},
+    "llm_grammar_bench": {"N": "1"},
 }
 
 

@@ -7,6 +7,7 @@
 #include "../common/json_document.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -208,11 +209,17 @@ private:
 
     static int64_t asInt(const OrderedJson& v, const std::string& path, const char* what)
     {
-        if (v.is_number_integer() || v.is_number_unsigned())
+        // within +-1e17 (so that bounds +-1 cannot overflow); larger ones are refused
+        const double limit = 1e17;
+        if (v.is_number_unsigned() && v.get<uint64_t>() <= (uint64_t)limit)
+            return (int64_t)v.get<uint64_t>();
+        if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= -(int64_t)limit &&
+            v.get<int64_t>() <= (int64_t)limit)
             return v.get<int64_t>();
-        if (v.is_number_float() && v.get<double>() == (double)(int64_t)v.get<double>())
+        if (v.is_number_float() && std::fabs(v.get<double>()) <= limit &&
+            v.get<double>() == std::floor(v.get<double>()))
             return (int64_t)v.get<double>();
-        CV_Error(Error::StsParseError, "JSON schema: " + path + ": " + what + " must be an integer");
+        CV_Error(Error::StsParseError, "JSON schema: " + path + ": " + what + " must be an integer of at most 17 digits");
     }
 
     const OrderedJson& resolve(const std::string& ref, const std::string& path)
