@@ -21,13 +21,22 @@
 // in forwards of at most 512 tokens (not timed), then G single-token steps are timed, the first
 // one at position D. Ends with `tg<G>@d<D>: <tokens/s> tok/s`.
 //
-// In every mode the timed loops allocate nothing themselves (inputs and batch plans are made
+//   llm_bench --model=FILE --threads=N --draft-tokens=K (--lookup-ngram=N | --draft-model=FILE)
+//             [--prompt=TEXT] [--gen-tokens=G] [--repetitions=R]
+//
+// Speculative decoding through TextGenerationModel: G greedy tokens after the prompt without
+// and with drafts (K per step, by prompt lookup or a draft model), timed after the prompt's
+// prefill; the two outputs must be the same. Ends with `tg<G>: <tokens/s> tok/s`,
+// `tg<G> speculative: <tokens/s> tok/s`, `draft_accepted: A/B` and `speedup: <ratio>x`.
+//
+// In the Net-level modes the timed loops allocate nothing themselves (inputs and batch plans are made
 // before them); the first single-token step after a prompt, which re-plans the Net's shapes,
 // is not timed.
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/llm.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include "command_line.hpp"
 
@@ -51,7 +60,18 @@ const char* const keys =
     "{gen-tokens     | 128 | generated tokens of the tg test (one forward each); with --batch: of each sequence }"
     "{repetitions    | 3   | runs of each test; the speeds are averaged }"
     "{batch          |     | K: K sequences prefilled in one forward, then decoded together (K tokens per forward) }"
-    "{depth          |     | D: generation after a D-token context (no pp test) }";
+    "{depth          |     | D: generation after a D-token context (no pp test) }"
+    "{draft-tokens   |     | K: speculative decoding, K drafted tokens per step, against plain greedy generation }"
+    "{lookup-ngram   | 0   | with --draft-tokens: draft by prompt lookup, matching up to N tokens }"
+    "{draft-model    |     | with --draft-tokens: draft with this model (same vocabulary) }"
+    "{draft-p-min    | 0.75| with --draft-model: drafting stops at a token the draft model gives less probability }"
+    "{prompt         |     | with --draft-tokens: the prompt (default: a passage followed by a request to repeat it) }";
+
+// Speculative decoding pays where the output repeats its input: a passage to be repeated.
+const char* const kRepeatPrompt =
+    "Lily and Tom went to the park. They played with a big red ball. Tom kicked the ball and it flew over the "
+    "fence. Lily was sad, but a kind dog brought the ball back. They said thank you and went home happy.\n"
+    "Say it again.\nLily and Tom went to the park.";
 
 // Read bandwidth of main memory: sums a buffer much larger than the caches with all threads.
 double measureReadBandwidth()
@@ -229,6 +249,61 @@ int runDepth(Net& net, int vocab, int threads, int D, int G, int repetitions)
     return 0;
 }
 
+// Greedy generation of `G` tokens with the config's drafts; the tokens and the rate after prefill.
+std::vector<int> timedGeneration(TextGenerationModel& model, const std::string& prompt, const GenerationConfig& config,
+                                 double& rate)
+{
+    model.start(prompt, config);
+    TickMeter tm;
+    tm.start();
+    while (!model.isDone())
+        model.next();
+    tm.stop();
+    const std::vector<int> ids = model.getGeneratedTokenIds();
+    rate = ids.size() / tm.getTimeSec();
+    return ids;
+}
+
+int runSpeculative(const std::string& modelPath, const std::string& draftModel, float draftMinProbability,
+                   const std::string& prompt, int threads, int draftTokens, int lookupNgram, int G, int repetitions)
+{
+    TextGenerationModel model(modelPath);
+    if (!draftModel.empty())
+        model.setDraftModel(draftModel);
+    GenerationConfig plain;
+    plain.maxNewTokens = G;
+    plain.ignoreEndOfGeneration = true;
+    GenerationConfig drafted = plain;
+    drafted.draftTokens = draftTokens;
+    drafted.lookupNgram = lookupNgram;
+    drafted.draftMinProbability = draftMinProbability;
+    std::vector<double> tg, spec;
+    std::vector<int> counts;
+    for (int r = 0; r < repetitions; r++)
+    {
+        double a = 0, b = 0;
+        const std::vector<int> expected = timedGeneration(model, prompt, plain, a);
+        if (timedGeneration(model, prompt, drafted, b) != expected)
+            CV_Error(Error::StsError, "llm_bench: speculative decoding changed the greedy output");
+        counts = model.getDraftCounts();
+        tg.push_back(a);
+        spec.push_back(b);
+    }
+    const double plainRate = std::accumulate(tg.begin(), tg.end(), 0.0) / tg.size();
+    const double specRate = std::accumulate(spec.begin(), spec.end(), 0.0) / spec.size();
+    std::cout << format("model: %s; drafts: %d per step by %s\n", modelPath.c_str(), draftTokens,
+                        lookupNgram > 0 ? format("prompt lookup (n-grams up to %d)", lookupNgram).c_str()
+                                        : format("the draft model %s (p-min %.2f)", draftModel.c_str(),
+                                                 draftMinProbability).c_str())
+              << format("threads: %d, repetitions: %d, prompt: %zu tokens\n", threads, repetitions,
+                        model.getPromptTokenIds().size())
+              << format("tg%d: %.2f tok/s\n", G, plainRate)
+              << format("tg%d speculative: %.2f tok/s\n", G, specRate)
+              << format("draft_accepted: %d/%d\n", counts[1], counts[0])
+              << format("speedup: %.2fx\n", specRate / plainRate);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -243,6 +318,13 @@ int main(int argc, char** argv)
     const int repetitions = cl.getInt("repetitions", 1);
     const int batch = cl.given("batch") ? cl.getInt("batch", 1, 4096) : 0;
     const int depth = cl.given("depth") ? cl.getInt("depth", 0) : -1;
+    const int draftTokens = cl.given("draft-tokens") ? cl.getInt("draft-tokens", 1) : 0;
+    const int lookupNgram = cl.getInt("lookup-ngram", 0);
+    const std::string draftModel = cl.getString("draft-model");
+    if (draftTokens > 0 && (batch > 0 || depth >= 0))
+        cl.fail("--draft-tokens is a mode of its own: not with --batch or --depth");
+    if (draftTokens > 0 && (lookupNgram > 0) == !draftModel.empty())
+        cl.fail("--draft-tokens needs either --lookup-ngram or --draft-model");
     if (batch > 0 && depth >= 0)
         cl.fail("give either --batch or --depth");
     if (depth >= 0 && cl.given("prompt-tokens"))
@@ -250,6 +332,10 @@ int main(int argc, char** argv)
     try
     {
         setNumThreads(threads);
+        if (draftTokens > 0)
+            return runSpeculative(model, draftModel, (float)cl.getReal("draft-p-min", 0, 1),
+                                  cl.given("prompt") ? cl.getString("prompt") : kRepeatPrompt,
+                                  threads, draftTokens, lookupNgram, genTokens, repetitions);
         Ptr<GGUFFile> f = GGUFFile::open(model);
         const String arch = f->getString("general.architecture");
         const int vocab = f->getTensorShape("token_embd.weight")[1];

@@ -3,7 +3,8 @@
 //   llm_generate --model=FILE (--prompt=TEXT | --prompt-ids=1,403,407) [--max-new-tokens=N]
 //                [--threads=N] [--context=N] [--print-token-ids] [--tokenize-only]
 //                [--temperature=T] [--top-k=K] [--top-p=P] [--min-p=P] [--repeat-penalty=R]
-//                [--seed=S] [--stop=TEXT]... [--parallel=N]
+//                [--seed=S] [--stop=TEXT]... [--parallel=N] [--prompt-cache=FILE]
+//                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE [--draft-p-min=P])]
 //                [--grammar-file=F | --json-schema=TEXT|@FILE | --json]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
@@ -11,6 +12,14 @@
 // stops (it works on vocabulary-only GGUF files). --parallel=N generates N completions of the
 // prompt in one batch (continuous batching; completion i samples with seed S+i, so it equals a
 // single run with --seed=S+i) and prints `generated_ids[i]: ...` and `text[i]: ...` for each.
+// --draft-tokens=N turns on speculative decoding (N tokens drafted per step by prompt lookup or
+// a draft model; greedy output is unchanged) and prints `draft_accepted: A/B` (kept / drafted)
+// to stderr.
+// --prompt-cache=FILE (llama.cpp's --prompt-cache): when FILE holds a session of this model
+// (TextGenerationModel::saveSession) whose tokens share a prefix with the prompt, it is loaded
+// and only the rest of the prompt is processed; `prompt_cache_reused: N` (the tokens not processed
+// again) goes to stderr. After the prompt, FILE is written with it. A FILE that cannot be used
+// (another model, corrupted) is reported on stderr and ignored. The output equals a run without it.
 // --grammar-file (GBNF, llama.cpp's dialect), --json-schema and --json constrain the completion
 // (GenerationConfig::grammar, jsonSchema, jsonMode). Without --print-token-ids, standard output
 // is the completion alone: `llm_generate ... --json | python3 -m json.tool` works.
@@ -50,6 +59,11 @@ const char* const keys =
     "{seed            | 0    | random seed for sampling }"
     "{stop            |      | generation ends before this text (repeat the key for several) }"
     "{parallel        | 0    | N completions of the prompt in one batch, seeds S..S+N-1 (0: one, streamed) }"
+    "{draft-tokens    | 0    | speculative decoding: tokens drafted per step (0: off) }"
+    "{lookup-ngram    | 0    | draft by prompt lookup, matching up to N tokens }"
+    "{draft-model     |      | draft with this smaller model of the same vocabulary }"
+    "{draft-p-min     | 0.75 | the draft model stops at a token it gives less probability, in [0, 1] }"
+    "{prompt-cache    |      | session file: reuse the prompt prefix it holds, then save the prompt to it }"
     "{grammar-file    |      | a GBNF grammar file (llama.cpp's dialect) the completion must follow }"
     "{json-schema     |      | a JSON schema (its text, or @FILE) the completion must follow }"
     "{json            | false| the completion is one JSON value }";
@@ -65,6 +79,8 @@ struct Options
     bool printIds = false;
     bool tokenizeOnly = false;
     int parallel = 0;
+    std::string draftModel;
+    std::string promptCache;
     GenerationConfig config;
 };
 
@@ -105,6 +121,15 @@ Options parseOptions(int argc, char** argv)
     for (const std::string& s : cl.getAll("stop"))
         o.config.stopStrings.push_back(s);
     o.parallel = cl.getInt("parallel", 0);
+    o.config.draftTokens = cl.getInt("draft-tokens", 0);
+    o.config.lookupNgram = cl.getInt("lookup-ngram", 0);
+    o.draftModel = cl.getString("draft-model");
+    o.config.draftMinProbability = (float)cl.getReal("draft-p-min", 0, 1);
+    if (o.config.draftTokens > 0 && o.config.lookupNgram == 0 && o.draftModel.empty())
+        cl.fail("--draft-tokens needs --lookup-ngram or --draft-model");
+    if ((o.config.lookupNgram > 0 || !o.draftModel.empty()) && o.config.draftTokens == 0)
+        cl.fail("--lookup-ngram and --draft-model need --draft-tokens");
+    o.promptCache = cl.getString("prompt-cache");
     if (cl.given("grammar-file"))
         o.config.grammar = readTextFile(cl, "grammar-file", cl.getString("grammar-file"));
     if (cl.given("json-schema"))
@@ -121,7 +146,17 @@ Options parseOptions(int argc, char** argv)
         cl.fail("give either --prompt or --prompt-ids");
     if (o.hasPromptIds && o.promptIds.empty())
         cl.fail("--prompt-ids is empty");
+    if (!o.promptCache.empty() && o.parallel > 0)
+        cl.fail("--prompt-cache does not go with --parallel");
     return o;
+}
+
+void printDraftCounts(const TextGenerationModel& model, const Options& opt)
+{
+    if (opt.config.draftTokens == 0)
+        return;
+    const std::vector<int> counts = model.getDraftCounts();
+    std::cerr << format("draft_accepted: %d/%d\n", counts[1], counts[0]);
 }
 
 void printIds(const char* name, const std::vector<int>& ids)
@@ -151,6 +186,8 @@ int main(int argc, char** argv)
         TickMeter load;
         load.start();
         TextGenerationModel model(opt.model, opt.context);
+        if (!opt.draftModel.empty())
+            model.setDraftModel(opt.draftModel);
         load.stop();
 
         if (opt.parallel > 0)
@@ -174,16 +211,48 @@ int main(int argc, char** argv)
             std::cerr << format("load %.1f ms; %d completions of %zu prompt tokens: %zu tokens in %.1f ms, %.1f tokens/s\n",
                                 load.getTimeMilli(), opt.parallel, prompt.size(), total, tm.getTimeMilli(),
                                 total / tm.getTimeSec());
+            printDraftCounts(model, opt);
             return 0;
         }
 
+        // The prompt's time includes loading the prompt cache's session.
         TickMeter prefill, decode;
         prefill.start();
+        bool sessionLoaded = false;
+        std::ifstream cacheFile(opt.promptCache, std::ios::binary);
+        if (!opt.promptCache.empty() && cacheFile.good())
+        {
+            // A file that is not a session (e.g. the model given by mistake) is never overwritten.
+            char magic[8] = {0};
+            cacheFile.read(magic, sizeof(magic));
+            if (cacheFile.gcount() > 0 && std::string(magic, (size_t)cacheFile.gcount()) != std::string("OCVKVSEQ", (size_t)cacheFile.gcount()))
+            {
+                std::cerr << "llm_generate: --prompt-cache " << opt.promptCache
+                          << " exists and is not a session file; it is left alone" << std::endl;
+                return 1;
+            }
+            try
+            {
+                model.loadSession(opt.promptCache);
+                sessionLoaded = true;
+            }
+            catch (const cv::Exception& e)
+            {
+                std::cerr << "prompt_cache: " << opt.promptCache << " is not used: " << e.err << "\n";
+            }
+        }
         if (opt.hasPromptIds)
             model.startWithTokenIds(opt.promptIds, opt.config);
         else
             model.start(opt.prompt, opt.config);
         prefill.stop();
+        if (!opt.promptCache.empty())
+        {
+            // Right after the prompt, the session holds exactly its tokens.
+            model.saveSession(opt.promptCache);
+            const size_t reused = sessionLoaded ? model.getPromptTokenIds().size() - model.getLastPrefillTokenCount() : 0;
+            std::cerr << "prompt_cache_reused: " << reused << "\n";
+        }
         std::string text;
         decode.start();
         while (!model.isDone())
@@ -201,6 +270,7 @@ int main(int argc, char** argv)
         std::cerr << format("load %.1f ms; prompt %zu tokens in %.1f ms; %zu tokens generated at %.1f tokens/s\n",
                             load.getTimeMilli(), model.getPromptTokenIds().size(), prefill.getTimeMilli(),
                             generated.size(), generated.empty() ? 0.0 : generated.size() / decode.getTimeSec());
+        printDraftCounts(model, opt);
         return 0;
     }
     catch (const cv::Exception& e)

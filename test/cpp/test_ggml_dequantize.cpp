@@ -56,16 +56,16 @@ TEST(GGMLDequantize, matchesSpecDecoder)
         EXPECT_EQ(mismatches, 0);
         checked++;
     }
-    EXPECT_EQ(checked, 11);  // F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K
+    EXPECT_EQ(checked, 13);  // F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q2_K Q3_K
 }
 
 TEST(GGMLDequantize, unsupportedTypeIsRefused)
 {
     LayerParams lp;
-    lp.set("ggml_type", 10);  // Q2_K
+    lp.set("ggml_type", 23);  // IQ4_XS: parsed, no decoder
     lp.set("embedding_length", 256);
     lp.set("vocab_size", 1);
-    lp.blobs.push_back(Mat(1, 84, CV_8U, Scalar(0)));
+    lp.blobs.push_back(Mat(1, 136, CV_8U, Scalar(0)));
     EXPECT_THROW(LayerFactory::createLayerInstance("LLMTokenEmbedding", lp), cv::Exception);
 }
 

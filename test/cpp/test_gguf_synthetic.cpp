@@ -72,7 +72,7 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 54u);
+    ASSERT_EQ(oracles.size(), 58u);
     std::printf("%-22s %12s %12s %10s %10s\n", "model", "max|dp| F32", "max|dp| q", "top1 ours", "top1 l.cpp");
     for (const String& path : oracles)
     {
@@ -134,7 +134,7 @@ TEST(GGUFSynthetic, greedyIdsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 54u);
+    ASSERT_EQ(oracles.size(), 58u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -171,7 +171,7 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 54u);
+    ASSERT_EQ(oracles.size(), 58u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);

@@ -43,7 +43,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
     for (const FileNode& t : fs["types"])
     {
         const std::string name = (std::string)t["type"];
-        const bool kQuant = name == "Q4_K" || name == "Q5_K" || name == "Q6_K";
+        const bool kQuant = name == "Q2_K" || name == "Q3_K" || name == "Q4_K" || name == "Q5_K" || name == "Q6_K";
         if (name != "Q4_0" && name != "Q4_1" && name != "Q5_0" && name != "Q5_1" && name != "Q8_0" && !kQuant)
             continue;
         SCOPED_TRACE(name);
@@ -91,7 +91,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
         }
         checked++;
     }
-    EXPECT_EQ(checked, 8);
+    EXPECT_EQ(checked, 10);
 }
 
 // The run of llm_tests_without_avx2 must really be one without AVX2: OpenCV's dispatch

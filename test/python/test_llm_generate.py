@@ -86,3 +86,62 @@ def test_parallel_greedy_matches_llama_cpp(shared_testdata):
     assert r.returncode == 0, r.stderr
     for i in range(3):
         assert ids_line(r.stdout, f"generated_ids[{i}]") == ref["greedyIds"]
+
+
+def prompt_cache_reused(stderr):
+    lines = [l for l in stderr.splitlines() if l.startswith("prompt_cache_reused:")]
+    assert len(lines) == 1, stderr
+    return int(lines[0].split(":", 1)[1])
+
+
+def test_prompt_cache_reuses_the_saved_prompt_and_changes_no_output(tmp_path):
+    # The demo model (models/demo) with a prompt cache: the first run saves the prompt, a second
+    # run of the same prompt loads it and processes one token (the last, for its logits), a
+    # longer prompt reuses the shared prefix; each output equals the run without the cache.
+    model = str(pathlib.Path(__file__).resolve().parents[2] / "models" / "demo" / "demo-stories.gguf")
+    cache = tmp_path / "prompt.cache"
+    prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside"
+    common = [f"--model={model}", "--max-new-tokens=12", "--print-token-ids"]
+    plain = run(*common, f"--prompt={prompt}")
+    assert plain.returncode == 0, plain.stderr
+    assert "prompt_cache_reused" not in plain.stderr
+    n_prompt = len(ids_line(plain.stdout, "prompt_ids"))
+
+    first = run(*common, f"--prompt={prompt}", f"--prompt-cache={cache}")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == plain.stdout
+    assert prompt_cache_reused(first.stderr) == 0
+    assert cache.exists()
+
+    second = run(*common, f"--prompt={prompt}", f"--prompt-cache={cache}")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == plain.stdout
+    assert prompt_cache_reused(second.stderr) == n_prompt - 1
+
+    longer = prompt + " in the park."
+    plain_longer = run(*common, f"--prompt={longer}")
+    third = run(*common, f"--prompt={longer}", f"--prompt-cache={cache}")
+    assert third.returncode == 0, third.stderr
+    assert third.stdout == plain_longer.stdout
+    longer_ids = ids_line(plain_longer.stdout, "prompt_ids")
+    prompt_ids = ids_line(plain.stdout, "prompt_ids")
+    common_prefix = next(i for i, (a, b) in enumerate(zip(prompt_ids + [None], longer_ids)) if a != b)
+    assert prompt_cache_reused(third.stderr) == common_prefix
+
+    # A damaged cache file is reported and ignored; the output does not change, and the file is rewritten.
+    cache.write_bytes(cache.read_bytes()[:100])
+    damaged = run(*common, f"--prompt={prompt}", f"--prompt-cache={cache}")
+    assert damaged.returncode == 0, damaged.stderr
+    assert damaged.stdout == plain.stdout
+    assert "is not used" in damaged.stderr and prompt_cache_reused(damaged.stderr) == 0
+    again = run(*common, f"--prompt={prompt}", f"--prompt-cache={cache}")
+    assert prompt_cache_reused(again.stderr) == n_prompt - 1 and again.stdout == plain.stdout
+
+
+def test_prompt_cache_never_overwrites_a_file_that_is_not_a_session(tmp_path):
+    model = pathlib.Path(__file__).resolve().parents[2] / "models" / "demo" / "demo-stories.gguf"
+    copy = tmp_path / "model.gguf"
+    copy.write_bytes(model.read_bytes())
+    r = run(f"--model={copy}", "--prompt=Once upon a time", "--max-new-tokens=4", f"--prompt-cache={copy}")
+    assert r.returncode == 1 and "is not a session file" in r.stderr, r.stderr
+    assert copy.read_bytes() == model.read_bytes()

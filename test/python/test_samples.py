@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import shlex
+import tempfile
 import subprocess
 import sys
 
@@ -22,11 +23,13 @@ CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "
 KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
-                     "parallel", "grammar-file", "json-schema", "json"],
+                     "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache",
+                     "grammar-file", "json-schema", "json"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
-    "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions", "batch", "depth"],
+    "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions", "batch", "depth", "draft-tokens",
+                  "lookup-ngram", "draft-model", "draft-p-min", "prompt"],
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
@@ -135,12 +138,14 @@ def readme_commands():
 
 # What the README's placeholders stand for: small counts, stories260K, one thread.
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
+# --prompt-cache writes its file: a fresh folder's, never FILE (the shared model).
 KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
+                    "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache"),
                     "--grammar-file": str(PROJECT_ROOT / "samples" / "grammars" / "list.gbnf"),
                     "--json-schema": "@" + str(PROJECT_ROOT / "samples" / "grammars" / "person.schema.json")}
 PROGRAM_PLACEHOLDERS = {
     "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3"},
-    "llm_bench": {"P": "16", "G": "8"},
+    "llm_bench": {"P": "16", "G": "8", "K": "3", "N": "2"},
     "llm_kv_bench": {"S": "4"},
     "llm_soak": {"N": "600", "M": "4"},
     "llm_rmsnorm_bench": {"N": "64", "D": "256"},

@@ -9,7 +9,7 @@ the stored llama.cpp outputs apply to it. The same for test/data/oracle/rope_*.n
 scaling), swa_*.nlc.json (sliding windows) and context_*.nlc.json (a chosen context length), and the model without scaling / window that each
 of those records under "unscaled". Also writes
 a GGUF v2 / alignment 64 variant of the llama F32 model (same weights, so llama.cpp's F32 outputs
-apply to it as well).
+apply to it as well), and the llama Q8_0 model with other weights (seed 28).
 """
 import glob
 import hashlib
@@ -57,6 +57,12 @@ def main():
     variant = os.path.join(out_dir, "synthetic_llama_F32_v2_align64.gguf")
     run_generator("python3 tools/gguf/make_synthetic_model.py --arch llama --type F32 --shape tiny "
                   "--seed 27 --version 2 --alignment 64 --out x", variant)
+    # The llama Q8_0 model's shape with other weights (seed 28): a session of one must not load into the
+    # other (test_kv_session.cpp).
+    other = os.path.join(out_dir, "synthetic_llama_Q8_0_seed28.gguf")
+    if not os.path.exists(other):
+        run_generator("python3 tools/gguf/make_synthetic_model.py --arch llama --type Q8_0 --shape tiny "
+                      "--seed 28 --out x", other)
     if failures:
         sys.exit("\n".join(failures))
     print(f"{len(oracles)} synthetic models ready in {out_dir}")

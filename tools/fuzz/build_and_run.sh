@@ -5,7 +5,7 @@
 # project root:
 #   tools/fuzz/build_and_run.sh [seconds]
 # Environment:
-#   FUZZ_TARGETS   the targets to build and run (default: all seven, listed in TARGETS below)
+#   FUZZ_TARGETS   the targets to build and run (default: all eight, listed in TARGETS below)
 #   FUZZ_NO_BUILD  1: run the targets already built in build/fuzz
 #   LLM_BUILD_DIR  the project's build folder (default build)
 # Exits non-zero when a target fails (crash, sanitizer report, leak, timeout): ctest's
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
-TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_onnx fuzz_onnx_llm fuzz_grammar}
+TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_kv_session fuzz_onnx fuzz_onnx_llm fuzz_grammar}
 B=${LLM_BUILD_DIR:-build}
 SHARED=${LLM_SHARED_TESTDATA:-$ROOT/../shared/testdata}
 OUT=$B/fuzz
@@ -27,7 +27,7 @@ if command -v ccache > /dev/null; then
   export CCACHE_BASEDIR="$ROOT"
   CXX=(ccache clang++)
 fi
-mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/corpus_grammar" "$OUT/artifacts"
+mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_kv_session" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/corpus_grammar" "$OUT/artifacts"
 # -msse3: OpenCV's baseline on x86-64 (SSE, SSE2, SSE3), which the universal intrinsics of our
 # kernels' baseline code may use (v_reduce_sum4).
 BASELINE=()
@@ -71,6 +71,11 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
       "$SRC"/llm/kv_cache/*.cpp "$SRC"/llm/attention/paged_attention.cpp \
       "$SRC"/llm/attention/attention_kernels.dispatch.cpp "$OUT/attention_kernels.avx2.o" \
       "$OUT/attention_kernels.avx512.o" "$SRC"/llm/attention/rotary_embedding.cpp "${LIBS[@]}"
+  fi
+  if selected fuzz_kv_session; then
+    # The sequence file's parser and PagedKVCache's loader (kv_sequence_file.cpp), instrumented.
+    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_session" tools/fuzz/fuzz_kv_session.cpp \
+      "$SRC"/llm/kv_cache/*.cpp "${LIBS[@]}"
   fi
   if selected fuzz_onnx; then
     # Our layers run from build/opencv (not instrumented); the importer and protobuf are OpenCV's.

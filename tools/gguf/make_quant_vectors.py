@@ -78,7 +78,7 @@ def quantized_blocks(rng, t):
     edge.append(b)
     # 4) maximum quants (all payload bits one), negative d
     b = new()
-    for f in ("qs", "qh", "ql"):
+    for f in ("qs", "qh", "ql", "hmask"):
         if f in fields:
             b[f] = -1 if dt[f].base == np.dtype("i1") else 0xFF
     b["d"] = -0.75
@@ -86,7 +86,9 @@ def quantized_blocks(rng, t):
         b["m"] = 3.0
     if "dmin" in fields:
         b["dmin"] = -0.125         # negative dmin is legal in the format
-        b["scales"] = np.arange(12, dtype=np.uint8) * 21  # mixed packed scale bits
+        b["scales"] = np.arange(dt["scales"].shape[0], dtype=np.uint8) * 21  # mixed packed scale bits
+    if t == GGMLType.Q3_K:
+        b["scales"] = np.arange(12, dtype=np.uint8) * 21
     if t == GGMLType.Q6_K:
         b["scales"] = np.array([-128, 127, -1, 1, 0, 64, -64, 5, -5, 100, -100, 33, -33, 2, -2, 7], np.int8)
     edge.append(b)
@@ -120,6 +122,23 @@ def quantized_blocks(rng, t):
         if "qh" in fields:
             b["qh"][0, 0] = 0x01
             b["qh"][0, 31] = 0x80
+        edge.append(b)
+    if t == GGMLType.Q2_K:
+        b = new()
+        b["d"] = 1.0
+        b["dmin"] = 0.5
+        b["scales"] = np.arange(16, dtype=np.uint8) | (np.arange(15, -1, -1, dtype=np.uint8) << 4)
+        b["qs"][0, 0] = 0x03        # element 0 (group 0) at 3
+        b["qs"][0, 63] = 0xC0       # element 255 (group 15) at 3
+        edge.append(b)
+    if t == GGMLType.Q3_K:
+        b = new()
+        b["d"] = 1.0
+        b["scales"] = [0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE, 0x1B, 0xE4, 0x00, 0xFF]
+        b["qs"][0, 0] = 0x03
+        b["qs"][0, 63] = 0xC0
+        b["hmask"][0, 0] = 0x01     # element 0's high bit
+        b["hmask"][0, 31] = 0x80    # element 255's high bit
         edge.append(b)
     if t == GGMLType.Q6_K:
         b = new()

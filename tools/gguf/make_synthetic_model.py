@@ -8,6 +8,10 @@
 
 --type  F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K: "pure" files, every 2-D weight
         (token_embd and output included) in that type, like `llama-quantize --pure`.
+        Q2_K Q3_K_M: llama.cpp's mixes of those names (llama_tensor_get_type, dense models):
+        output Q6_K; Q2_K: attn_v Q3_K (Q4_K when n_head / n_head_kv >= 4), ffn_down and
+        attn_output Q3_K, the rest Q2_K; Q3_K_M: attn_v Q5_K in layers 0-1 then Q4_K, ffn_down
+        Q5_K in the first n/16 layers then Q4_K, attn_output Q4_K, the rest Q3_K.
         Q4_K_M Q5_K_M: llama.cpp's mixes (llama_tensor_get_type): output.weight (or token_embd
         when tied) Q6_K; attn_v (and a fused attn_qkv) and ffn_down Q6_K in the layers where use_more_bits(i, n) holds
         (i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2); everything else Q4_K / Q5_K.
@@ -122,7 +126,8 @@ ARCH_DEFAULTS = {
 }
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
-             "Q4_K": 14, "Q4_K_M": 15, "Q5_K": 16, "Q5_K_M": 17, "Q6_K": 18, "BF16": 32}
+             "Q4_K": 14, "Q4_K_M": 15, "Q5_K": 16, "Q5_K_M": 17, "Q6_K": 18, "BF16": 32,
+             "Q2_K": 10, "Q3_K_M": 12}
 TYPES = list(FILE_TYPE)
 FALLBACK = {GGMLType.Q4_K: GGMLType.Q5_0, GGMLType.Q5_K: GGMLType.Q5_1, GGMLType.Q6_K: GGMLType.Q8_0}
 
@@ -131,14 +136,43 @@ def use_more_bits(i_layer, n_layers):
     return i_layer < n_layers // 8 or i_layer >= 7 * n_layers // 8 or (i_layer - n_layers // 8) % 3 == 2
 
 
-def choose_type(name, ne0, ftype, n_layer, tied, layer):
-    """ggml type of a 2-D weight, mirroring llama.cpp's quantizer for the *_M mixes."""
+def low_bit_mix_type(name, ftype, n_layer, n_gqa, layer):
+    """llama.cpp's Q2_K and Q3_K_M mixes (llama_tensor_get_type, dense non-Falcon models) for a
+    weight other than the output."""
+    is_attn_v = name.endswith("attn_v.weight") or name.endswith("attn_qkv.weight")
+    if ftype == "Q2_K":
+        if is_attn_v:
+            return GGMLType.Q4_K if n_gqa >= 4 else GGMLType.Q3_K
+        if name.endswith("ffn_down.weight") or name.endswith("attn_output.weight"):
+            return GGMLType.Q3_K
+        return GGMLType.Q2_K
+    if is_attn_v:  # Q3_K_M: the first two attn_v tensors Q5_K
+        return GGMLType.Q5_K if layer < 2 else GGMLType.Q4_K
+    if name.endswith("ffn_down.weight"):
+        return GGMLType.Q5_K if layer < n_layer // 16 else GGMLType.Q4_K
+    if name.endswith("attn_output.weight"):
+        return GGMLType.Q4_K
+    return GGMLType.Q3_K
+
+
+def choose_type(name, ne0, ftype, n_layer, tied, layer, n_gqa=1):
+    """ggml type of a 2-D weight, mirroring llama.cpp's quantizer for the mixes."""
     if ftype in ("F32", "F16", "BF16"):
         return GGMLType[ftype]
+    is_output = name == "output.weight" or (tied and name == "token_embd.weight")
+    if ftype in ("Q2_K", "Q3_K_M"):
+        t = (GGMLType.Q8_0 if ne0 % 256 else GGMLType.Q6_K) if is_output else \
+            low_bit_mix_type(name, ftype, n_layer, n_gqa, layer)
+        if ne0 % BLOCK_LAYOUT[t][0]:
+            # llama.cpp falls back to IQ4_NL (Q2_K / Q3_K), Q5_0 (Q4_K), Q5_1 (Q5_K), Q8_0 (Q6_K)
+            if t in (GGMLType.Q2_K, GGMLType.Q3_K):
+                raise SystemExit("%s: ne[0] = %d is not a multiple of 256 and llama.cpp would store it as "
+                                 "IQ4_NL, which this generator does not write" % (name, ne0))
+            t = FALLBACK[t]
+        return t
     mix = ftype.endswith("_M")
     base = GGMLType[ftype[:-2] if mix else ftype]
     t = base
-    is_output = name == "output.weight" or (tied and name == "token_embd.weight")
     if mix:
         if is_output:
             t = GGMLType.Q8_0 if ne0 % BLOCK_LAYOUT[base][0] else GGMLType.Q6_K
@@ -488,7 +522,8 @@ def build(args):
         if len(npshape) == 1:
             gt = GGMLType.F32
         else:
-            gt = choose_type(name, dims[0], args.type, shape["n_layer"], tied, layer)
+            gt = choose_type(name, dims[0], args.type, shape["n_layer"], tied, layer,
+                             shape["n_head"] // shape["n_head_kv"])
         out_t = GGMLType.F32 if args.dequant_f32 else gt
         hist[gt.name] = hist.get(gt.name, 0) + 1
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """NumPy encoders and spec decoders for ggml tensor types.
 
-Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 
 Block layouts (all little endian, "half" = IEEE fp16), as defined by ggml:
 
@@ -12,6 +12,14 @@ Block layouts (all little endian, "half" = IEEE fp16), as defined by ggml:
   Q5_0  32 elems, 22 B : half d; u8 qh[4]; u8 qs[16]             5th bit of element j is bit j of the
                                                                  little-endian u32 qh; x = d * (q - 16)
   Q5_1  32 elems, 24 B : half d; half m; u8 qh[4]; u8 qs[16]     x = d * q + m
+  Q2_K  256 elems, 84 B: u8 scales[16]; u8 qs[64]; half d; half dmin
+        16 groups of 16; element e = 128h + 32j + 16u + l (h, u in 0..1, j < 4, l < 16) is
+        q = (qs[32h + 16u + l] >> 2j) & 3 in group g = 8h + 2j + u:
+        x = d * (scales[g] & 15) * q - dmin * (scales[g] >> 4)
+  Q3_K  256 elems, 110 B: u8 hmask[32]; u8 qs[64]; u8 scales[12]; half d
+        as Q2_K's groups and low bits, plus the high bit (bit 4h + j of hmask[16u + l]):
+        x = d * (s[g] - 32) * (q_low + 4 * high - 4), s[g] 6 bits: the low 4 are nibble g // 8
+        of scales[g % 8], the high 2 are bits 2 (g // 4) of scales[8 + g % 4]
   Q4_K  256 elems, 144 B: half d; half dmin; u8 scales[12]; u8 qs[128]
         8 sub-blocks of 32 with 6-bit scale sc[i] and 6-bit min m[i] packed in `scales`:
           i < 4 : sc = scales[i] & 63,  m = scales[i+4] & 63
@@ -51,7 +59,8 @@ except ImportError:  # used as a script / from tools/gguf on sys.path
     from gguf_writer import BLOCK_LAYOUT, GGMLType, ggml_type
 
 QK_K = 256
-SUPPORTED = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
+# (Q2_K and Q3_K last: make_quant_vectors.py seeds each type by its index here)
+SUPPORTED = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q2_K", "Q3_K")
 
 _BLOCK_DTYPES = {
     GGMLType.Q8_0: np.dtype([("d", "<f2"), ("qs", "i1", (32,))]),
@@ -59,6 +68,8 @@ _BLOCK_DTYPES = {
     GGMLType.Q4_1: np.dtype([("d", "<f2"), ("m", "<f2"), ("qs", "u1", (16,))]),
     GGMLType.Q5_0: np.dtype([("d", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))]),
     GGMLType.Q5_1: np.dtype([("d", "<f2"), ("m", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))]),
+    GGMLType.Q2_K: np.dtype([("scales", "u1", (16,)), ("qs", "u1", (64,)), ("d", "<f2"), ("dmin", "<f2")]),
+    GGMLType.Q3_K: np.dtype([("hmask", "u1", (32,)), ("qs", "u1", (64,)), ("scales", "u1", (12,)), ("d", "<f2")]),
     GGMLType.Q4_K: np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (128,))]),
     GGMLType.Q5_K: np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qh", "u1", (32,)),
                              ("qs", "u1", (128,))]),
@@ -230,6 +241,60 @@ def _enc_q5_k(x):
     return b
 
 
+def _k16_groups(x):
+    """x (nb, 256) -> (nb, 16, 16): group g = 8h + 2j + u holds elements 128h + 32j + 16u + l."""
+    return x.reshape(len(x), 16, 16)  # that order is plain consecutive 16s
+
+
+def _pack_2bit(q):
+    """q (nb, 16, 16) values 0..3 by group -> qs (nb, 64): bits 2j of qs[32h + 16u + l]."""
+    q = q.reshape(len(q), 2, 4, 2, 16).astype(np.uint8)  # h, j, u, l
+    qs = np.zeros((len(q), 2, 2, 16), np.uint8)          # h, u, l
+    for j in range(4):
+        qs |= q[:, :, j] << (2 * j)
+    return qs.reshape(len(q), 64)
+
+
+def _enc_q2_k(x):
+    xs = _k16_groups(x)
+    b = np.zeros(len(x), _BLOCK_DTYPES[GGMLType.Q2_K])
+    mn = np.minimum(xs.min(axis=2), 0.0)             # offsets are subtracted: min must be <= 0
+    scale = (xs.max(axis=2) - mn) / 3.0
+    d = _f16(scale.max(axis=1) / 15.0)
+    dmin = _f16((-mn).max(axis=1) / 15.0)
+    sc = np.clip(_round(scale * _inv(d)[:, None]), 0, 15)
+    m = np.clip(_round(-mn * _inv(dmin)[:, None]), 0, 15)
+    q = np.clip(_round((xs + (dmin[:, None] * m)[..., None]) * _inv(d[:, None] * sc)[..., None]), 0, 3)
+    b["d"], b["dmin"] = d, dmin
+    b["scales"] = (sc.astype(np.uint8) | (m.astype(np.uint8) << 4))
+    b["qs"] = _pack_2bit(q)
+    return b
+
+
+def _enc_q3_k(x):
+    xs = _k16_groups(x)
+    b = np.zeros(len(x), _BLOCK_DTYPES[GGMLType.Q3_K])
+    scale = _signed_absmax(xs) / -4.0                 # the largest magnitude maps to q = -4
+    d = _f16(np.abs(scale).max(axis=1) / 31.0)
+    s = np.clip(_round(scale * _inv(d)[:, None]), -32, 31).astype(np.int32)
+    q = (np.clip(_round(xs * _inv(d[:, None] * s)[..., None]), -4, 3) + 4).astype(np.uint8)  # 0..7
+    b["d"] = d
+    b["qs"] = _pack_2bit(q & 3)
+    high = (q >> 2).reshape(len(x), 2, 4, 2, 16)      # h, j, u, l
+    hmask = np.zeros((len(x), 2, 16), np.uint8)       # u, l
+    for h in range(2):
+        for j in range(4):
+            hmask |= high[:, h, j] << (4 * h + j)
+    b["hmask"] = hmask.reshape(len(x), 32)
+    u = (s + 32).astype(np.uint8)                     # 6 bits
+    scales = np.zeros((len(x), 12), np.uint8)
+    for g in range(16):
+        scales[:, g % 8] |= (u[:, g] & 15) << (4 * (g // 8))
+        scales[:, 8 + g % 4] |= (u[:, g] >> 4) << (2 * (g // 4))
+    b["scales"] = scales
+    return b
+
+
 def _enc_q6_k(x):
     nb = len(x)
     xs = x.reshape(nb, 16, 16)
@@ -253,8 +318,8 @@ def _enc_q6_k(x):
 
 _ENCODERS = {
     GGMLType.Q8_0: _enc_q8_0, GGMLType.Q4_0: _enc_q4_0, GGMLType.Q4_1: _enc_q4_1,
-    GGMLType.Q5_0: _enc_q5_0, GGMLType.Q5_1: _enc_q5_1, GGMLType.Q4_K: _enc_q4_k,
-    GGMLType.Q5_K: _enc_q5_k, GGMLType.Q6_K: _enc_q6_k,
+    GGMLType.Q5_0: _enc_q5_0, GGMLType.Q5_1: _enc_q5_1, GGMLType.Q2_K: _enc_q2_k,
+    GGMLType.Q3_K: _enc_q3_k, GGMLType.Q4_K: _enc_q4_k, GGMLType.Q5_K: _enc_q5_k, GGMLType.Q6_K: _enc_q6_k,
 }
 
 
@@ -378,6 +443,40 @@ def _dec_q5_k(b):
     return y.reshape(nb, 256)
 
 
+def _dec_q2_k(b):
+    nb = len(b)
+    d, dmin = _half(b["d"]), _half(b["dmin"])
+    sc = b["scales"].astype(np.int32)
+    qs = b["qs"].astype(np.int32)
+    y = np.empty((nb, 256), np.float32)
+    for e0 in range(0, 256, 16):
+        h, j, u = e0 // 128, (e0 // 32) % 4, (e0 // 16) % 2
+        g = 8 * h + 2 * j + u
+        q = ((qs[:, 32 * h + 16 * u:32 * h + 16 * u + 16] >> (2 * j)) & 3).astype(np.float32)
+        dl = d * (sc[:, g] & 15).astype(np.float32)
+        ml = dmin * (sc[:, g] >> 4).astype(np.float32)
+        y[:, e0:e0 + 16] = dl[:, None] * q - ml[:, None]
+    return y
+
+
+def _dec_q3_k(b):
+    nb = len(b)
+    d = _half(b["d"])
+    qs = b["qs"].astype(np.int32)
+    hm = b["hmask"].astype(np.int32)
+    s = b["scales"].astype(np.int32)
+    y = np.empty((nb, 256), np.float32)
+    for e0 in range(0, 256, 16):
+        h, j, u = e0 // 128, (e0 // 32) % 4, (e0 // 16) % 2
+        g = 8 * h + 2 * j + u
+        six = ((s[:, g % 8] >> (4 * (g // 8))) & 15) | (((s[:, 8 + g % 4] >> (2 * (g // 4))) & 3) << 4)
+        low = (qs[:, 32 * h + 16 * u:32 * h + 16 * u + 16] >> (2 * j)) & 3
+        high = (hm[:, 16 * u:16 * u + 16] >> (4 * h + j)) & 1
+        dl = d * (six - 32).astype(np.float32)
+        y[:, e0:e0 + 16] = dl[:, None] * (low - 4 + 4 * high).astype(np.float32)
+    return y
+
+
 def _dec_q6_k(b):
     nb = len(b)
     d = _half(b["d"])
@@ -406,8 +505,8 @@ def _dec_q6_k(b):
 
 _DECODERS = {
     GGMLType.Q8_0: _dec_q8_0, GGMLType.Q4_0: _dec_q4_0, GGMLType.Q4_1: _dec_q4_1,
-    GGMLType.Q5_0: _dec_q5_0, GGMLType.Q5_1: _dec_q5_1, GGMLType.Q4_K: _dec_q4_k,
-    GGMLType.Q5_K: _dec_q5_k, GGMLType.Q6_K: _dec_q6_k,
+    GGMLType.Q5_0: _dec_q5_0, GGMLType.Q5_1: _dec_q5_1, GGMLType.Q2_K: _dec_q2_k,
+    GGMLType.Q3_K: _dec_q3_k, GGMLType.Q4_K: _dec_q4_k, GGMLType.Q5_K: _dec_q5_k, GGMLType.Q6_K: _dec_q6_k,
 }
 
 

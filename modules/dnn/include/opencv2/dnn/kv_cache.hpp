@@ -88,6 +88,37 @@ public:
     CV_WRAP virtual int getPagesFree() const = 0;
     //! Pages in use by more than one sequence.
     CV_WRAP virtual int getPagesShared() const = 0;
+
+    /** @brief Saves a sequence to a file: its keys and values in the storage type, the
+    identity of the model (see below), optionally its token ids, a format version and a
+    checksum. The file is written atomically (a temporary file in the same folder, then renamed).
+
+    @param sequenceId the sequence to save (it must exist).
+    @param path the file.
+    @param tokens the sequence's token ids (getSequenceLength() of them), or empty: the cache
+    does not know them, loadSequence() gives them back.
+
+    A sequence with sliding-window layers (Gemma 2/3) is saved as far as it can continue: the
+    window layers' rows that a next token still attends to. Its loaded copy continues exactly
+    but cannot be truncated to a length whose rows were not saved (getResumableLength()).
+
+    "The same model" is: the same Net layers (type, name, every parameter, the shape and type of
+    every weight), which includes the context length chosen at load, and the same bytes in a
+    sample of every weight (all of a small weight, three 64-byte windows of a large one). */
+    CV_WRAP virtual void saveSequence(int sequenceId, const String& path,
+                                      const std::vector<int>& tokens = std::vector<int>()) const = 0;
+    /** @brief Loads a file of saveSequence() into sequence `sequenceId` (which it replaces if it
+    exists) and returns the number of tokens it holds.
+
+    Rows saved in another storage type are converted to this cache's (decoded to float and
+    stored again: exact from CV_32F, and from a type to itself). A file that is not whole (truncated,
+    a checksum that does not match), of another format version, or of another model, a sequence
+    longer than the context or beyond the memory budget: a cv::Exception naming the problem,
+    and the cache is left unchanged.
+    @param path the file.
+    @param sequenceId the sequence to load into (a non-negative id).
+    @param tokens receives the token ids the file holds (empty when saved without them). */
+    CV_WRAP virtual int loadSequence(const String& path, int sequenceId, CV_OUT std::vector<int>& tokens) = 0;
 };
 
 //! @}

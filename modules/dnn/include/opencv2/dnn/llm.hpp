@@ -31,6 +31,15 @@ Net was read with allLogits). Without a plan, a forward continues sequence 0 wit
 */
 CV_EXPORTS_W void setLLMBatch(Net& net, const std::vector<int>& sequenceIds);
 
+/** @brief setLLMBatch() naming the tokens whose logits the next forward returns.
+
+`logitTokens` are indices into the batch's tokens, strictly ascending; the forward returns one
+row of logits per index, in that order (speculative decoding verifies every drafted token of a
+sequence in one forward). Empty: the last token of each sequence. A Net read with allLogits
+returns every token's row regardless.
+*/
+CV_EXPORTS_W void setLLMBatch(Net& net, const std::vector<int>& sequenceIds, const std::vector<int>& logitTokens);
+
 /** @brief Starts over: removes every sequence from the Net's KV cache. */
 CV_EXPORTS_W void resetLLMState(Net& net);
 

@@ -39,6 +39,19 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW bool contextShift = false;
     //! Never pick end-of-generation tokens (EOS, end of turn): generate until another limit.
     CV_PROP_RW bool ignoreEndOfGeneration = false;
+    /** Speculative decoding: tokens drafted per step (0: off), drafted by prompt lookup when
+    lookupNgram > 0, else by the draft model (TextGenerationModel::setDraftModel()). The model
+    checks the drafts in one forward and keeps those it would have generated itself: greedy
+    output is the same token for token; sampled output follows the same distribution and is
+    reproducible for a seed (though not the same text as without drafts). */
+    CV_PROP_RW int draftTokens = 0;
+    /** Prompt lookup drafting: the tokens that followed the latest earlier occurrence of the
+    last n tokens, n = lookupNgram down to 1 (0: use the draft model). */
+    CV_PROP_RW int lookupNgram = 0;
+    /** A draft model stops drafting at a token it gives less than this probability (llama.cpp's
+    --draft-p-min): unlikely drafts are mostly rejected and only cost time. 0: always draft
+    draftTokens tokens. */
+    CV_PROP_RW float draftMinProbability = 0.75f;
     /** A GBNF grammar (llama.cpp's dialect, start rule "root") the completion must follow: tokens
     that cannot continue a valid text are never sampled, and end-of-generation comes only where
     the grammar may end. maxNewTokens or a stop string may still cut the text short. */
@@ -102,6 +115,15 @@ public:
     //! Most sequences generateBatch() runs in one forward (default 16).
     CV_WRAP void setMaxParallelSequences(int n);
 
+    /** @brief Loads a smaller model with the same vocabulary to draft tokens for speculative
+    decoding (GenerationConfig::draftTokens). Its context is this model's. */
+    CV_WRAP void setDraftModel(const String& modelPath);
+    //! Uses a Net made by readNet() as the draft model (its tokenizer is read from the same file).
+    CV_WRAP void setDraftModel(const Net& network);
+    /** @brief Speculative decoding since the last start (or generateBatch()): {tokens drafted,
+    drafted tokens the model kept}. */
+    CV_WRAP std::vector<int> getDraftCounts() const;
+
     //! Step API: starts generating after a prompt.
     CV_WRAP void start(const String& prompt, const GenerationConfig& config = GenerationConfig());
     //! Step API: starts generating after a prompt given as token ids (no tokenizer involved).
@@ -146,6 +168,21 @@ public:
     prompt (a prefix the KV cache already held, e.g. the earlier turns of a chat) was not
     processed again. */
     CV_WRAP int getLastPrefillTokenCount() const;
+
+    /** @brief Saves the session to a file: the tokens fed so far (the prompts and replies of
+    generate(), the step API and chat(), on sequence 0 of the KV cache), their keys and values
+    in the cache's storage type, and the chat conversation (its completed turns, as role and
+    content; a reply still being generated is not part of it). The file is a KVCache sequence
+    file (KVCache::saveSequence()) and is written atomically. Throws when no token was fed yet. */
+    CV_WRAP void saveSession(const String& path) const;
+    /** @brief Restores a session of saveSession(): the tokens, their keys and values and the
+    conversation. A following generate() or chat() whose prompt starts with those tokens only
+    processes the rest (getLastPrefillTokenCount()). A file of another model (another
+    architecture, shape, parameters or weights; see KVCache::saveSequence()), a truncated or
+    corrupted file or one longer than the context: a cv::Exception naming the problem, and the
+    model's session is left as it was. Keys and values saved in another storage type are
+    converted to the cache's. Returns the number of tokens restored. */
+    CV_WRAP int loadSession(const String& path);
 
     CV_WRAP Ptr<Tokenizer> getTokenizer() const;
     CV_WRAP Net getNetwork() const;

@@ -13,13 +13,14 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds, Mat& input)
+Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds, Mat& input,
+                  const std::vector<int>& logitTokens)
 {
     CV_Assert(!tokens.empty() && tokens.size() == sequenceIds.size());
     input.create(1, (int)tokens.size(), CV_32F);  // reused: no allocation while the count stays
     for (size_t i = 0; i < tokens.size(); i++)
         input.at<float>((int)i) = (float)tokens[i];
-    setLLMBatch(net, sequenceIds);
+    setLLMBatch(net, sequenceIds, logitTokens);
     net.setInput(input);
     return net.forward();
 }
@@ -31,7 +32,12 @@ struct Active
     int index;       // of the prompt
     int sequenceId;
     std::unique_ptr<Completion> completion;
-    std::vector<float> logits;  // of the next token
+    std::vector<float> logits;  // of the next token, unless `pending` is set
+    int pending = -1;           // a sampled token not fed yet (after a rejected draft)
+    std::vector<int> draft;     // of the step being run
+    int length = 0;             // tokens the sequence held before the step
+    int firstRow = 0;           // its first logit row in the step's output
+    int drafted = 0, draftsKept = 0;
 };
 
 // A prompt shared by several requests: prefilled once into a sequence of its own, then forked.
@@ -46,9 +52,10 @@ class BatchRun
 {
 public:
     BatchRun(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer, const std::vector<std::vector<int>>& prompts,
-             const GenerationConfig& config, int maxParallel, const std::function<bool(int, const String&)>& onPiece)
+             const GenerationConfig& config, int maxParallel, const std::function<bool(int, const String&)>& onPiece,
+             Drafter* drafter)
         : net_(net), cache_(cache), tokenizer_(tokenizer), prompts_(prompts), config_(config),
-          maxParallel_(maxParallel), onPiece_(onPiece), results_(prompts.size())
+          maxParallel_(maxParallel), onPiece_(onPiece), drafter_(drafter), results_(prompts.size())
     {
         CV_CheckGT(maxParallel, 0, "TextGenerationModel: the number of parallel sequences must be positive");
         const std::vector<int> used = cache.getSequenceIds();
@@ -146,44 +153,141 @@ private:
         }
     }
 
-    // Every active sequence samples its next token; those that go on are fed in one forward.
+    // Every active sequence samples its next token (unless a rejected draft left one pending);
+    // those that go on are fed in one forward, each with its drafts, which are then kept as far
+    // as the sampler accepts them.
     void step()
     {
-        tokens_.clear();
-        sequenceIds_.clear();
         for (size_t i = 0; i < active_.size();)
         {
             Active& a = active_[i];
-            const int room = cache_.getMaxSequenceLength() - cache_.getSequenceLength(a.sequenceId);
-            const String piece = a.completion->accept(a.logits.data(), (int)a.logits.size(), room);
-            if (!piece.empty() && onPiece_ && !onPiece_(a.index, piece))
-                a.completion->finish();
-            if (a.completion->done())
+            if (a.pending < 0)
             {
-                results_[a.index].text = a.completion->text();
-                results_[a.index].generated = a.completion->generated();
-                cache_.removeSequence(a.sequenceId);
-                active_.erase(active_.begin() + i);
-                continue;
+                const int room = cache_.getMaxSequenceLength() - cache_.getSequenceLength(a.sequenceId);
+                emit(a, a.completion->accept(a.logits.data(), (int)a.logits.size(), room));
+                if (a.completion->done())
+                {
+                    retire(i);
+                    continue;
+                }
+                a.pending = a.completion->lastToken();
             }
-            tokens_.push_back(a.completion->lastToken());
-            sequenceIds_.push_back(a.sequenceId);
             i++;
         }
-        if (tokens_.empty())
+        if (active_.empty())
             return;
-        const Mat out = forwardTokens(net_, tokens_, sequenceIds_, input_);
-        CV_CheckEQ(out.rows, (int)active_.size(), "TextGenerationModel: one logit row per sequence expected");
+        proposeDrafts();
+        tokens_.clear();
+        sequenceIds_.clear();
+        logitTokens_.clear();
         for (size_t i = 0; i < active_.size(); i++)
-            std::copy(out.ptr<float>((int)i), out.ptr<float>((int)i) + out.cols, active_[i].logits.begin());
+        {
+            Active& a = active_[i];
+            a.length = cache_.getSequenceLength(a.sequenceId);
+            // Without a drafter, the forward's own rows (each sequence's last token) are these.
+            a.firstRow = drafter_ ? (int)tokens_.size() : (int)i;
+            for (size_t j = 0; j <= a.draft.size(); j++)
+            {
+                if (drafter_)
+                    logitTokens_.push_back((int)tokens_.size());
+                tokens_.push_back(j == 0 ? a.pending : a.draft[j - 1]);
+                sequenceIds_.push_back(a.sequenceId);
+            }
+        }
+        const Mat out = forwardTokens(net_, tokens_, sequenceIds_, input_, logitTokens_);
+        for (size_t i = 0; i < active_.size();)
+        {
+            if (keepDrafts(active_[i], out))
+                i++;
+            else
+                retire(i);
+        }
+    }
+
+    // Each sequence's guesses after its pending token (up to config.draftTokens, within the
+    // context and maxNewTokens), all drafted together.
+    void proposeDrafts()
+    {
+        draftIds_.clear();
+        draftContexts_.clear();
+        draftLimits_.clear();
+        drafts_.clear();
+        for (Active& a : active_)
+        {
+            a.draft.clear();
+            const int room = cache_.getMaxSequenceLength() - cache_.getSequenceLength(a.sequenceId) - 1;
+            const int wanted = std::min(std::min(config_.draftTokens, room),
+                                        config_.maxNewTokens - (int)a.completion->generated().size());
+            if (!drafter_ || wanted <= 0)
+                continue;
+            draftIds_.push_back(a.sequenceId);
+            draftContexts_.push_back(&a.completion->history());
+            draftLimits_.push_back(wanted);
+            drafts_.push_back(&a.draft);
+        }
+        if (!drafts_.empty())
+            drafter_->proposeAll(draftIds_, draftContexts_, draftLimits_, drafts_);
+        for (Active& a : active_)
+            a.drafted += (int)a.draft.size();
+    }
+
+    // After the forward: row firstRow + j holds the logits after the step's token j; the
+    // sampler's choice there is draft[j] (kept) or replaces it, and the cache keeps the tokens
+    // before it. False when the completion has ended.
+    bool keepDrafts(Active& a, const Mat& out)
+    {
+        a.pending = -1;
+        for (size_t j = 0; j < a.draft.size(); j++)
+        {
+            const int length = a.length + (int)j + 1;
+            emit(a, a.completion->accept(out.ptr<float>(a.firstRow + (int)j), out.cols,
+                                         cache_.getMaxSequenceLength() - length, a.draft[j]));
+            const bool kept = a.completion->lastSampled() == a.draft[j];
+            a.draftsKept += kept;
+            if (kept && !a.completion->done())
+                continue;
+            cache_.truncateSequence(a.sequenceId, length);
+            if (a.completion->done())
+                return false;
+            a.pending = a.completion->lastToken();
+            return true;
+        }
+        const float* row = out.ptr<float>(a.firstRow + (int)a.draft.size());
+        std::copy(row, row + out.cols, a.logits.begin());
+        return true;
+    }
+
+    void emit(Active& a, const String& piece)
+    {
+        if (!piece.empty() && onPiece_ && !onPiece_(a.index, piece))
+            a.completion->finish();
+    }
+
+    // A finished sequence leaves the batch and the cache.
+    void retire(size_t i)
+    {
+        Active& a = active_[i];
+        BatchCompletion& r = results_[a.index];
+        r.text = a.completion->text();
+        r.generated = a.completion->generated();
+        r.drafted = a.drafted;
+        r.draftsKept = a.draftsKept;
+        cache_.removeSequence(a.sequenceId);
+        if (drafter_)
+            drafter_->forget(a.sequenceId);
+        active_.erase(active_.begin() + i);
     }
 
     // Whatever happens, the sequences of this run leave the cache.
     void cleanUp()
     {
         for (const Active& a : active_)
+        {
             if (cache_.hasSequence(a.sequenceId))
                 cache_.removeSequence(a.sequenceId);
+            if (drafter_)
+                drafter_->forget(a.sequenceId);
+        }
         active_.clear();
         for (auto& s : shared_)
             if (s.second.sequenceId >= 0 && cache_.hasSequence(s.second.sequenceId))
@@ -197,12 +301,16 @@ private:
     GenerationConfig config_;
     int maxParallel_;
     std::function<bool(int, const String&)> onPiece_;
+    Drafter* drafter_;
     std::vector<BatchCompletion> results_;
     int nextId_ = 0;
     std::deque<int> waiting_;
     std::vector<Active> active_;
     std::map<std::vector<int>, SharedPrompt> shared_;
-    std::vector<int> tokens_, sequenceIds_;
+    std::vector<int> tokens_, sequenceIds_, logitTokens_;
+    std::vector<int> draftIds_, draftLimits_;  // proposeDrafts()'s requests
+    std::vector<const std::vector<int>*> draftContexts_;
+    std::vector<std::vector<int>*> drafts_;
     Mat input_;
 };
 
@@ -211,9 +319,10 @@ private:
 std::vector<BatchCompletion> generateBatch(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer,
                                            const std::vector<std::vector<int>>& prompts,
                                            const GenerationConfig& config, int maxParallel,
-                                           const std::function<bool(int, const String&)>& onPiece)
+                                           const std::function<bool(int, const String&)>& onPiece,
+                                           Drafter* drafter)
 {
-    return BatchRun(net, cache, tokenizer, prompts, config, maxParallel, onPiece).run();
+    return BatchRun(net, cache, tokenizer, prompts, config, maxParallel, onPiece, drafter).run();
 }
 
 }}} // namespace cv::dnn::llm

@@ -6,6 +6,7 @@
 #define OPENCV_DNN_SRC_LLM_GENERATION_BATCH_GENERATION_HPP
 
 #include "completion.hpp"
+#include "drafter.hpp"
 #include "../kv_cache/paged_kv_cache.hpp"
 
 #include <functional>
@@ -18,6 +19,7 @@ struct BatchCompletion
 {
     String text;
     std::vector<int> generated;
+    int drafted = 0, draftsKept = 0;  //!< speculative decoding's drafted and kept tokens
 };
 
 /** Generates one completion per prompt with continuous batching: up to `maxParallel`
@@ -27,15 +29,19 @@ struct BatchCompletion
     a lone run); identical prompts are prefilled once and forked, sharing their pages.
     Completion i samples with seed config.seed + i. onPiece(i, piece) (optional) streams;
     returning false ends completion i. Uses sequence ids the cache does not hold and removes
-    them at the end; other sequences are left as they are. */
+    them at the end; other sequences are left as they are. With a `drafter`, each sequence
+    drafts up to config.draftTokens tokens per step on its own and one forward checks them all. */
 std::vector<BatchCompletion> generateBatch(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer,
                                            const std::vector<std::vector<int>>& prompts,
                                            const GenerationConfig& config, int maxParallel,
-                                           const std::function<bool(int, const String&)>& onPiece);
+                                           const std::function<bool(int, const String&)>& onPiece,
+                                           Drafter* drafter = nullptr);
 
 /** Feeds `tokens` (token i continues sequence sequenceIds[i]) and returns one row of logits per
-    distinct sequence, in order of first appearance. `input`: the caller's reusable input Mat. */
-Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds, Mat& input);
+    distinct sequence, in order of first appearance, or one per token named in `logitTokens`.
+    `input`: the caller's reusable input Mat. */
+Mat forwardTokens(Net& net, const std::vector<int>& tokens, const std::vector<int>& sequenceIds, Mat& input,
+                  const std::vector<int>& logitTokens = std::vector<int>());
 
 }}} // namespace cv::dnn::llm
 

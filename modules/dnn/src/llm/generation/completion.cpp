@@ -151,6 +151,11 @@ const float* Completion::maskByGrammar(const float* logits, int vocab, bool& any
 
 String Completion::accept(const float* logits, int vocab, int roomLeft)
 {
+    return accept(logits, vocab, roomLeft, -1);
+}
+
+String Completion::accept(const float* logits, int vocab, int roomLeft, int draft)
+{
     if (done_)
         return String();
     if (!endOfGeneration_.empty())
@@ -170,12 +175,18 @@ String Completion::accept(const float* logits, int vocab, int roomLeft)
             // The text is a whole sentence of the grammar and nothing can follow (EOS masked
             // by ignoreEndOfGeneration, or no EOS): generation ends as if EOS came.
             if (matcher_->canEnd())
+            {
+                lastSampled_ = -1;
                 return finish();
+            }
             CV_Error(Error::StsError, "TextGenerationModel: no token of the vocabulary can continue the text "
                                       "under the grammar (after \"" + stream_.text() + "\")");
         }
     }
-    const int id = sampler_.sample(logits, vocab, history_);
+    // A drafted token the grammar does not allow has probability 0 here: the sampler's
+    // acceptance rule rejects it.
+    const int id = sampler_.sample(logits, vocab, history_, draft);
+    lastSampled_ = id;
     if (isStopToken(id))
         return finish();
     if (matcher_)

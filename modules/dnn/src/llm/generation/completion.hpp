@@ -31,13 +31,21 @@ public:
         (whole UTF-8 characters; possibly empty). After it, done() or lastToken() is to be fed.
         `roomLeft`: tokens the sequence may still take (at most 1 ends generation after this). */
     String accept(const float* logits, int vocab, int roomLeft);
+    /** accept() given a drafted token (speculative decoding): the next token follows the same
+        distribution (Sampler::sample with a draft); it is the draft when lastToken() == draft. */
+    String accept(const float* logits, int vocab, int roomLeft, int draft);
     //! Ends generation now (cancel); returns the text held back so far.
     String finish();
 
     bool done() const { return done_; }
     int lastToken() const { return generated_.back(); }
+    //! The token the last accept() chose, a stop token included (-1 before any).
+    int lastSampled() const { return lastSampled_; }
     const std::vector<int>& prompt() const { return prompt_; }
+    int maxNewTokens() const { return config_.maxNewTokens; }
     const std::vector<int>& generated() const { return generated_; }
+    //! The prompt and the tokens generated so far.
+    const std::vector<int>& history() const { return history_; }
     //! All text generated so far.
     String text() const { return stream_.text(); }
 
@@ -62,6 +70,7 @@ private:
     std::vector<int> prompt_, history_, generated_;
     std::vector<int> endOfGeneration_;  // ids masked out with ignoreEndOfGeneration
     std::vector<float> masked_;         // logits with those ids at -inf
+    int lastSampled_ = -1;
     bool done_ = false;
 
     // grammar-constrained generation

@@ -39,31 +39,57 @@ Sampler::Sampler(const SamplingParams& params, uint64 seed) : params_(params), r
 
 int Sampler::sample(const float* logits, int n, const std::vector<int>& history)
 {
+    return sample(logits, n, history, -1);
+}
+
+int Sampler::sample(const float* logits, int n, const std::vector<int>& history, int draft)
+{
     CV_Assert(n > 0);
-    const float* z = logits;
-    if (params_.repetitionPenalty != 1.f && !history.empty())
-    {
-        // Each distinct recent token counts once: a positive logit is divided by the
-        // penalty, a negative one multiplied (so the token always becomes less likely).
-        penalized_.assign(logits, logits + n);
-        const size_t window = params_.repetitionWindow < 0 ? history.size()
-                                                           : std::min(history.size(), (size_t)params_.repetitionWindow);
-        seen_.assign(n, 0);
-        for (size_t i = history.size() - window; i < history.size(); i++)
-        {
-            const int t = history[i];
-            if (t < 0 || t >= n || seen_[t])
-                continue;
-            seen_[t] = 1;
-            float& v = penalized_[t];
-            v = v > 0 ? v / params_.repetitionPenalty : v * params_.repetitionPenalty;
-        }
-        z = penalized_.data();
-    }
-
+    const float* z = penalize(logits, n, history);
     if (params_.temperature <= 0.f)
-        return (int)(std::max_element(z, z + n) - z);
+        return (int)(std::max_element(z, z + n) - z);  // a draft is kept exactly when it is this one
+    const size_t keep = keepSurvivors(z, n);
+    double total = 0;
+    for (size_t i = 0; i < keep; i++)
+        total += weights_[i];
+    if (draft < 0)
+        return draw(keep, total, -1);
+    // The draft was chosen without looking at this distribution (q = 1 at the draft): keeping
+    // it with probability p(draft) and otherwise drawing from p without it gives p exactly
+    // (speculative sampling's min(1, p / q) rule and its residual max(0, p - q)).
+    double draftWeight = 0;
+    for (size_t i = 0; i < keep; i++)
+        if (candidates_[i].second == draft)
+            draftWeight = weights_[i];
+    if (rng_.uniform(0.0, total) < draftWeight)
+        return draft;
+    return draw(keep, total - draftWeight, draft);
+}
 
+const float* Sampler::penalize(const float* logits, int n, const std::vector<int>& history)
+{
+    if (params_.repetitionPenalty == 1.f || history.empty())
+        return logits;
+    // Each distinct recent token counts once: a positive logit is divided by the penalty, a
+    // negative one multiplied (so the token always becomes less likely).
+    penalized_.assign(logits, logits + n);
+    const size_t window = params_.repetitionWindow < 0 ? history.size()
+                                                       : std::min(history.size(), (size_t)params_.repetitionWindow);
+    seen_.assign(n, 0);
+    for (size_t i = history.size() - window; i < history.size(); i++)
+    {
+        const int t = history[i];
+        if (t < 0 || t >= n || seen_[t])
+            continue;
+        seen_[t] = 1;
+        float& v = penalized_[t];
+        v = v > 0 ? v / params_.repetitionPenalty : v * params_.repetitionPenalty;
+    }
+    return penalized_.data();
+}
+
+size_t Sampler::keepSurvivors(const float* z, int n)
+{
     candidates_.resize(n);
     for (int i = 0; i < n; i++)
         candidates_[i] = std::make_pair(z[i], i);
@@ -103,18 +129,27 @@ int Sampler::sample(const float* logits, int n, const std::vector<int>& history)
         keep = i;
     }
 
-    // Draw at the requested temperature among the survivors.
-    double total = 0;
+    // Weights at the requested temperature among the survivors.
     for (size_t i = 0; i < keep; i++)
-        total += p[i] = std::exp(((double)candidates_[i].first - maxLogit) / params_.temperature);
+        p[i] = std::exp(((double)candidates_[i].first - maxLogit) / params_.temperature);
+    return keep;
+}
+
+int Sampler::draw(size_t keep, double total, int excluded)
+{
     double r = rng_.uniform(0.0, total);
+    int last = -1;
     for (size_t i = 0; i < keep; i++)
     {
-        r -= p[i];
+        if (candidates_[i].second == excluded)
+            continue;
+        last = candidates_[i].second;
+        r -= weights_[i];
         if (r < 0)
-            return candidates_[i].second;
+            return last;
     }
-    return candidates_[keep - 1].second;
+    CV_Assert(last >= 0);
+    return last;
 }
 
 }}} // namespace cv::dnn::llm

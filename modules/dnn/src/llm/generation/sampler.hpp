@@ -33,8 +33,22 @@ public:
 
     //! logits of n tokens; history: the tokens so far (prompt and generated), for the penalty.
     int sample(const float* logits, int n, const std::vector<int>& history);
+    /** Speculative decoding: the next token given a drafted one (chosen without this
+        distribution, e.g. greedily by a draft model or by prompt lookup). Returns `draft` when
+        it is kept: always when greedy and it is the best token, otherwise with its probability
+        p(draft); else a draw from the distribution without it, so that the token follows the
+        same distribution as sample(). draft < 0: sample(). */
+    int sample(const float* logits, int n, const std::vector<int>& history, int draft);
 
 private:
+    //! The logits after the repetition penalty (`logits` itself when there is none).
+    const float* penalize(const float* logits, int n, const std::vector<int>& history);
+    //! Sorts the tokens into candidates_, cuts top-k / top-p / min-p, sets weights_ at the
+    //! temperature; returns how many survive.
+    size_t keepSurvivors(const float* z, int n);
+    //! Draws among the first `keep` candidates (weights summing to `total`) except `excluded`.
+    int draw(size_t keep, double total, int excluded);
+
     SamplingParams params_;
     RNG rng_;
     // Scratch reused across calls: sampling a token allocates nothing once warmed up.

@@ -9,6 +9,10 @@
 // only feeds the rest, which is what makes multi-turn chat cheap; a prompt that diverges
 // rewinds the sequence to the common prefix first. generateBatch() uses other sequences
 // (batch_generation.cpp).
+//
+// Speculative decoding (GenerationConfig::draftTokens): a step feeds the sampled token with
+// the tokens a drafter guesses after it, gets the logits of every one of them from one
+// forward, keeps the drafts that the sampler accepts and rewinds the cache over the rest.
 
 #include "../../precomp.hpp"
 #include <opencv2/dnn/llm.hpp>
@@ -21,6 +25,7 @@
 #include "chat_template_api.hpp"
 #include "batch_generation.hpp"
 #include "completion.hpp"
+#include "drafter.hpp"
 
 #include <atomic>
 #include <climits>
@@ -70,8 +75,17 @@ struct TextGenerationModel::Impl
     bool done = true;
     bool contextShift = false;
     int maxParallel = 16;         // sequences per forward in generateBatch
-    std::vector<int> nextToken = std::vector<int>(1), sequenceZero;  // forward()'s scratch
+    std::vector<int> sequenceZero;  // forward()'s scratch
     Mat input;
+
+    // Speculative decoding.
+    std::unique_ptr<llm::DraftModelDrafter> draftModel;  // setDraftModel()
+    std::unique_ptr<llm::PromptLookupDrafter> lookup;
+    llm::Drafter* drafter = nullptr;  // of the current generation (nullptr: no drafts)
+    int draftTokens = 0;
+    int pending = -1;  // a sampled token not fed yet (after a rejected draft), or -1: `logits` is next
+    std::vector<int> stepTokens, draft, context, logitTokens;  // scratch of a step
+    int drafted = 0, draftsKept = 0;
 
     void load(const llm::ModelBundle& bundle)
     {
@@ -122,12 +136,13 @@ struct TextGenerationModel::Impl
             CV_Error(Error::StsError, "TextGenerationModel: no model loaded");
     }
 
-    Mat forward(const std::vector<int>& ids)
+    Mat forward(const std::vector<int>& ids, const std::vector<int>& rows = std::vector<int>())
     {
         sequenceZero.assign(ids.size(), 0);  // reused, as is `input`: a decode step allocates nothing here
-        Mat out = llm::forwardTokens(net, ids, sequenceZero, input);
+        const Mat out = llm::forwardTokens(net, ids, sequenceZero, input, rows);
         fed.insert(fed.end(), ids.begin(), ids.end());
-        return out;
+        // One row of vocabulary logits per token asked for (every token's with allLogits).
+        return out.reshape(1, (int)(out.total() / out.size[out.dims - 1]));
     }
 
     // Brings the Net to `prompt`, feeding only what it does not hold yet; returns the logits
@@ -148,7 +163,8 @@ struct TextGenerationModel::Impl
         truncateLLMState(net, (int)common);
         fed.resize(common);
         lastPrefillCount = (int)(prompt.size() - common);
-        return forward(std::vector<int>(prompt.begin() + common, prompt.end()));
+        const Mat rows = forward(std::vector<int>(prompt.begin() + common, prompt.end()));
+        return rows.row(rows.rows - 1);  // a Net read with allLogits gives every token's row
     }
 
     void start(const std::vector<int>& promptIds, const GenerationConfig& cfg, const std::vector<String>& extraStops)
@@ -159,7 +175,9 @@ struct TextGenerationModel::Impl
                                              std::vector<std::string>(extraStops.begin(), extraStops.end())));
         prompt = promptIds;
         contextShift = cfg.contextShift;
+        chooseDrafter(cfg);
         done = true;
+        pending = -1;
         logits = prefill(promptIds);
         done = completion->done();
     }
@@ -170,20 +188,126 @@ struct TextGenerationModel::Impl
         start(tokenizer->encode(text, true, false), cfg, std::vector<String>());
     }
 
+    std::vector<llm::BatchCompletion> runBatch(const std::vector<std::vector<int>>& prompts, const GenerationConfig& cfg,
+                                               const std::function<bool(int, const String&)>& onPiece)
+    {
+        std::unique_ptr<llm::PromptLookupDrafter> batchLookup;  // the step API's stays as it is
+        llm::Drafter* batchDrafter = drafterFor(cfg, batchLookup);
+        std::vector<llm::BatchCompletion> results = llm::generateBatch(net, *cache, *tokenizer, prompts, cfg,
+                                                                       maxParallel, onPiece, batchDrafter);
+        drafted = draftsKept = 0;
+        for (const llm::BatchCompletion& c : results)
+        {
+            drafted += c.drafted;
+            draftsKept += c.draftsKept;
+        }
+        return results;
+    }
+
+    void setDraftModel(const llm::ModelBundle& bundle)
+    {
+        if (bundle.net.empty() || !bundle.tokenizer)
+            CV_Error(Error::StsBadArg, "TextGenerationModel::setDraftModel: the draft model has no tokenizer");
+        cancel();  // a generation in progress keeps no pointer to the old drafter
+        drafter = nullptr;
+        draftModel.reset(new llm::DraftModelDrafter(bundle.net, *bundle.tokenizer, *tokenizer));
+    }
+
+    // The drafter `cfg` asks for: prompt lookup (made in `lookupDrafter`), the draft model, or none.
+    llm::Drafter* drafterFor(const GenerationConfig& cfg, std::unique_ptr<llm::PromptLookupDrafter>& lookupDrafter)
+    {
+        CV_CheckGE(cfg.draftTokens, 0, "TextGenerationModel: draftTokens must not be negative");
+        CV_CheckGE(cfg.lookupNgram, 0, "TextGenerationModel: lookupNgram must not be negative");
+        if (cfg.draftTokens == 0)
+            return nullptr;
+        if (cfg.lookupNgram > 0)
+        {
+            lookupDrafter.reset(new llm::PromptLookupDrafter(cfg.lookupNgram));
+            return lookupDrafter.get();
+        }
+        if (!draftModel)
+            CV_Error(Error::StsBadArg, "TextGenerationModel: GenerationConfig::draftTokens needs a drafter: set "
+                                       "lookupNgram (prompt lookup) or a draft model (setDraftModel)");
+        draftModel->setMinProbability(cfg.draftMinProbability);
+        return draftModel.get();
+    }
+
+    void chooseDrafter(const GenerationConfig& cfg)
+    {
+        drafter = drafterFor(cfg, lookup);
+        draftTokens = cfg.draftTokens;
+        drafted = draftsKept = 0;
+    }
+
+    // One step: samples the next token (unless a rejected draft left one pending), feeds it with
+    // the drafts that follow it, and keeps the drafts the sampler accepts. Returns the text of
+    // every token kept.
     String next()
     {
         if (done)
             return String();
-        const Mat row = logits.reshape(1, 1);
-        const int room = contextShift ? INT_MAX : contextLength - (int)fed.size();
-        String piece = completion->accept(row.ptr<float>(), row.cols, room);
-        if (completion->done())
-            return finish(piece);
+        String piece;
+        if (pending < 0)
+        {
+            piece = accept(logits.ptr<float>(), -1);
+            if (completion->done())
+                return finish(piece);
+            pending = completion->lastToken();
+        }
         if ((int)fed.size() >= contextLength)
             shiftContext();
-        nextToken[0] = completion->lastToken();
-        logits = forward(nextToken);
+        proposeDrafts();
+        stepTokens.assign(1, pending);
+        stepTokens.insert(stepTokens.end(), draft.begin(), draft.end());
+        logitTokens.clear();
+        for (size_t i = 0; !draft.empty() && i < stepTokens.size(); i++)
+            logitTokens.push_back((int)i);
+        const size_t before = fed.size();
+        const Mat rows = forward(stepTokens, logitTokens);
+        pending = -1;
+        drafted += (int)draft.size();
+        // Row j holds the logits after stepTokens[j]: the sampler's choice there either is
+        // draft[j] (kept, go on) or replaces it, and the cache keeps the tokens before it.
+        for (size_t j = 0; j < draft.size(); j++)
+        {
+            piece += accept(rows.ptr<float>((int)j), draft[j]);
+            const bool kept = completion->lastSampled() == draft[j];
+            draftsKept += kept;
+            if (kept && !completion->done())
+                continue;
+            truncateLLMState(net, (int)(before + j + 1));
+            fed.resize(before + j + 1);
+            if (completion->done())
+                return finish(piece);
+            pending = completion->lastToken();
+            return piece;
+        }
+        logits = rows.row((int)draft.size());
         return piece;
+    }
+
+    // The sampler's next token from `row` (vocabulary logits), the draft being a guess of it.
+    String accept(const float* row, int draftToken)
+    {
+        const int room = contextShift ? INT_MAX : contextLength - (int)fed.size();
+        return completion->accept(row, logits.cols, room, draftToken);
+    }
+
+    // The drafter's guesses after the pending token, no more than the context, maxNewTokens
+    // and the drafter allow.
+    void proposeDrafts()
+    {
+        draft.clear();
+        if (!drafter)
+            return;
+        const int room = contextLength - (int)fed.size() - 1;
+        const int wanted = std::min(std::min(draftTokens, room),
+                                    completion->maxNewTokens() - (int)completion->generated().size());
+        if (wanted <= 0)
+            return;
+        context.assign(fed.begin(), fed.end());
+        context.push_back(pending);
+        drafter->propose(0, context, wanted, draft);
     }
 
     // llama.cpp's context shift: keep the first token when it is BOS, drop the older half of
@@ -327,8 +451,7 @@ std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>
     for (const String& p : prompts)
         ids.push_back(impl->tokenizer->encode(p, true, false));
     std::vector<String> out;
-    for (const llm::BatchCompletion& c : llm::generateBatch(impl->net, *impl->cache, *impl->tokenizer, ids, config,
-                                                            impl->maxParallel, onPiece))
+    for (const llm::BatchCompletion& c : impl->runBatch(ids, config, onPiece))
         out.push_back(c.text);
     return out;
 }
@@ -339,8 +462,7 @@ std::vector<std::vector<int>> TextGenerationModel::generateBatchTokenIds(const s
     Impl::Busy busy(*impl);
     impl->checkLoaded();
     std::vector<std::vector<int>> out;
-    for (const llm::BatchCompletion& c : llm::generateBatch(impl->net, *impl->cache, *impl->tokenizer, promptIds,
-                                                            config, impl->maxParallel, nullptr))
+    for (const llm::BatchCompletion& c : impl->runBatch(promptIds, config, nullptr))
         out.push_back(c.generated);
     return out;
 }
@@ -349,6 +471,25 @@ void TextGenerationModel::setMaxParallelSequences(int n)
 {
     CV_CheckGT(n, 0, "TextGenerationModel: the number of parallel sequences must be positive");
     impl->maxParallel = n;
+}
+
+void TextGenerationModel::setDraftModel(const String& modelPath)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    impl->setDraftModel(llm::loadModelBundle(modelPath, impl->contextLength));
+}
+
+void TextGenerationModel::setDraftModel(const Net& network)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    impl->setDraftModel(llm::loadModelBundle(network));
+}
+
+std::vector<int> TextGenerationModel::getDraftCounts() const
+{
+    return std::vector<int>{impl->drafted, impl->draftsKept};
 }
 
 void TextGenerationModel::start(const String& prompt, const GenerationConfig& config)
@@ -457,6 +598,118 @@ GenerationConfig TextGenerationModel::getGenerationDefaults() const
 Net TextGenerationModel::getNetwork() const
 {
     return impl->net;
+}
+
+// Sessions on disk: a KV sequence file (kv_cache/kv_sequence_file.hpp) of sequence 0 with the
+// tokens in `fed`; its extra data is the conversation: u32 version (1), u32 message count, then
+// per message u32 role bytes, role, u32 content bytes, content (little-endian).
+namespace {
+
+void putU32(std::vector<uchar>& out, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        out.push_back((uchar)(v >> (8 * i)));
+}
+
+std::vector<uchar> encodeConversation(const std::vector<llm::ChatMessage>& conversation)
+{
+    std::vector<uchar> out;
+    putU32(out, 1);
+    putU32(out, (uint32_t)conversation.size());
+    for (const llm::ChatMessage& m : conversation)
+        for (const std::string* text : {&m.role, &m.content})
+        {
+            putU32(out, (uint32_t)text->size());
+            out.insert(out.end(), text->begin(), text->end());
+        }
+    return out;
+}
+
+std::vector<llm::ChatMessage> decodeConversation(const std::vector<uchar>& in, const std::string& path)
+{
+    size_t pos = 0;
+    auto u32 = [&](const char* field) {
+        if (in.size() - pos < 4)
+            CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' ends "
+                                                  "inside %s", path.c_str(), field));
+        uint32_t v = 0;
+        for (int i = 0; i < 4; i++)
+            v |= (uint32_t)in[pos + i] << (8 * i);
+        pos += 4;
+        return v;
+    };
+    if (in.empty())
+        CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' is a KV sequence file without a "
+                                          "session (saved by KVCache::saveSequence, not saveSession)", path.c_str()));
+    const uint32_t version = u32("its version");
+    if (version != 1)
+        CV_Error(Error::StsNotImplemented, format("TextGenerationModel::loadSession: the conversation in '%s' has "
+                                                  "version %u; this build reads version 1", path.c_str(), version));
+    const uint32_t count = u32("the message count");
+    std::vector<llm::ChatMessage> conversation;
+    for (uint32_t i = 0; i < count; i++)
+    {
+        llm::ChatMessage m;
+        for (std::string* text : {&m.role, &m.content})
+        {
+            const uint32_t n = u32("a message");
+            if (in.size() - pos < n)
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
+                                                      "ends inside message %u", path.c_str(), i));
+            text->assign((const char*)in.data() + pos, n);
+            pos += n;
+        }
+        conversation.push_back(m);
+    }
+    if (pos != in.size())
+        CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' has %zu "
+                                              "bytes after its end", path.c_str(), in.size() - pos));
+    return conversation;
+}
+
+} // namespace
+
+void TextGenerationModel::saveSession(const String& path) const
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    if (impl->fed.empty() || !impl->cache->hasSequence(0))
+        CV_Error(Error::StsError, "TextGenerationModel::saveSession: no token was fed yet; there is no session to save");
+    CV_CheckEQ((int)impl->fed.size(), impl->cache->getSequenceLength(0),
+               "TextGenerationModel::saveSession: the KV cache's sequence 0 was changed outside the model");
+    impl->cache->saveSequence(0, path, impl->fed, encodeConversation(impl->conversation));
+}
+
+int TextGenerationModel::loadSession(const String& path)
+{
+    Impl::Busy busy(*impl);
+    impl->checkLoaded();
+    // Everything is checked before the session changes.
+    const llm::KVSequenceFile file = llm::readKVSequenceFile(path);
+    if (!file.hasTokens)
+        CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' holds no token ids (saved by "
+                                          "KVCache::saveSequence without them)", path.c_str()));
+    std::vector<llm::ChatMessage> conversation = decodeConversation(file.extra, path);
+    const int vocab = impl->tokenizer->vocabSize();
+    for (int t : file.tokens)
+        if (t < 0 || t >= vocab)
+            CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds token id %d; the "
+                                                  "vocabulary has %d", path.c_str(), t, vocab));
+    if (file.length >= impl->contextLength)
+        CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds %d tokens; the context "
+                                              "holds %d and generation needs room for one more", path.c_str(),
+                                              file.length, impl->contextLength));
+    impl->cache->loadSequence(file, path, 0);
+    impl->fed = file.tokens;
+    impl->conversation = std::move(conversation);
+    impl->completion.reset();
+    impl->prompt.clear();
+    impl->logits.release();
+    impl->done = true;
+    impl->pending = -1;
+    impl->replyPending = false;
+    impl->lastPrefillCount = 0;
+    return file.length;
 }
 
 CV__DNN_INLINE_NS_END

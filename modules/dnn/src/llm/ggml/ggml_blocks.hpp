@@ -84,6 +84,29 @@ struct block_q5_K
 };
 static_assert(sizeof(block_q5_K) == 4 + K_SCALE_SIZE + QK_K / 8 + QK_K / 2, "block_q5_K: wrong size or padding");
 
+/** 16 groups of 16: x = d * (scales_g & 15) * q - dmin * (scales_g >> 4), q 2 bits. Element
+    128h + 32j + 16u + l (h, u in {0, 1}, j < 4, l < 16) is bits 2j, 2j + 1 of qs[32h + 16u + l]
+    and belongs to group 8h + 2j + u. */
+struct block_q2_K
+{
+    uint8_t scales[QK_K / 16];
+    uint8_t qs[QK_K / 4];
+    uint16_t d, dmin;
+};
+static_assert(sizeof(block_q2_K) == QK_K / 16 + QK_K / 4 + 4, "block_q2_K: wrong size or padding");
+
+/** 16 groups of 16: x = d * (s_g - 32) * (q - 4), q 3 bits: the low 2 as Q2_K's in qs, the
+    high one bit 4h + j of hmask[16u + l] (h, j, u, l as in block_q2_K); s_g 6 bits: the low 4
+    in nibble g / 8 of scales[g % 8], the high 2 bits 2 (g / 4) of scales[8 + g % 4]. */
+struct block_q3_K
+{
+    uint8_t hmask[QK_K / 8];
+    uint8_t qs[QK_K / 4];
+    uint8_t scales[12];
+    uint16_t d;
+};
+static_assert(sizeof(block_q3_K) == QK_K / 8 + QK_K / 4 + 12 + 2, "block_q3_K: wrong size or padding");
+
 /** 16 groups of 16: x = d * scales_g * (q - 32), q 6 bits: the low 4 in ql, the high 2 in qh
     (dequantQ6_K in ggml_types.cpp has the exact order). */
 struct block_q6_K

@@ -109,6 +109,37 @@ void dequantQ8_0(const block_q8_0& b, float* y)
         y[j] = b.qs[j] * d;
 }
 
+void dequantQ2_K(const block_q2_K& b, float* y)
+{
+    const float d = halfBitsToFloat(b.d), dmin = halfBitsToFloat(b.dmin);
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 4; j++)
+            for (int u = 0; u < 2; u++)
+            {
+                const uchar sc = b.scales[8 * h + 2 * j + u];
+                const float dl = d * (sc & 0x0F), ml = dmin * (sc >> 4);
+                const uchar* q = b.qs + 32 * h + 16 * u;
+                for (int l = 0; l < 16; l++)
+                    *y++ = dl * ((q[l] >> (2 * j)) & 3) - ml;
+            }
+}
+
+void dequantQ3_K(const block_q3_K& b, float* y)
+{
+    const float d = halfBitsToFloat(b.d);
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 4; j++)
+            for (int u = 0; u < 2; u++)
+            {
+                const float dl = d * scaleQ3_K(b.scales, 8 * h + 2 * j + u);
+                const uchar* q = b.qs + 32 * h + 16 * u;
+                const uchar* hm = b.hmask + 16 * u;
+                const int bit = 1 << (4 * h + j);
+                for (int l = 0; l < 16; l++)
+                    *y++ = dl * (((q[l] >> (2 * j)) & 3) - ((hm[l] & bit) ? 0 : 4));
+            }
+}
+
 void dequantQ4_K(const block_q4_K& b, float* y)
 {
     const float d = halfBitsToFloat(b.d), dmin = halfBitsToFloat(b.dmin);
@@ -212,8 +243,8 @@ const GGMLTypeTraits kTraits[GGML_TYPE_COUNT] = {
     /*  7 */ computable("Q5_1", QK5_1, sizeof(block_q5_1), blocksToFloat<block_q5_1, QK5_1, dequantQ5_1>),
     /*  8 */ computable("Q8_0", QK8_0, sizeof(block_q8_0), blocksToFloat<block_q8_0, QK8_0, dequantQ8_0>),
     /*  9 */ storedOnly("Q8_1", 32, 36),
-    /* 10 */ storedOnly("Q2_K", QK_K, 84),
-    /* 11 */ storedOnly("Q3_K", QK_K, 110),
+    /* 10 */ computable("Q2_K", QK_K, sizeof(block_q2_K), blocksToFloat<block_q2_K, QK_K, dequantQ2_K>),
+    /* 11 */ computable("Q3_K", QK_K, sizeof(block_q3_K), blocksToFloat<block_q3_K, QK_K, dequantQ3_K>),
     /* 12 */ computable("Q4_K", QK_K, sizeof(block_q4_K), blocksToFloat<block_q4_K, QK_K, dequantQ4_K>),
     /* 13 */ computable("Q5_K", QK_K, sizeof(block_q5_K), blocksToFloat<block_q5_K, QK_K, dequantQ5_K>),
     /* 14 */ computable("Q6_K", QK_K, sizeof(block_q6_K), blocksToFloat<block_q6_K, QK_K, dequantQ6_K>),

@@ -67,6 +67,15 @@ inline float bf16BitsToFloat(uint16_t b)
     return out.f;
 }
 
+/** The signed scale (6 bits minus 32) of group g (0..15) from the 12 packed bytes of Q3_K: the
+    low 4 bits are nibble g / 8 of byte g % 8, the high 2 bits 2 (g / 4) of byte 8 + g % 4. */
+static inline int scaleQ3_K(const uchar* scales, int g)
+{
+    const int low = (scales[g % 8] >> (4 * (g / 8))) & 0x0F;
+    const int high = (scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
 /** 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K / Q5_K.
     `static`: each translation unit (the ISA-dispatched ones too) keeps its own copy. */
 static inline void scaleMinK4(int j, const uchar* q, int& sc, int& m)

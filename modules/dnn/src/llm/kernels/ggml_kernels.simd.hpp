@@ -70,6 +70,8 @@ static const WeightKernels kWeightKernels[] = {
      interleaved8Rows<Q5Interleaved8<block_q5_1x8>>, &kInterleavedQ5_1},
     {GGML_Q8_0, decodeQ8_0, dotQ8Q4_0Q8_0<GGML_Q8_0>, tileQ4_0Q8_0<GGML_Q8_0>,
      interleaved8Rows<LegacyInterleaved8<GGML_Q8_0>>, &kInterleavedQ8_0},
+    {GGML_Q2_K, nullptr, dotQ8Q2_K, nullptr, nullptr, nullptr},
+    {GGML_Q3_K, nullptr, dotQ8Q3_K, nullptr, nullptr, nullptr},
     {GGML_Q4_K, decodeQ4_K, dotQ8Q4KQ5K<block_q4_K>, nullptr, interleaved8Rows<Q4KInterleaved8>, &kInterleavedQ4_K},
     {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, interleaved8Rows<Q5KInterleaved8>, &kInterleavedQ5_K},
     {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K},

@@ -153,6 +153,83 @@ static float dotQ8Q6_K(const uchar* w, const signed char* q, const float* d, con
     return hsum256(acc);
 }
 
+// Q2_K / Q3_K: 2-bit low parts of 16-element groups. Activation block (h, j) (elements 128h + 32j
+// .. + 31) is bits 2j of qs[32h .. 32h + 31]: its first 16 elements are group 8h + 2j, the next 16
+// group 8h + 2j + 1, i.e. the low and high 128-bit lanes of one load. The groups' integer scales
+// multiply the pair sums (madd), so each activation block costs one float FMA per scale kind.
+
+// The int16 vector holding a[g] in the low lane and a[g + 1] in the high lane.
+static inline __m256i groupPairScales(const int16_t* a, int g)
+{
+    return _mm256_set_m128i(_mm_set1_epi16(a[g + 1]), _mm_set1_epi16(a[g]));
+}
+
+// Q2_K: sum (d sc_g q - dmin m_g) x = d sum_g sc_g sum q x - dmin sum_g m_g sum x, with the sums
+// of x over each 16-element group (the activation's own sums are per 32).
+static float dotQ8Q2_K(const uchar* w, const signed char* q, const float* d, const int*, int blocks)
+{
+    const __m256i ones8 = _mm256_set1_epi8(1), two = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    const block_q2_K* wb = reinterpret_cast<const block_q2_K*>(w);
+    int16_t sc[16], m[16];
+    for (int sb = 0; sb < blocks / 8; sb++, wb++)
+    {
+        const float dw = blockScale(wb->d), dmin = blockScale(wb->dmin);
+        for (int g = 0; g < 16; g++)
+        {
+            sc[g] = wb->scales[g] & 0x0F;
+            m[g] = wb->scales[g] >> 4;
+        }
+        for (int h = 0; h < 2; h++)
+        {
+            const __m256i packed = _mm256_loadu_si256((const __m256i*)(wb->qs + 32 * h));
+            for (int j = 0; j < 4; j++, q += 32, d++)
+            {
+                const __m256i xv = _mm256_loadu_si256((const __m256i*)q);
+                const __m256i qv = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * j), two);
+                const int g = 8 * h + 2 * j;
+                const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(qv, xv), groupPairScales(sc, g));
+                const __m256i mins = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xv), groupPairScales(m, g));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * d[0]), acc);
+                acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(dmin * d[0]), acc);
+            }
+        }
+    }
+    return hsum256(acc);
+}
+
+// Q3_K: q = low + 4 high - 4 (-4..3): sum d s_g q x = d sum_g s_g (sum (low + 4 high) x - 4 sum x);
+// the high bit of activation block (h, j) is bit 4h + j of hmask[0 .. 31].
+static float dotQ8Q3_K(const uchar* w, const signed char* q, const float* d, const int*, int blocks)
+{
+    const __m256i one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256 acc = _mm256_setzero_ps();
+    const block_q3_K* wb = reinterpret_cast<const block_q3_K*>(w);
+    int16_t s[16];
+    for (int sb = 0; sb < blocks / 8; sb++, wb++)
+    {
+        const float dw = blockScale(wb->d);
+        for (int g = 0; g < 16; g++)
+            s[g] = (int16_t)scaleQ3_K(wb->scales, g);
+        const __m256i hmask = _mm256_loadu_si256((const __m256i*)wb->hmask);
+        for (int h = 0; h < 2; h++)
+        {
+            const __m256i packed = _mm256_loadu_si256((const __m256i*)(wb->qs + 32 * h));
+            for (int j = 0; j < 4; j++, q += 32, d++)
+            {
+                const __m256i xv = _mm256_loadu_si256((const __m256i*)q);
+                const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + j), one);
+                const __m256i qv = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 2 * j), two),
+                                                   _mm256_slli_epi16(high, 2));
+                const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(qv, xv), _mm256_maddubs_epi16(four, xv));
+                const __m256i dot = _mm256_madd_epi16(p16, groupPairScales(s, 8 * h + 2 * j));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * d[0]), acc);
+            }
+        }
+    }
+    return hsum256(acc);
+}
+
 // An interleaved Q4_K / Q5_K super-block: the 8 rows' d * sc and dmin * m of sub-block `sub`.
 template <typename Group>
 static inline void kQuantSubBlockScales(const Group* g, __m256 d8, __m256 dmin8, int sub, __m256& scale, __m256& minv)

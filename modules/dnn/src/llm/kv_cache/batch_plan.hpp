@@ -25,7 +25,10 @@ struct BatchPlan
     // Per distinct sequence of the batch, in order of first appearance.
     std::vector<int> sequenceIds;
     std::vector<int> newTokens;      //!< tokens the batch appends to the sequence
-    std::vector<int> lastToken;      //!< index of the sequence's last token in the batch: its logit row
+    std::vector<int> lastToken;      //!< index of the sequence's last token in the batch
+    //! Tokens whose logits the forward returns, ascending: each sequence's last token unless
+    //! the batch named others (speculative decoding verifies every drafted token).
+    std::vector<int> logitTokens;
     //! The sequences' page tables, grown for the batch: pageTables[page group][sequence]
     //! (PagedKVCache::layerGroup(); one group unless some layers have a sliding window).
     std::vector<std::vector<const std::vector<int>*>> pageTables;

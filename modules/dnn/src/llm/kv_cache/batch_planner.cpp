@@ -11,12 +11,27 @@ namespace llm {
 
 void BatchPlanner::setNextBatch(const std::vector<int>& sequenceIds)
 {
+    setNextBatch(sequenceIds, std::vector<int>());
+}
+
+void BatchPlanner::setNextBatch(const std::vector<int>& sequenceIds, const std::vector<int>& logitTokens)
+{
     if (sequenceIds.empty())
         CV_Error(Error::StsBadArg, "setLLMBatch: the batch has no tokens");
     for (int id : sequenceIds)
         if (id < 0)
             CV_Error(Error::StsOutOfRange, format("setLLMBatch: sequence id %d is negative", id));
+    for (size_t i = 0; i < logitTokens.size(); i++)
+    {
+        const int t = logitTokens[i];
+        if (t < 0 || t >= (int)sequenceIds.size())
+            CV_Error(Error::StsOutOfRange, format("setLLMBatch: logit token %d is not in [0, %zu)", t,
+                                                  sequenceIds.size()));
+        if (i > 0 && t <= logitTokens[i - 1])
+            CV_Error(Error::StsBadArg, "setLLMBatch: logit tokens must be strictly ascending");
+    }
     next_ = sequenceIds;
+    nextLogits_ = logitTokens;
     hasNext_ = true;
 }
 
@@ -51,6 +66,10 @@ const BatchPlan& BatchPlanner::plan(PagedKVCache& cache, int tokens)
         p.position[t] = cache.getSequenceLength(id) + p.newTokens[b]++;
         p.lastToken[b] = t;
     }
+    if (named && !nextLogits_.empty())
+        p.logitTokens = nextLogits_;
+    else
+        p.logitTokens = p.lastToken;
     try
     {
         cache.reserve(p.sequenceIds, p.newTokens, p.pageTables);

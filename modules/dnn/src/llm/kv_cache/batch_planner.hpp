@@ -21,6 +21,9 @@ public:
         forward continues sequence 0 with all its tokens. Ids are checked here; counts when
         the forward comes. */
     void setNextBatch(const std::vector<int>& sequenceIds);
+    /** setNextBatch() naming the tokens whose logits the forward returns (indices into the
+        batch, strictly ascending); empty: the last token of each sequence. */
+    void setNextBatch(const std::vector<int>& sequenceIds, const std::vector<int>& logitTokens);
 
     /** Plans a forward of `tokens` tokens and reserves their slots in `cache` (sequences
         grow; a shared partly filled last page is copied first). The context and the memory
@@ -32,7 +35,7 @@ public:
     const BatchPlan& current() const { return plan_; }
 
 private:
-    std::vector<int> next_;
+    std::vector<int> next_, nextLogits_;
     bool hasNext_ = false;
     BatchPlan plan_;
 };

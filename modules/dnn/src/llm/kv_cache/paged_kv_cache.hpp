@@ -11,6 +11,7 @@
 
 #include <opencv2/dnn/kv_cache.hpp>
 #include "kv_storage_codec.hpp"
+#include "kv_sequence_file.hpp"
 
 #include <algorithm>
 #include <map>
@@ -57,6 +58,8 @@ public:
     int getPagesInUse() const CV_OVERRIDE;
     int getPagesFree() const CV_OVERRIDE;
     int getPagesShared() const CV_OVERRIDE;
+    void saveSequence(int sequenceId, const String& path, const std::vector<int>& tokens) const CV_OVERRIDE;
+    int loadSequence(const String& path, int sequenceId, std::vector<int>& tokens) CV_OVERRIDE;
 
     int layers() const { return layers_; }
     int kvHeads() const { return kvHeads_; }
@@ -98,6 +101,17 @@ public:
         head, as float rows of headDim with stride `*stride`: points into the page (float32
         storage) or decodes into `buffer` (pageSize * headDim floats). */
     const float* rows(int layer, bool values, int page, int kvHead, int count, float* buffer, size_t* stride) const;
+
+    // Sequence files (kv_sequence_file.cpp).
+    //! The identity of the Net whose cache this is (net_assembly.cpp sets it); sequence files record it.
+    void setModelIdentity(const KVModelIdentity& identity) { identity_ = identity; }
+    const KVModelIdentity& modelIdentity() const { return identity_; }
+    //! saveSequence() with opaque `extra` bytes (a session's conversation) in the file.
+    void saveSequence(int sequenceId, const String& path, const std::vector<int>& tokens,
+                      const std::vector<uchar>& extra) const;
+    /** loadSequence() of a file checked already (readKVSequenceFile()): replaces the sequence
+        only when everything fits (model, context, budget); nothing changes otherwise. */
+    void loadSequence(const KVSequenceFile& file, const std::string& path, int sequenceId);
 
 private:
     // The pages of the layers that share a window size. A page holds, for each of the group's
@@ -154,6 +168,7 @@ private:
     std::map<int, Sequence> sequences_;
     std::vector<Ptr<const KeyPositionShift>> keyShift_;  // per layer
     std::vector<std::pair<int, int>> cowPages_;  // reserve()'s scratch: (group, shared page) counted for copying
+    KVModelIdentity identity_;  // of the Net whose cache this is (sequence files)
 };
 
 }}} // namespace cv::dnn::llm

@@ -2,8 +2,8 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// Keeps the rows whose logits a forward returns: the last token of each sequence of the batch
-// (or all tokens). Placed before the final norm, so that the output projection, the largest
+// Keeps the rows whose logits a forward returns: the last token of each sequence of the batch,
+// the tokens the batch named (setLLMBatch with logit tokens), or all tokens. Placed before the final norm, so that the output projection, the largest
 // matmul of a small model, runs on those rows only.
 
 #include "../../precomp.hpp"
@@ -67,9 +67,9 @@ public:
         }
         const llm::BatchPlan& plan = state_->plan();
         CV_CheckEQ(plan.tokens, tokens, "LLMLogitRows: the batch plan has another token count");
-        CV_CheckEQ(plan.sequences(), y.rows, "LLMLogitRows: the Net's buffers were made for another plan");
-        for (int b = 0; b < y.rows; b++)
-            std::memcpy(y.ptr(b), x.ptr(plan.lastToken[b]), rowBytes);
+        CV_CheckEQ((int)plan.logitTokens.size(), y.rows, "LLMLogitRows: the Net's buffers were made for another plan");
+        for (int r = 0; r < y.rows; r++)
+            std::memcpy(y.ptr(r), x.ptr(plan.logitTokens[r]), rowBytes);
     }
 
 private:

@@ -26,7 +26,7 @@ int LLMNetState::outputRows(int tokens) const
     if (allLogits_)
         return tokens;
     const BatchPlan& p = plan();
-    return p.tokens == tokens && p.tokens > 0 ? p.sequences() : 1;
+    return p.tokens == tokens && p.tokens > 0 ? (int)p.logitTokens.size() : 1;
 }
 
 bool LLMNetState::planForward(const std::vector<Mat>& inputs)

@@ -37,7 +37,10 @@ public:
     const BatchPlan& plan() const { return planner_.current(); }
 
     //! setLLMBatch(): the sequence of each token of the next forward.
-    void setNextBatch(const std::vector<int>& sequenceIds) { planner_.setNextBatch(sequenceIds); }
+    void setNextBatch(const std::vector<int>& sequenceIds, const std::vector<int>& logitTokens)
+    {
+        planner_.setNextBatch(sequenceIds, logitTokens);
+    }
 
     //! Rows of logits a forward of `tokens` tokens returns: those of the plan when it is for `tokens` tokens.
     int outputRows(int tokens) const;

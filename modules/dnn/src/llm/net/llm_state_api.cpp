@@ -35,7 +35,12 @@ Ptr<KVCache> getLLMKVCache(Net& net)
 
 void setLLMBatch(Net& net, const std::vector<int>& sequenceIds)
 {
-    netState(net, "setLLMBatch")->setNextBatch(sequenceIds);
+    netState(net, "setLLMBatch")->setNextBatch(sequenceIds, std::vector<int>());
+}
+
+void setLLMBatch(Net& net, const std::vector<int>& sequenceIds, const std::vector<int>& logitTokens)
+{
+    netState(net, "setLLMBatch")->setNextBatch(sequenceIds, logitTokens);
 }
 
 void resetLLMState(Net& net)

@@ -45,6 +45,14 @@ void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logi
     for (const Ptr<LLMAttentionLayer>& layer : attention)
         windows.push_back(layer->slidingWindow());
     cache->setLayerWindows(windows);
+    // What sequence files record as the model (kv_sequence_file.hpp): its layers (with their
+    // parameters, the context among them) and a sample of its weights.
+    KVModelIdentity identity = computeModelIdentity(net);
+    const size_t slash = sourcePath.find_last_of("/\\");
+    identity.description = (sourcePath.empty() ? std::string("a Net built by hand")
+                                               : sourcePath.substr(slash == std::string::npos ? 0 : slash + 1)) +
+                           format(" (context %d, ", context) + identity.description + ")";
+    cache->setModelIdentity(identity);
     Ptr<LLMNetState> state = makePtr<LLMNetState>(cache, tokenWidth, allLogits, sourcePath);
     for (size_t i = 0; i < attention.size(); i++)
         attention[i]->attachState(state, (int)i);
