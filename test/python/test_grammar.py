@@ -240,3 +240,22 @@ def test_llm_generate_json_schema_pipes_into_json(random_models, tmp_path):
     assert len(text) == 6 and text[:2].isdigit() and text[2] == "-" and text[3:].isalpha()
     r = llm_generate(["--model=" + str(demo), "--prompt=" + PROMPT, "--json", "--grammar-file=" + str(grammar_file)])
     assert r.returncode == 2
+
+
+def test_speculative_decoding_under_a_schema(random_models):
+    """Drafts (prompt lookup) are checked against the masked distribution: a drafted token the
+    grammar does not allow is rejected. Greedy output equals the output without drafts; sampled
+    output still validates."""
+    model = random_models["gpt2"]
+    for name in ("person", "points"):
+        schema = SCHEMAS[name]
+        plain = model.generate(PROMPT, config(schema, 1, 0.0))
+        cfg = config(schema, 1, 0.0)
+        cfg.draftTokens = 4
+        cfg.lookupNgram = 2
+        assert model.generate(PROMPT, cfg) == plain
+        for seed in (1, 2):
+            cfg = config(schema, seed, 1.0)
+            cfg.draftTokens = 3
+            cfg.lookupNgram = 1
+            validate(model.generate(PROMPT, cfg), schema)
