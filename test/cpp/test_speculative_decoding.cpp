@@ -107,6 +107,23 @@ TEST(SpeculativeDecoding, promptLookupKeepsGreedyOutputOfOnnxModels)
     totals.expectBothOutcomes();
 }
 
+// Generation that runs into the end of the context stops where plain generation stops: the
+// drafts never take room the tokens before them would not have had.
+TEST(SpeculativeDecoding, theContextEndsGenerationAtTheSameToken)
+{
+    const std::string path = llm_test::testModel("synthetic/synthetic_qwen3_Q8_0.gguf");
+    TextGenerationModel model(path, 40);
+    model.setDraftModel(path);  // drafts at every step, up to the end
+    const std::vector<int> expected = greedyIds(model, kRepeatingPrompt, 100, 0, 0);
+    ASSERT_EQ(expected.size(), 40u - kRepeatingPrompt.size());
+    for (int draftTokens : {1, 3, 8})
+    {
+        std::vector<int> counts;
+        EXPECT_EQ(greedyIds(model, kRepeatingPrompt, 100, draftTokens, 0, &counts), expected) << draftTokens;
+        EXPECT_GT(counts[1], 0);
+    }
+}
+
 // Each KV storage type: the drafts' keys and values are stored and read back as a decode
 // step's are.
 TEST(SpeculativeDecoding, promptLookupKeepsGreedyOutputWithEveryKVStorageType)

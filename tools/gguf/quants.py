@@ -443,19 +443,23 @@ def _dec_q5_k(b):
     return y.reshape(nb, 256)
 
 
+def _k16_low2(qs, g):
+    """Q2_K / Q3_K: the low 2 bits of group g's 16 elements (nb, 16): bits 2j of qs[32h + 16u + l]
+    for g = 8h + 2j + u."""
+    h, j, u = g // 8, (g // 2) % 4, g % 2
+    return (qs[:, 32 * h + 16 * u:32 * h + 16 * u + 16] >> (2 * j)) & 3
+
+
 def _dec_q2_k(b):
     nb = len(b)
     d, dmin = _half(b["d"]), _half(b["dmin"])
     sc = b["scales"].astype(np.int32)
     qs = b["qs"].astype(np.int32)
     y = np.empty((nb, 256), np.float32)
-    for e0 in range(0, 256, 16):
-        h, j, u = e0 // 128, (e0 // 32) % 4, (e0 // 16) % 2
-        g = 8 * h + 2 * j + u
-        q = ((qs[:, 32 * h + 16 * u:32 * h + 16 * u + 16] >> (2 * j)) & 3).astype(np.float32)
+    for g in range(16):
         dl = d * (sc[:, g] & 15).astype(np.float32)
         ml = dmin * (sc[:, g] >> 4).astype(np.float32)
-        y[:, e0:e0 + 16] = dl[:, None] * q - ml[:, None]
+        y[:, 16 * g:16 * g + 16] = dl[:, None] * _k16_low2(qs, g).astype(np.float32) - ml[:, None]
     return y
 
 
@@ -466,14 +470,12 @@ def _dec_q3_k(b):
     hm = b["hmask"].astype(np.int32)
     s = b["scales"].astype(np.int32)
     y = np.empty((nb, 256), np.float32)
-    for e0 in range(0, 256, 16):
-        h, j, u = e0 // 128, (e0 // 32) % 4, (e0 // 16) % 2
-        g = 8 * h + 2 * j + u
+    for g in range(16):
+        h, j, u = g // 8, (g // 2) % 4, g % 2
         six = ((s[:, g % 8] >> (4 * (g // 8))) & 15) | (((s[:, 8 + g % 4] >> (2 * (g // 4))) & 3) << 4)
-        low = (qs[:, 32 * h + 16 * u:32 * h + 16 * u + 16] >> (2 * j)) & 3
         high = (hm[:, 16 * u:16 * u + 16] >> (4 * h + j)) & 1
         dl = d * (six - 32).astype(np.float32)
-        y[:, e0:e0 + 16] = dl[:, None] * (low - 4 + 4 * high).astype(np.float32)
+        y[:, 16 * g:16 * g + 16] = dl[:, None] * (_k16_low2(qs, g) - 4 + 4 * high).astype(np.float32)
     return y
 
 

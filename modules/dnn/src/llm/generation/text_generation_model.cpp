@@ -249,7 +249,7 @@ struct TextGenerationModel::Impl
         String piece;
         if (pending < 0)
         {
-            piece = accept(logits.ptr<float>(), -1);
+            piece = accept(logits, -1, fed.size());
             if (completion->done())
                 return finish(piece);
             pending = completion->lastToken();
@@ -270,7 +270,7 @@ struct TextGenerationModel::Impl
         // draft[j] (kept, go on) or replaces it, and the cache keeps the tokens before it.
         for (size_t j = 0; j < draft.size(); j++)
         {
-            piece += accept(rows.ptr<float>((int)j), draft[j]);
+            piece += accept(rows.row((int)j), draft[j], before + j + 1);
             const bool kept = completion->lastSampled() == draft[j];
             draftsKept += kept;
             if (kept && !completion->done())
@@ -286,11 +286,12 @@ struct TextGenerationModel::Impl
         return piece;
     }
 
-    // The sampler's next token from `row` (vocabulary logits), the draft being a guess of it.
-    String accept(const float* row, int draftToken)
+    // The sampler's next token from `row` (1 x vocabulary logits) after `length` tokens of the
+    // sequence, the draft being a guess of it.
+    String accept(const Mat& row, int draftToken, size_t length)
     {
-        const int room = contextShift ? INT_MAX : contextLength - (int)fed.size();
-        return completion->accept(row, logits.cols, room, draftToken);
+        const int room = contextShift ? INT_MAX : contextLength - (int)length;
+        return completion->accept(row.ptr<float>(), row.cols, room, draftToken);
     }
 
     // The drafter's guesses after the pending token, no more than the context, maxNewTokens

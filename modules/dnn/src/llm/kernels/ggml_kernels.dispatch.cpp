@@ -29,7 +29,7 @@ struct WeightTypeTable
         {
             const GGMLTypeTraits& s = ggmlTypeTraits((uint32_t)id);
             rows[id] = {(GGMLType)id, s.name, s.blockSize, s.typeSize, s.dequantizable, s.toFloat,
-                        nullptr, nullptr, nullptr, nullptr};
+                        nullptr, nullptr, nullptr, nullptr, nullptr};
         }
         int count = 0;
         const WeightKernels* kernels = kernelTableOfThisCpu(count);
@@ -47,6 +47,7 @@ struct WeightTypeTable
             row.dotQ8 = k.dotQ8;
             row.dotQ8Tile = k.dotQ8Tile;
             row.dotQ8Interleaved8 = k.dotQ8Interleaved8;
+            row.dotF32 = k.dotF32;
             row.interleaved = k.interleaved;
         }
     }

@@ -40,6 +40,10 @@ typedef void (*DotQ8TileFn)(const uchar* w, size_t wStride, int wRows, const sig
 typedef void (*DotQ8Interleaved8Fn)(const uchar* group, const signed char* q, const float* d, const int* sums,
                                     int blocks, int rows, float* out, size_t outStride);
 
+/** Dot product of one weight row (n elements) with float activations, decoding on the fly: the
+    float path of types whose elements are floats already (F16, BF16), without a decoded copy. */
+typedef float (*DotF32Fn)(const uchar* w, const float* x, int n);
+
 //! What one ISA's kernel build has for a type (nullptr: nothing of that kind).
 struct WeightKernels
 {
@@ -49,6 +53,7 @@ struct WeightKernels
     DotQ8TileFn dotQ8Tile;                  //!< multi-row tile
     DotQ8Interleaved8Fn dotQ8Interleaved8;  //!< kernel on the 8-row interleaved layout ...
     const InterleavedLayout* interleaved;   //!< ... and that layout (its packer)
+    DotF32Fn dotF32;                        //!< fused float-path dot (decode + dot in one pass)
 };
 
 //! A weight type as the layers see it on this CPU.
@@ -64,6 +69,7 @@ struct WeightTypeTraits
     DotQ8TileFn dotQ8Tile;  //!< nullptr: no multi-row tile (callers loop dotQ8)
     DotQ8Interleaved8Fn dotQ8Interleaved8;  //!< set with `interleaved`, or both nullptr
     const InterleavedLayout* interleaved;
+    DotF32Fn dotF32;        //!< nullptr: the float path decodes a row, then dotF32Fast
 
     bool integerDot() const { return dotQ8 != nullptr; }
 };

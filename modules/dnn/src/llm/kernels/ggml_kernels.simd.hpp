@@ -57,24 +57,89 @@ static void decodeF16(const uchar* s, float* y, int64 n)
     }
 }
 
-// Rows: the type, its vector decoder, integer dot, multi-row tile, and interleaved kernel with
-// its layout (interleaved_weights.hpp); nullptr where there is none.
+// BF16: the upper 16 bits of a float (static, as every helper here: see blockScale).
+static inline float bf16Scalar(uint16_t bits)
+{
+    Cv32suf v;
+    v.u = (uint32_t)bits << 16;
+    return v.f;
+}
+
+static inline __m256 bf16x8(const uchar* s)
+{
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)s));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+static void decodeBF16(const uchar* s, float* y, int64 n)
+{
+    int64 i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, bf16x8(s + 2 * i));
+    for (; i < n; i++)
+    {
+        uint16_t bits;
+        std::memcpy(&bits, s + 2 * i, 2);
+        y[i] = bf16Scalar(bits);
+    }
+}
+
+// F16 / BF16 rows times float activations in one pass (four accumulators of 8 lanes, then the
+// tail): the weights are read once, without a decoded copy.
+template <__m256 (*load8)(const uchar*), float (*scalar)(uint16_t)>
+static float dotHalfF32(const uchar* w, const float* x, int n)
+{
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++)
+            acc[k] = _mm256_fmadd_ps(load8(w + 2 * (i + 8 * k)), _mm256_loadu_ps(x + i + 8 * k), acc[k]);
+    for (; i + 8 <= n; i += 8)
+        acc[0] = _mm256_fmadd_ps(load8(w + 2 * i), _mm256_loadu_ps(x + i), acc[0]);
+    float sum = hsum256(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++)
+    {
+        uint16_t bits;
+        std::memcpy(&bits, w + 2 * i, 2);
+        sum += scalar(bits) * x[i];
+    }
+    return sum;
+}
+
+static inline __m256 f16x8(const uchar* s)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)s));
+}
+
+static float dotF16F32(const uchar* w, const float* x, int n)
+{
+    return dotHalfF32<f16x8, blockScale>(w, x, n);
+}
+
+static float dotBF16F32(const uchar* w, const float* x, int n)
+{
+    return dotHalfF32<bf16x8, bf16Scalar>(w, x, n);
+}
+
+// Rows: the type, its vector decoder, integer dot, multi-row tile, interleaved kernel with its
+// layout (interleaved_weights.hpp), and fused float dot; nullptr where there is none.
 static const WeightKernels kWeightKernels[] = {
-    {GGML_F16, decodeF16, nullptr, nullptr, nullptr, nullptr},
+    {GGML_F16, decodeF16, nullptr, nullptr, nullptr, nullptr, dotF16F32},
+    {GGML_BF16, decodeBF16, nullptr, nullptr, nullptr, nullptr, dotBF16F32},
     {GGML_Q4_0, decodeQ4_0, dotQ8Q4_0Q8_0<GGML_Q4_0>, tileQ4_0Q8_0<GGML_Q4_0>,
-     interleaved8Rows<LegacyInterleaved8<GGML_Q4_0>>, &kInterleavedQ4_0},
-    {GGML_Q4_1, nullptr, dotQ8Q4_1, nullptr, interleaved8Rows<LegacyInterleaved8<GGML_Q4_1>>, &kInterleavedQ4_1},
+     interleaved8Rows<LegacyInterleaved8<GGML_Q4_0>>, &kInterleavedQ4_0, nullptr},
+    {GGML_Q4_1, nullptr, dotQ8Q4_1, nullptr, interleaved8Rows<LegacyInterleaved8<GGML_Q4_1>>, &kInterleavedQ4_1, nullptr},
     {GGML_Q5_0, nullptr, dotQ8Q5<block_q5_0>, nullptr,
-     interleaved8Rows<Q5Interleaved8<block_q5_0x8>>, &kInterleavedQ5_0},
+     interleaved8Rows<Q5Interleaved8<block_q5_0x8>>, &kInterleavedQ5_0, nullptr},
     {GGML_Q5_1, nullptr, dotQ8Q5<block_q5_1>, nullptr,
-     interleaved8Rows<Q5Interleaved8<block_q5_1x8>>, &kInterleavedQ5_1},
+     interleaved8Rows<Q5Interleaved8<block_q5_1x8>>, &kInterleavedQ5_1, nullptr},
     {GGML_Q8_0, decodeQ8_0, dotQ8Q4_0Q8_0<GGML_Q8_0>, tileQ4_0Q8_0<GGML_Q8_0>,
-     interleaved8Rows<LegacyInterleaved8<GGML_Q8_0>>, &kInterleavedQ8_0},
-    {GGML_Q2_K, nullptr, dotQ8Q2_K, nullptr, nullptr, nullptr},
-    {GGML_Q3_K, nullptr, dotQ8Q3_K, nullptr, nullptr, nullptr},
-    {GGML_Q4_K, decodeQ4_K, dotQ8Q4KQ5K<block_q4_K>, nullptr, interleaved8Rows<Q4KInterleaved8>, &kInterleavedQ4_K},
-    {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, interleaved8Rows<Q5KInterleaved8>, &kInterleavedQ5_K},
-    {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K},
+     interleaved8Rows<LegacyInterleaved8<GGML_Q8_0>>, &kInterleavedQ8_0, nullptr},
+    {GGML_Q2_K, nullptr, dotQ8Q2Q3K<block_q2_K>, tileQ2Q3K<block_q2_K>, nullptr, nullptr, nullptr},
+    {GGML_Q3_K, nullptr, dotQ8Q2Q3K<block_q3_K>, tileQ2Q3K<block_q3_K>, nullptr, nullptr, nullptr},
+    {GGML_Q4_K, decodeQ4_K, dotQ8Q4KQ5K<block_q4_K>, nullptr, interleaved8Rows<Q4KInterleaved8>, &kInterleavedQ4_K, nullptr},
+    {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, interleaved8Rows<Q5KInterleaved8>, &kInterleavedQ5_K, nullptr},
+    {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K, nullptr},
 };
 
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)

@@ -157,6 +157,12 @@ static float dotQ8Q6_K(const uchar* w, const signed char* q, const float* d, con
 // .. + 31) is bits 2j of qs[32h .. 32h + 31]: its first 16 elements are group 8h + 2j, the next 16
 // group 8h + 2j + 1, i.e. the low and high 128-bit lanes of one load. The groups' integer scales
 // multiply the pair sums (madd), so each activation block costs one float FMA per scale kind.
+//   Q2_K: sum (d sc_g q - dmin m_g) x = d sum_g sc_g sum q x - dmin sum_g m_g sum x (sums of x
+//         over each 16-element group: the activation's own sums are per 32).
+//   Q3_K: q = low + 4 high - 4 (-4..3), the high bit of block (h, j) bit 4h + j of hmask[0 .. 31]:
+//         sum d s_g q x = d sum_g s_g (sum (low + 4 high) x - 4 sum x).
+// A tile of W weight rows (1 or 2) and R activation rows unpacks each weight block once; every
+// (weight row, activation row) result takes the same operations whatever W and R.
 
 // The int16 vector holding a[g] in the low lane and a[g + 1] in the high lane.
 static inline __m256i groupPairScales(const int16_t* a, int g)
@@ -164,70 +170,101 @@ static inline __m256i groupPairScales(const int16_t* a, int g)
     return _mm256_set_m128i(_mm_set1_epi16(a[g + 1]), _mm_set1_epi16(a[g]));
 }
 
-// Q2_K: sum (d sc_g q - dmin m_g) x = d sum_g sc_g sum q x - dmin sum_g m_g sum x, with the sums
-// of x over each 16-element group (the activation's own sums are per 32).
-static float dotQ8Q2_K(const uchar* w, const signed char* q, const float* d, const int*, int blocks)
+template <typename Block, int W, int R>
+LLM_TILE_NOINLINE static void dotQ2Q3KTile(const uchar* w, size_t wStride, const signed char* q, size_t qStride,
+                                           const float* d, int blocks, float* out, size_t outStride)
 {
-    const __m256i ones8 = _mm256_set1_epi8(1), two = _mm256_set1_epi8(3);
-    __m256 acc = _mm256_setzero_ps();
-    const block_q2_K* wb = reinterpret_cast<const block_q2_K*>(w);
-    int16_t sc[16], m[16];
-    for (int sb = 0; sb < blocks / 8; sb++, wb++)
+    const bool q3 = std::is_same<Block, block_q3_K>::value;
+    const __m256i one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256 acc[W][R];
+    for (int i = 0; i < W; i++)
+        for (int r = 0; r < R; r++)
+            acc[i][r] = _mm256_setzero_ps();
+    int16_t scale[W][16], mins[W][16];
+    float dw[W], dmin[W];
+    for (int sb = 0; sb < blocks / 8; sb++)
     {
-        const float dw = blockScale(wb->d), dmin = blockScale(wb->dmin);
-        for (int g = 0; g < 16; g++)
+        const Block* wb[W];
+        for (int i = 0; i < W; i++)
         {
-            sc[g] = wb->scales[g] & 0x0F;
-            m[g] = wb->scales[g] >> 4;
-        }
-        for (int h = 0; h < 2; h++)
-        {
-            const __m256i packed = _mm256_loadu_si256((const __m256i*)(wb->qs + 32 * h));
-            for (int j = 0; j < 4; j++, q += 32, d++)
+            wb[i] = reinterpret_cast<const Block*>(w + i * wStride) + sb;
+            dw[i] = blockScale(wb[i]->d);
+            if (q3)
+                for (int g = 0; g < 16; g++)
+                    scale[i][g] = (int16_t)scaleQ3_K(reinterpret_cast<const block_q3_K*>(wb[i])->scales, g);
+            else
             {
-                const __m256i xv = _mm256_loadu_si256((const __m256i*)q);
-                const __m256i qv = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * j), two);
-                const int g = 8 * h + 2 * j;
-                const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(qv, xv), groupPairScales(sc, g));
-                const __m256i mins = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xv), groupPairScales(m, g));
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * d[0]), acc);
-                acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(dmin * d[0]), acc);
+                const block_q2_K* b2 = reinterpret_cast<const block_q2_K*>(wb[i]);
+                dmin[i] = blockScale(b2->dmin);
+                for (int g = 0; g < 16; g++)
+                {
+                    scale[i][g] = b2->scales[g] & 0x0F;
+                    mins[i][g] = b2->scales[g] >> 4;
+                }
             }
         }
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+            {
+                const int g = 8 * h + 2 * j, block = 8 * sb + 4 * h + j;  // its activation block
+                __m256i wq[W];
+                for (int i = 0; i < W; i++)
+                {
+                    const __m256i packed = _mm256_loadu_si256((const __m256i*)(wb[i]->qs + 32 * h));
+                    wq[i] = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * j), two);
+                    if (q3)
+                    {
+                        const __m256i hmask = _mm256_loadu_si256((const __m256i*)reinterpret_cast<const block_q3_K*>(wb[i])->hmask);
+                        wq[i] = _mm256_or_si256(wq[i], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + j), one), 2));
+                    }
+                }
+                for (int r = 0; r < R; r++)
+                {
+                    const __m256i x = _mm256_loadu_si256((const __m256i*)(q + r * qStride + (size_t)block * 32));
+                    // Q3_K: 4 sum x per pair; Q2_K: sum x per pair (both the same for every weight row).
+                    const __m256i xSums = _mm256_maddubs_epi16(q3 ? four : one, x);
+                    const float dx = d[(size_t)r * blocks + block];
+                    for (int i = 0; i < W; i++)
+                    {
+                        __m256i p16 = _mm256_maddubs_epi16(wq[i], x);
+                        if (q3)
+                            p16 = _mm256_sub_epi16(p16, xSums);
+                        const __m256i dot = _mm256_madd_epi16(p16, groupPairScales(scale[i], g));
+                        acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw[i] * dx), acc[i][r]);
+                        if (!q3)
+                        {
+                            const __m256i m = _mm256_madd_epi16(xSums, groupPairScales(mins[i], g));
+                            acc[i][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin[i] * dx), acc[i][r]);
+                        }
+                    }
+                }
+            }
     }
-    return hsum256(acc);
+    for (int i = 0; i < W; i++)
+        for (int r = 0; r < R; r++)
+            out[i * outStride + r] = hsum256(acc[i][r]);
 }
 
-// Q3_K: q = low + 4 high - 4 (-4..3): sum d s_g q x = d sum_g s_g (sum (low + 4 high) x - 4 sum x);
-// the high bit of activation block (h, j) is bit 4h + j of hmask[0 .. 31].
-static float dotQ8Q3_K(const uchar* w, const signed char* q, const float* d, const int*, int blocks)
+template <typename Block>
+static float dotQ8Q2Q3K(const uchar* w, const signed char* q, const float* d, const int*, int blocks)
 {
-    const __m256i one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-    __m256 acc = _mm256_setzero_ps();
-    const block_q3_K* wb = reinterpret_cast<const block_q3_K*>(w);
-    int16_t s[16];
-    for (int sb = 0; sb < blocks / 8; sb++, wb++)
-    {
-        const float dw = blockScale(wb->d);
-        for (int g = 0; g < 16; g++)
-            s[g] = (int16_t)scaleQ3_K(wb->scales, g);
-        const __m256i hmask = _mm256_loadu_si256((const __m256i*)wb->hmask);
-        for (int h = 0; h < 2; h++)
-        {
-            const __m256i packed = _mm256_loadu_si256((const __m256i*)(wb->qs + 32 * h));
-            for (int j = 0; j < 4; j++, q += 32, d++)
-            {
-                const __m256i xv = _mm256_loadu_si256((const __m256i*)q);
-                const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + j), one);
-                const __m256i qv = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 2 * j), two),
-                                                   _mm256_slli_epi16(high, 2));
-                const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(qv, xv), _mm256_maddubs_epi16(four, xv));
-                const __m256i dot = _mm256_madd_epi16(p16, groupPairScales(s, 8 * h + 2 * j));
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * d[0]), acc);
-            }
-        }
-    }
-    return hsum256(acc);
+    float out;
+    dotQ2Q3KTile<Block, 1, 1>(w, 0, q, 0, d, blocks, &out, 0);
+    return out;
+}
+
+template <typename Block>
+static void tileQ2Q3K(const uchar* w, size_t wStride, int wRows, const signed char* q, const float* d, const int*,
+                      int blocks, int rows, float* out, size_t outStride)
+{
+    const size_t qStride = (size_t)blocks * 32;
+    byRowTiles(rows, [&](auto R, int r) {
+        constexpr int kRows = decltype(R)::value;
+        if (wRows == 2)
+            dotQ2Q3KTile<Block, 2, kRows>(w, wStride, q + r * qStride, qStride, d + (size_t)r * blocks, blocks, out + r, outStride);
+        else
+            dotQ2Q3KTile<Block, 1, kRows>(w, 0, q + r * qStride, qStride, d + (size_t)r * blocks, blocks, out + r, outStride);
+    });
 }
 
 // An interleaved Q4_K / Q5_K super-block: the 8 rows' d * sc and dmin * m of sub-block `sub`.

@@ -228,6 +228,13 @@ private:
                 for (int n = stripeBegin(s, out); n < stripeBegin(s + 1, out); n++)
                 {
                     const uchar* src = w + (size_t)n * rowBytes;
+                    const float b = bias ? bias[n] : 0.f;
+                    if (self->traits_->dotF32)  // F16 / BF16: decoded on the fly
+                    {
+                        for (int t = 0; t < rows; t++)
+                            y[(size_t)t * out + n] = self->traits_->dotF32(src, x + (size_t)t * in, in) + b;
+                        continue;
+                    }
                     const float* wr;
                     if (self->type_ == llm::GGML_F32)
                         wr = reinterpret_cast<const float*>(src);
@@ -236,7 +243,6 @@ private:
                         self->traits_->decodeRow(src, rowBuf, in);
                         wr = rowBuf;
                     }
-                    const float b = bias ? bias[n] : 0.f;
                     for (int t = 0; t < rows; t++)
                         y[(size_t)t * out + n] = llm::dotF32Fast(wr, x + (size_t)t * in, in) + b;
                 }
