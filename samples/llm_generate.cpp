@@ -6,6 +6,7 @@
 //                [--seed=S] [--stop=TEXT]... [--parallel=N] [--prompt-cache=FILE]
 //                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE [--draft-p-min=P])]
 //                [--mmproj=FILE --image=PATH...]
+//                [--grammar-file=F | --json-schema=TEXT|@FILE | --json]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
@@ -24,6 +25,9 @@
 // <__media__> in --prompt stands for the next --image (any file imread reads: PNG, JPEG, PPM, ...);
 // the answer streams, then `prompt_ids` / `generated_ids` with --print-token-ids
 // (image positions show as negative ids).
+// --grammar-file (GBNF, llama.cpp's dialect), --json-schema and --json constrain the completion
+// (GenerationConfig::grammar, jsonSchema, jsonMode). Without --print-token-ids, standard output
+// is the completion alone: `llm_generate ... --json | python3 -m json.tool` works.
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
@@ -66,9 +70,11 @@ const char* const keys =
     "{draft-model     |      | draft with this smaller model of the same vocabulary }"
     "{draft-p-min     | 0.75 | the draft model stops at a token it gives less probability, in [0, 1] }"
     "{prompt-cache    |      | session file: reuse the prompt prefix it holds, then save the prompt to it }"
-
     "{mmproj          |      | llama.cpp mmproj GGUF (vision encoder + projector) of the model }"
-    "{image           |      | image for the prompt's next <__media__> marker (PNG, JPEG, PPM, ...; repeat the key for several) }";
+    "{image           |      | image for the prompt's next <__media__> marker (PNG, JPEG, PPM, ...; repeat the key for several) }"
+    "{grammar-file    |      | a GBNF grammar file (llama.cpp's dialect) the completion must follow }"
+    "{json-schema     |      | a JSON schema (its text, or @FILE) the completion must follow }"
+    "{json            | false| the completion is one JSON value }";
 
 struct Options
 {
@@ -87,6 +93,16 @@ struct Options
     std::vector<std::string> images;
     GenerationConfig config;
 };
+
+std::string readTextFile(SampleCommandLine& cl, const std::string& key, const std::string& path)
+{
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+        cl.fail("--" + key + ": cannot read " + path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
 
 Options parseOptions(int argc, char** argv)
 {
@@ -132,6 +148,16 @@ Options parseOptions(int argc, char** argv)
     o.promptCache = cl.getString("prompt-cache");
     if (!o.mmproj.empty() && (o.hasPromptIds || o.parallel > 0 || o.tokenizeOnly || !o.promptCache.empty()))
         cl.fail("--mmproj works with --prompt (not --prompt-ids, --parallel, --tokenize-only or --prompt-cache)");
+    if (cl.given("grammar-file"))
+        o.config.grammar = readTextFile(cl, "grammar-file", cl.getString("grammar-file"));
+    if (cl.given("json-schema"))
+    {
+        const std::string schema = cl.getString("json-schema");
+        o.config.jsonSchema = !schema.empty() && schema[0] == '@' ? readTextFile(cl, "json-schema", schema.substr(1)) : schema;
+    }
+    o.config.jsonMode = cl.getFlag("json");
+    if ((int)!o.config.grammar.empty() + (int)!o.config.jsonSchema.empty() + (int)o.config.jsonMode > 1)
+        cl.fail("give only one of --grammar-file, --json-schema and --json");
     if (o.model.empty())
         cl.fail("--model is required");
     if (o.hasPromptIds == !o.prompt.empty())

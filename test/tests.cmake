@@ -123,6 +123,11 @@ if(LLM_SANITIZE)  # the sanitizer runtimes preloaded into Python, no leak checks
   set_property(TEST python_tests APPEND PROPERTY ENVIRONMENT ${LLM_SANITIZER_PYTHON_ENV})
 endif()
 
+# The grammar mask benchmark (issue 20), small: it runs, and its record follows its schema token by
+# token over LLaMA's 32k vocabulary (llm_grammar_bench exits non-zero otherwise).
+add_test(NAME llm_grammar_bench_smoke
+         COMMAND llm_grammar_bench "--model=${shared_testdata}/llama.cpp-vocab/ggml-vocab-llama-spm.gguf" --repeat=1)
+
 # llm_bench's batched and long-context modes (issue 18), small: they run, every sequence ends
 # holding its prompt and its steps (llm_bench checks the KV cache's lengths), and the result
 # lines that tools/bench/compare_with_llama_bench.py reads are printed last.

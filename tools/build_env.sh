@@ -11,8 +11,9 @@ LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certif
   python3 python3-dev python3-numpy python3-pytest python3-onnx"
 # test.sh also needs clang with libFuzzer and the sanitizer runtimes (ctest sanitized_fuzz_smoke),
 # Python's jinja2, which renders the chat templates' expected strings (make_chat_template_reference),
-# and Debian's torch, which exports the Hugging Face style test decoders (make_onnx_llm_models: hf_*).
-LLM_TEST_APT_PACKAGES="clang libclang-rt-14-dev python3-jinja2 python3-torch"
+# Debian's torch, which exports the Hugging Face style test decoders (make_onnx_llm_models: hf_*),
+# and jsonschema, the independent validator of the grammar tests' JSON (test/python/test_grammar.py).
+LLM_TEST_APT_PACKAGES="clang libclang-rt-14-dev python3-jinja2 python3-torch python3-jsonschema"
 
 # The shared test data lies beside the project (../shared/testdata). A clone made elsewhere (e.g.
 # `git clone . "$(mktemp -d)"`) finds it beside the repository it was cloned from; or set

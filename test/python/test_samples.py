@@ -24,7 +24,7 @@ KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
                      "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache",
-                     "mmproj", "image"],
+                     "mmproj", "image", "grammar-file", "json-schema", "json"],
     "llm_vision_chat": ["model", "mmproj", "image", "prompt", "max-new-tokens", "chat-template", "threads"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
@@ -34,6 +34,7 @@ KEYS = {
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
+    "llm_grammar_bench": ["model", "schema", "text", "repeat"],
     "llm_chatbot.py": CHATBOT_KEYS,
 }
 
@@ -48,6 +49,7 @@ VALID = {
     "llm_kv_bench": ["--model=x.gguf", "--threads=1"],
     "llm_soak": ["--model=x.gguf"],
     "llm_rmsnorm_bench": [],
+    "llm_grammar_bench": ["--model=x.gguf"],
     "llm_chatbot.py": [],
 }
 
@@ -61,6 +63,7 @@ BAD_VALUES = {
     "llm_kv_bench": ("--steps=", "--steps=0", "--steps must be at least 1, got 0"),
     "llm_soak": ("--max-growth-mb=4MB", "--threads=0", "--threads must be -1 (OpenCV's default) or positive, got 0"),
     "llm_rmsnorm_bench": ("--eps=nan", "--eps=0", "--eps must be in (0, 1], got 0"),
+    "llm_grammar_bench": ("--repeat=2x", "--repeat=0", "--repeat must be at least 1, got 0"),
     "llm_chatbot.py": ("--max-new-tokens=12abc", "--top-p=0", "argument --top-p: must be in (0, 1], got '0'"),
 }
 
@@ -140,7 +143,9 @@ def readme_commands():
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
 # --prompt-cache writes its file: a fresh folder's, never FILE (the shared model).
 KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
-                    "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache")}
+                    "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache"),
+                    "--grammar-file": str(PROJECT_ROOT / "samples" / "grammars" / "list.gbnf"),
+                    "--json-schema": "@" + str(PROJECT_ROOT / "samples" / "grammars" / "person.schema.json")}
 # The vision models come from the make_vision_models fixture (test/data/oracle/vision/README.md).
 VISION = {"MODEL": str(BIN.parent / "test-models" / "vision" / "lm.gguf"),
           "MMPROJ": str(BIN.parent / "test-models" / "vision" / "mmproj.gguf"),
@@ -152,6 +157,7 @@ PROGRAM_PLACEHOLDERS = {
     "llm_kv_bench": {"S": "4"},
     "llm_soak": {"N": "600", "M": "4"},
     "llm_rmsnorm_bench": {"N": "64", "D": "256"},
+    "llm_grammar_bench": {"N": "1"},
 }
 
 

@@ -5,7 +5,7 @@
 # project root:
 #   tools/fuzz/build_and_run.sh [seconds]
 # Environment:
-#   FUZZ_TARGETS   the targets to build and run (default: all seven, listed in TARGETS below)
+#   FUZZ_TARGETS   the targets to build and run (default: all eight, listed in TARGETS below)
 #   FUZZ_NO_BUILD  1: run the targets already built in build/fuzz
 #   LLM_BUILD_DIR  the project's build folder (default build)
 # Exits non-zero when a target fails (crash, sanitizer report, leak, timeout): ctest's
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
-TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_kv_session fuzz_onnx fuzz_onnx_llm}
+TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_kv_session fuzz_onnx fuzz_onnx_llm fuzz_grammar}
 B=${LLM_BUILD_DIR:-build}
 SHARED=${LLM_SHARED_TESTDATA:-$ROOT/../shared/testdata}
 OUT=$B/fuzz
@@ -27,7 +27,7 @@ if command -v ccache > /dev/null; then
   export CCACHE_BASEDIR="$ROOT"
   CXX=(ccache clang++)
 fi
-mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_kv_session" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/artifacts"
+mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_kv_session" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/corpus_grammar" "$OUT/artifacts"
 # -msse3: OpenCV's baseline on x86-64 (SSE, SSE2, SSE3), which the universal intrinsics of our
 # kernels' baseline code may use (v_reduce_sum4).
 BASELINE=()
@@ -107,6 +107,11 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
       "$SRC"/llm/common/json_document.cpp "$SRC"/llm/tokenizer/utf8.cpp "$SRC"/llm/tokenizer/unicode_tables.cpp \
       "${LIBS[@]}"
   fi
+  if selected fuzz_grammar; then
+    # The GBNF parser, the matcher, the token trie and the JSON-schema converter (with JSON reading).
+    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_grammar" tools/fuzz/fuzz_grammar.cpp "$SRC"/llm/grammar/*.cpp \
+      "$SRC"/llm/common/json_document.cpp "${LIBS[@]}"
+  fi
 fi
 [ "$SECONDS_PER_TARGET" = 0 ] && exit 0
 
@@ -114,6 +119,7 @@ fi
 cp -n "$SHARED"/stories260K.gguf "$SHARED"/llama.cpp-vocab/ggml-vocab-gpt-2.gguf "$OUT/corpus_gguf/" 2>/dev/null || true
 for f in "$SHARED"/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
+cp -n tools/fuzz/seeds/grammar/* "$OUT/corpus_grammar/"
 # The shared real chat templates, each after an options byte (add_generation_prompt, tools) and
 # followed by a short conversation.
 for f in "$SHARED"/chat-templates/*.jinja; do

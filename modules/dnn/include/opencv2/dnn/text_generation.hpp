@@ -52,6 +52,14 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     --draft-p-min): unlikely drafts are mostly rejected and only cost time. 0: always draft
     draftTokens tokens. */
     CV_PROP_RW float draftMinProbability = 0.75f;
+    /** A GBNF grammar (llama.cpp's dialect, start rule "root") the completion must follow: tokens
+    that cannot continue a valid text are never sampled, and end-of-generation comes only where
+    the grammar may end. maxNewTokens or a stop string may still cut the text short. */
+    CV_PROP_RW String grammar;
+    //! A JSON Schema (as JSON text) the completion must follow (converted to a grammar, as llama.cpp does).
+    CV_PROP_RW String jsonSchema;
+    //! The completion is one JSON value (any). Only one of grammar, jsonSchema and jsonMode may be set.
+    CV_PROP_RW bool jsonMode = false;
 };
 
 /** @brief Text generation with a language model: tokenizer, sampling, stop conditions,

@@ -5,7 +5,12 @@
 #include "../../precomp.hpp"
 #include "completion.hpp"
 
+#include "../grammar/gbnf_parser.hpp"
+#include "../grammar/json_schema_to_grammar.hpp"
+
 #include <limits>
+#include <map>
+#include <mutex>
 
 namespace cv {
 namespace dnn {
@@ -30,6 +35,47 @@ static std::vector<std::string> stopStrings(const GenerationConfig& c, const std
     return stops;
 }
 
+// The token trie of a tokenizer, built once and shared by its completions (batches have one
+// completion per sequence).
+static std::shared_ptr<const TokenTrie> tokenTrieOf(const Tokenizer& tokenizer)
+{
+    static std::mutex mutex;
+    static std::map<const Tokenizer*, std::weak_ptr<const TokenTrie> > cache;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(&tokenizer);
+    if (it != cache.end())
+    {
+        std::shared_ptr<const TokenTrie> t = it->second.lock();
+        if (t && t->vocabSize() == tokenizer.vocabSize())
+            return t;
+    }
+    std::vector<std::string> pieces((size_t)tokenizer.vocabSize());
+    for (int id = 0; id < tokenizer.vocabSize(); id++)
+        // control tokens (BOS, EOS, chat markers) are not text: never allowed by the trie
+        if (!tokenizer.isSpecial(id) && !tokenizer.isEndOfGeneration(id))
+            pieces[(size_t)id] = tokenizer.tokenToPiece(id, false);
+    std::shared_ptr<const TokenTrie> t = std::make_shared<TokenTrie>(pieces);
+    for (auto i = cache.begin(); i != cache.end();)
+        i = i->second.expired() ? cache.erase(i) : std::next(i);
+    cache[&tokenizer] = t;
+    return t;
+}
+
+static std::shared_ptr<const Grammar> configGrammar(const GenerationConfig& c)
+{
+    const int kinds = (int)!c.grammar.empty() + (int)!c.jsonSchema.empty() + (int)c.jsonMode;
+    if (kinds == 0)
+        return nullptr;
+    if (kinds > 1)
+        CV_Error(Error::StsBadArg, "TextGenerationModel: set only one of GenerationConfig::grammar, jsonSchema "
+                                   "and jsonMode");
+    if (!c.grammar.empty())
+        return parseGbnf(c.grammar);
+    if (!c.jsonSchema.empty())
+        return parseGbnf(jsonSchemaToGbnf(c.jsonSchema));
+    return parseGbnf(anyJsonValueGbnf());
+}
+
 Completion::Completion(const Tokenizer& tokenizer, const std::vector<int>& prompt, const GenerationConfig& config,
                        const std::vector<std::string>& extraStops)
     : tokenizer_(tokenizer), config_(config), sampler_(samplingParams(config), (uint64)(int64)config.seed),
@@ -48,6 +94,14 @@ Completion::Completion(const Tokenizer& tokenizer, const std::vector<int>& promp
     for (int id : config.stopTokenIds)
         CV_Check(id, id >= 0 && id < tokenizer.vocabSize(), "TextGenerationModel: stop token id out of range");
     done_ = config.maxNewTokens == 0;
+    if (std::shared_ptr<const Grammar> grammar = configGrammar(config))
+    {
+        if (!tokenizer.hasText())
+            CV_Error(Error::StsBadArg, "TextGenerationModel: a grammar or JSON schema needs a tokenizer "
+                                       "(the model has none)");
+        matcher_.reset(new GrammarMatcher(grammar));
+        trie_ = tokenTrieOf(tokenizer);
+    }
     if (config.ignoreEndOfGeneration)
         for (int id = 0; id < tokenizer.vocabSize(); id++)
             if (tokenizer.isEndOfGeneration(id))
@@ -58,6 +112,41 @@ bool Completion::isStopToken(int id) const
 {
     return tokenizer_.isEndOfGeneration(id) ||
            std::find(config_.stopTokenIds.begin(), config_.stopTokenIds.end(), id) != config_.stopTokenIds.end();
+}
+
+bool Completion::allows(int id) const
+{
+    if (!matcher_)
+        return true;
+    if (id < 0 || id >= tokenizer_.vocabSize())
+        return false;
+    if (isStopToken(id))
+        return matcher_->canEnd() && !(config_.ignoreEndOfGeneration && tokenizer_.isEndOfGeneration(id));
+    if (tokenizer_.isSpecial(id))
+        return false;
+    return TokenTrie::allows(*matcher_, tokenizer_.tokenToPiece(id, false));
+}
+
+const float* Completion::maskByGrammar(const float* logits, int vocab, bool& anyAllowed)
+{
+    trie_->mask(*matcher_, allowed_, scratch_);
+    const bool canEnd = matcher_->canEnd();
+    if (masked_.data() != logits)
+        masked_.assign(logits, logits + vocab);
+    const float minusInf = -std::numeric_limits<float>::infinity();
+    anyAllowed = false;
+    for (int id = 0; id < vocab; id++)
+    {
+        bool ok = id < (int)allowed_.size() && allowed_[(size_t)id];
+        // end of generation (and the config's stop tokens) only where the grammar may end
+        // (and not when ignoreEndOfGeneration masked it already)
+        if (isStopToken(id))
+            ok = canEnd && masked_[(size_t)id] != minusInf;
+        if (!ok)
+            masked_[(size_t)id] = minusInf;
+        anyAllowed = anyAllowed || ok;
+    }
+    return masked_.data();
 }
 
 String Completion::accept(const float* logits, int vocab, int roomLeft)
@@ -77,10 +166,34 @@ String Completion::accept(const float* logits, int vocab, int roomLeft, int draf
                 masked_[id] = -std::numeric_limits<float>::infinity();
         logits = masked_.data();
     }
+    if (matcher_)
+    {
+        bool anyAllowed = false;
+        logits = maskByGrammar(logits, vocab, anyAllowed);
+        if (!anyAllowed)
+        {
+            // The text is a whole sentence of the grammar and nothing can follow (EOS masked
+            // by ignoreEndOfGeneration, or no EOS): generation ends as if EOS came.
+            if (matcher_->canEnd())
+            {
+                lastSampled_ = -1;
+                return finish();
+            }
+            CV_Error(Error::StsError, "TextGenerationModel: no token of the vocabulary can continue the text "
+                                      "under the grammar (after \"" + stream_.text() + "\")");
+        }
+    }
+    // A drafted token the grammar does not allow has probability 0 here: the sampler's
+    // acceptance rule rejects it.
     const int id = sampler_.sample(logits, vocab, history_, draft);
     lastSampled_ = id;
     if (isStopToken(id))
         return finish();
+    if (matcher_)
+    {
+        const bool ok = matcher_->accept(tokenizer_.tokenToPiece(id, false));
+        CV_Assert(ok && "the sampler picked a token the grammar masked");
+    }
     generated_.push_back(id);
     history_.push_back(id);
     // Without a tokenizer (ids in, ids out) there is no text to stream.

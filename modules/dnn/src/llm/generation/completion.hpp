@@ -12,6 +12,9 @@
 
 #include <memory>
 
+#include "../grammar/grammar_matcher.hpp"
+#include "../grammar/token_mask.hpp"
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -46,8 +49,19 @@ public:
     //! All text generated so far.
     String text() const { return stream_.text(); }
 
+    //! Whether the config constrains the text (grammar, jsonSchema or jsonMode).
+    bool constrained() const { return matcher_ != nullptr; }
+    /** Whether token `id` may come next: with a grammar, its bytes must continue the text (and
+        end-of-generation needs the grammar to be able to end); without one, any id. Costs one
+        copy of the matcher's state (for speculative decoding: checking drafted tokens). */
+    bool allows(int id) const;
+    //! The grammar's state (copy it to look ahead; nullptr without a grammar).
+    const GrammarMatcher* grammarMatcher() const { return matcher_.get(); }
+
 private:
     bool isStopToken(int id) const;
+    //! Sets the logits of the tokens the grammar does not allow to -inf (into masked_).
+    const float* maskByGrammar(const float* logits, int vocab, bool& anyAllowed);
 
     const Tokenizer& tokenizer_;
     GenerationConfig config_;
@@ -58,6 +72,12 @@ private:
     std::vector<float> masked_;         // logits with those ids at -inf
     int lastSampled_ = -1;
     bool done_ = false;
+
+    // grammar-constrained generation
+    std::unique_ptr<GrammarMatcher> matcher_;
+    std::shared_ptr<const TokenTrie> trie_;
+    TokenTrie::Scratch scratch_;
+    std::vector<uint8_t> allowed_;
 };
 
 }}} // namespace cv::dnn::llm

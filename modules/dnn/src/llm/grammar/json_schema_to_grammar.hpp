@@ -1,0 +1,32 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// JSON Schema -> GBNF, with the behaviour of llama.cpp's converter (its test cases are our
+// acceptance test): object properties (required ones first in their order, then any subset of
+// the optional ones in order), additionalProperties (absent or false: none; true or a schema:
+// other keys), arrays (items, prefixItems, minItems, maxItems), enum, const, strings (minLength,
+// maxLength, pattern, formats date / time / date-time / uuid), integers with minimum / maximum /
+// exclusive bounds, anyOf / oneOf / allOf (of objects), local $ref into $defs / definitions, and
+// type lists. Values may be followed by a little whitespace. The schema is untrusted: errors
+// are cv::Exception naming the schema path.
+
+#ifndef OPENCV_DNN_SRC_LLM_GRAMMAR_JSON_SCHEMA_TO_GRAMMAR_HPP
+#define OPENCV_DNN_SRC_LLM_GRAMMAR_JSON_SCHEMA_TO_GRAMMAR_HPP
+
+#include <opencv2/core.hpp>
+
+#include <string>
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+//! The GBNF text (start rule "root") of the JSON texts that a schema (JSON text) accepts.
+CV_EXPORTS std::string jsonSchemaToGbnf(const std::string& schemaJson);
+//! The GBNF text of any JSON value (jsonMode).
+CV_EXPORTS std::string anyJsonValueGbnf();
+
+}}} // namespace cv::dnn::llm
+
+#endif
