@@ -31,10 +31,10 @@
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "command_line.hpp"
+#include "image_file.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -183,15 +183,6 @@ void printIds(const char* name, const std::vector<int>& ids)
     for (int id : ids)
         std::cout << ' ' << id;
     std::cout << "\n";
-}
-
-// An image file (PNG, JPEG, PPM, ...) as a BGR Mat, or an error naming the file.
-Mat readImage(const std::string& path)
-{
-    const Mat image = imread(path, IMREAD_COLOR);
-    if (image.empty())
-        CV_Error(Error::StsError, "cannot read the image '" + path + "' (imread: missing file or unknown format)");
-    return image;
 }
 
 } // namespace

@@ -15,10 +15,10 @@
 // first question unless it has one.
 
 #include <opencv2/dnn.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "command_line.hpp"
+#include "image_file.hpp"
 
 #include <iostream>
 #include <string>
@@ -37,15 +37,6 @@ const char* const keys =
     "{max-new-tokens  | 128  | tokens per answer at most }"
     "{chat-template   |      | a built-in template name (e.g. chatml) instead of the model's }"
     "{threads         | -1   | threads (-1: OpenCV's default) }";
-
-// An image file (PNG, JPEG, PPM, ...) as a BGR Mat, or an error naming the file.
-Mat readImage(const std::string& path)
-{
-    const Mat image = imread(path, IMREAD_COLOR);
-    if (image.empty())
-        CV_Error(Error::StsError, "cannot read the image '" + path + "' (imread: missing file or unknown format)");
-    return image;
-}
 
 } // namespace
 

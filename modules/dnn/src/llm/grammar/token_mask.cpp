@@ -14,6 +14,16 @@ namespace llm {
 
 static const size_t kMaxPieceBytes = 65535;
 
+// Bytes the sorted piece `p` shares with the one before it (none for the first).
+static size_t sharedPrefix(const std::string* previous, const std::string& p)
+{
+    size_t n = 0;
+    if (previous)
+        while (n < p.size() && n < previous->size() && p[n] == (*previous)[n])
+            n++;
+    return n;
+}
+
 TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_((int)pieces.size())
 {
     std::vector<int> order;
@@ -35,10 +45,7 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_((int)piece
     for (int id : order)
     {
         const std::string& p = pieces[id];
-        size_t common = 0;
-        if (prev)
-            while (common < p.size() && common < prev->size() && p[common] == (*prev)[common])
-                common++;
+        const size_t common = sharedPrefix(prev, p);
         closeTo(common);
         for (size_t i = common; i < p.size(); i++)
         {
@@ -64,10 +71,7 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : vocab_((int)piece
         for (int id : order)
         {
             const std::string& p = pieces[id];
-            size_t common = 0;
-            if (prev)
-                while (common < p.size() && common < prev->size() && p[common] == (*prev)[common])
-                    common++;
+            const size_t common = sharedPrefix(prev, p);
             pathNodes.resize(common);
             for (size_t i = common; i < p.size(); i++)
                 pathNodes.push_back(next++);
