@@ -120,6 +120,7 @@ cp -n "$SHARED"/stories260K.gguf "$SHARED"/llama.cpp-vocab/ggml-vocab-gpt-2.gguf
 for f in "$SHARED"/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$(basename "$f")"; done
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
 cp -n tools/fuzz/seeds/grammar/* "$OUT/corpus_grammar/"
+cp -n tools/fuzz/seeds/kv_session/* "$OUT/corpus_kv_session/"
 # The shared real chat templates, each after an options byte (add_generation_prompt, tools) and
 # followed by a short conversation.
 for f in "$SHARED"/chat-templates/*.jinja; do

@@ -112,7 +112,9 @@ void loadInto(PagedKVCache& cache, const KVSequenceFile* file, const std::string
         check(file != nullptr, "a file the parser refused was loaded");
         check(length == file->length && cache.getSequenceLength(id) == length, "the loaded length");
         check(tokens == file->tokens, "the loaded tokens");
-        // The rows read back equal the file's (converted when the storage types differ).
+        // The rows read back equal the file's: its bytes when the storage types are the same (a
+        // loaded row is copied, not re-encoded: re-encoding an edited 8-bit row would change it),
+        // else its values converted to the cache's type.
         std::vector<float> buffer(kPageSize * kHeadDim), row(kHeadDim), expected(kHeadDim);
         const KVStorageCodec fileCodec(file->storageType, kHeadDim), codec(cache.getStorageType(), kHeadDim);
         std::vector<uchar> encoded(codec.rowBytes());
@@ -130,8 +132,13 @@ void loadInto(PagedKVCache& cache, const KVSequenceFile* file, const std::string
                         const float* rows = cache.rows(l, kv == 1, table[pos / kPageSize], h, pos % kPageSize + 1,
                                                        buffer.data(), &stride);
                         fileCodec.decode(src, expected.data());
-                        codec.encode(expected.data(), encoded.data());
-                        codec.decode(encoded.data(), row.data());
+                        if (file->storageType == cache.getStorageType())
+                            row = expected;
+                        else
+                        {
+                            codec.encode(expected.data(), encoded.data());
+                            codec.decode(encoded.data(), row.data());
+                        }
                         const float* got = rows + (size_t)(pos % kPageSize) * stride;
                         check(std::memcmp(got, row.data(), kHeadDim * sizeof(float)) == 0 ||
                                   [&] { for (int i = 0; i < kHeadDim; i++) if (!(got[i] == row[i] || (got[i] != got[i] && row[i] != row[i]))) return false; return true; }(),
