@@ -38,6 +38,13 @@ ESC = {'n': '\n', 't': '\t', 'r': '\r', '\\': '\\', '"': '"', "'": "'", '0': '\0
        'f': '\f', 'v': '\v', '?': '?'}
 
 
+
+def expect_comma(src, i, context=''):
+    """The index after the comma that must follow position i (whitespace and comments skipped)."""
+    i = skip_ws_comments(src, i)
+    assert src[i] == ',', (context, src[i:i + 80])
+    return i + 1
+
 def parse_plain_literal(src, i):
     """src[i] == '"'; returns (bytes, next index)."""
     assert src[i] == '"'
@@ -165,15 +172,9 @@ def extract_integration(path):
         kind = m.group(1)
         i = m.end()
         desc, i, _ = parse_string_expr(src, i)
-        i = skip_ws_comments(src, i)
-        assert src[i] == ',', (kind, src[i:i + 80])
-        text, i, _ = parse_string_expr(src, i + 1)
-        i = skip_ws_comments(src, i)
-        assert src[i] == ','
-        passing, unsup_p, i = parse_string_list(src, i + 1)
-        i = skip_ws_comments(src, i)
-        assert src[i] == ','
-        failing, unsup_f, i = parse_string_list(src, i + 1)
+        text, i, _ = parse_string_expr(src, expect_comma(src, i, kind))
+        passing, unsup_p, i = parse_string_list(src, expect_comma(src, i, kind))
+        failing, unsup_f, i = parse_string_list(src, expect_comma(src, i, kind))
         line = src.count('\n', 0, m.start()) + 1
         case = {'source': 'tests/test-grammar-integration.cpp:%d' % line, 'kind': kind,
                 'description': decode(desc), kind: decode(text),
@@ -201,12 +202,8 @@ def extract_schema_conversion(path):
     for m in re.finditer(r'\btest\(\{\s*(SUCCESS|FAILURE)\s*,', src):
         i = m.end()
         name, i, _ = parse_string_expr(src, i)
-        i = skip_ws_comments(src, i)
-        assert src[i] == ','
-        schema, i, _ = parse_string_expr(src, i + 1)
-        i = skip_ws_comments(src, i)
-        assert src[i] == ','
-        grammar, i, _ = parse_string_expr(src, i + 1)
+        schema, i, _ = parse_string_expr(src, expect_comma(src, i))
+        grammar, i, _ = parse_string_expr(src, expect_comma(src, i))
         line = src.count('\n', 0, m.start()) + 1
         case = {'source': 'tests/test-json-schema-to-grammar.cpp:%d' % line, 'status': m.group(1).lower(),
                 'name': decode(name) if name is not None else None,

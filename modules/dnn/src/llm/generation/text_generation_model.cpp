@@ -85,7 +85,7 @@ struct TextGenerationModel::Impl
     llm::Drafter* drafter = nullptr;  // of the current generation (nullptr: no drafts)
     int draftTokens = 0;
     int pending = -1;  // a sampled token not fed yet (after a rejected draft), or -1: `logits` is next
-    std::vector<int> stepTokens, draft, context, logitTokens;  // scratch of a step
+    std::vector<int> stepTokens, draft, logitTokens;  // scratch of a step
     int drafted = 0, draftsKept = 0;
 
     // TextGenerationModel(model, mmproj): images at the prompt's markers (vision/), and the
@@ -330,9 +330,18 @@ struct TextGenerationModel::Impl
                                     completion->maxNewTokens() - (int)completion->generated().size());
         if (wanted <= 0)
             return;
-        context.assign(fed.begin(), fed.end());
-        context.push_back(pending);
-        drafter->propose(0, context, wanted, draft);
+        // The drafter sees the sequence with the pending token: appended for the call, not copied.
+        fed.push_back(pending);
+        try
+        {
+            drafter->propose(0, fed, wanted, draft);
+        }
+        catch (...)
+        {
+            fed.pop_back();
+            throw;
+        }
+        fed.pop_back();
     }
 
     // llama.cpp's context shift: keep the first token when it is BOS, drop the older half of

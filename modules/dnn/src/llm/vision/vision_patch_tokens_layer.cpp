@@ -123,13 +123,14 @@ static const std::vector<hfloat>& quickGeluF16Table()
     return table;
 }
 
-class VisionQuickGeluLayerImpl CV_FINAL : public VisionQuickGeluLayer
+// What the element-wise vision layers share: one float input, an output of its shape.
+template <typename Base>
+class ElementwiseVisionLayer : public Base
 {
 public:
-    explicit VisionQuickGeluLayerImpl(const LayerParams& params)
+    explicit ElementwiseVisionLayer(const LayerParams& params)
     {
-        setParamsFrom(params);
-        exact_ = params.get<bool>("exact", false);
+        this->setParamsFrom(params);
     }
 
     bool supportBackend(int backendId) CV_OVERRIDE
@@ -142,6 +143,15 @@ public:
     {
         outputs.assign(1, inputs[0]);
         return false;
+    }
+};
+
+class VisionQuickGeluLayerImpl CV_FINAL : public ElementwiseVisionLayer<VisionQuickGeluLayer>
+{
+public:
+    explicit VisionQuickGeluLayerImpl(const LayerParams& params) : ElementwiseVisionLayer(params)
+    {
+        exact_ = params.get<bool>("exact", false);
     }
 
     void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
@@ -186,25 +196,10 @@ Ptr<VisionQuickGeluLayer> VisionQuickGeluLayer::create(const LayerParams& params
     return makePtr<VisionQuickGeluLayerImpl>(params);
 }
 
-class VisionRoundF16LayerImpl CV_FINAL : public VisionRoundF16Layer
+class VisionRoundF16LayerImpl CV_FINAL : public ElementwiseVisionLayer<VisionRoundF16Layer>
 {
 public:
-    explicit VisionRoundF16LayerImpl(const LayerParams& params)
-    {
-        setParamsFrom(params);
-    }
-
-    bool supportBackend(int backendId) CV_OVERRIDE
-    {
-        return backendId == DNN_BACKEND_OPENCV;
-    }
-
-    bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
-                         std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
-    {
-        outputs.assign(1, inputs[0]);
-        return false;
-    }
+    explicit VisionRoundF16LayerImpl(const LayerParams& params) : ElementwiseVisionLayer(params) {}
 
     void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
     {
