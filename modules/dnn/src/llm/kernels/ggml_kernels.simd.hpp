@@ -3,14 +3,14 @@
 // of this distribution and at http://opencv.org/license.html.
 
 // The weight kernels, compiled once per dispatched ISA (OpenCV's CV_CPU_OPTIMIZATION_NAMESPACE;
-// patch 0003): with AVX2, the vector kernels of ggml_kernels_legacy.inl.hpp (32-element blocks)
-// and ggml_kernels_kquants.inl.hpp (K-quants); the baseline has none, so there every type
-// takes the float path. Each build lists what it has in one table, kWeightKernels below;
-// ggml_kernels.dispatch.cpp takes the table of the CPU's ISA once and joins it with the
-// storage table (ggml_types.cpp) into the weight-type table of ggml_kernels.hpp. The vector
-// decoders compute exactly what the scalar ones do (same operations in the same order, no
-// fused multiply-add), so decoded weights do not depend on the CPU; neither do quantized
-// activations.
+// patch 0003): with AVX2, the vector kernels of ggml_kernels_legacy.inl.hpp (32-element blocks),
+// ggml_kernels_kquants.inl.hpp (Q4_K / Q5_K / Q6_K) and ggml_kernels_q2q3k.inl.hpp (Q2_K /
+// Q3_K); the baseline has none, so there every type takes the float path. Each build lists
+// what it has in one table, kWeightKernels below; ggml_kernels.dispatch.cpp takes the table of
+// the CPU's ISA once and joins it with the storage table (ggml_types.cpp) into the weight-type
+// table of ggml_kernels.hpp. The vector decoders compute exactly what the scalar ones do (same
+// operations in the same order, no fused multiply-add), so decoded weights do not depend on
+// the CPU; neither do quantized activations.
 
 #include <opencv2/core/hal/intrin.hpp>
 #include "ggml_kernels.hpp"
@@ -43,6 +43,7 @@ float dotF32Simd(const float* a, const float* b, int n);
 #include "ggml_kernels_avx2_common.inl.hpp"
 #include "ggml_kernels_legacy.inl.hpp"
 #include "ggml_kernels_kquants.inl.hpp"
+#include "ggml_kernels_q2q3k.inl.hpp"
 
 static void decodeF16(const uchar* s, float* y, int64 n)
 {
@@ -135,8 +136,10 @@ static const WeightKernels kWeightKernels[] = {
      interleaved8Rows<Q5Interleaved8<block_q5_1x8>>, &kInterleavedQ5_1, nullptr},
     {GGML_Q8_0, decodeQ8_0, dotQ8Q4_0Q8_0<GGML_Q8_0>, tileQ4_0Q8_0<GGML_Q8_0>,
      interleaved8Rows<LegacyInterleaved8<GGML_Q8_0>>, &kInterleavedQ8_0, nullptr},
-    {GGML_Q2_K, nullptr, dotQ8Q2Q3K<block_q2_K>, tileQ2Q3K<block_q2_K>, nullptr, nullptr, nullptr},
-    {GGML_Q3_K, nullptr, dotQ8Q2Q3K<block_q3_K>, tileQ2Q3K<block_q3_K>, nullptr, nullptr, nullptr},
+    {GGML_Q2_K, nullptr, dotQ8Q2Q3K<block_q2_K>, tileQ2Q3K<block_q2_K>, interleaved8Rows<Q2KInterleaved8>, &kInterleavedQ2_K,
+     nullptr},
+    {GGML_Q3_K, nullptr, dotQ8Q2Q3K<block_q3_K>, tileQ2Q3K<block_q3_K>, interleaved8Rows<Q3KInterleaved8>, &kInterleavedQ3_K,
+     nullptr},
     {GGML_Q4_K, decodeQ4_K, dotQ8Q4KQ5K<block_q4_K>, nullptr, interleaved8Rows<Q4KInterleaved8>, &kInterleavedQ4_K, nullptr},
     {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, interleaved8Rows<Q5KInterleaved8>, &kInterleavedQ5_K, nullptr},
     {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K, nullptr},
