@@ -218,8 +218,16 @@ struct Q4KInterleaved8
     }
 };
 
-// Q5_K on the interleaved layout: Q4_K's plus a 32-bit word of fifth bits per chunk (low and
-// high nibbles). q in 0..31: 4 maddubs per int16 sum, so each sub-block sums in two halves.
+// Bit c of every byte of `bits` moved to 0x10 (a Q5_K chunk's fifth bits; c a constant once
+// unrolled). The 16-bit shifts move no other byte's bit to bit 4.
+static inline __m256i fifthBitsOfChunk(__m256i bits, int c)
+{
+    const __m256i moved = c <= 4 ? _mm256_slli_epi16(bits, 4 - c) : _mm256_srli_epi16(bits, c - 4);
+    return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+}
+
+// Q5_K on the interleaved layout: Q4_K's plus a vector of fifth bits per sub-block (bit c:
+// chunk c). q in 0..31: 4 maddubs per int16 sum, so each sub-block sums in two halves.
 struct Q5KInterleaved8
 {
     template <int R>
@@ -242,14 +250,17 @@ struct Q5KInterleaved8
                     __m256i s32[R];
                     for (int r = 0; r < R; r++)
                         s32[r] = _mm256_setzero_si256();
+                    const __m256i bits = _mm256_loadu_si256((const __m256i*)g->qh[j][h]);
+#pragma GCC unroll 2
                     for (int half = 0; half < 2; half++)
                     {
                         NarrowDotSum s16[R];
+#pragma GCC unroll 4  // c picks the fifth bits' shift
                         for (int c = 4 * half; c < 4 * half + 4; c++)
                         {
                             const __m256i v = _mm256_loadu_si256((const __m256i*)g->qs[j][c]);
                             const __m256i w = _mm256_or_si256(_mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, mask),
-                                                              fifthBits(g->qh[j][c][h]));
+                                                              fifthBitsOfChunk(bits, c));
                             for (int r = 0; r < R; r++)
                                 s16[r].add(w, broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }

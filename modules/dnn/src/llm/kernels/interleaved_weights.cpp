@@ -151,13 +151,10 @@ void packQ5_K(const uchar* rows, size_t rowBytes, int units, uchar* dst)
             const block_q5_K& in = blockOf<block_q5_K>(rows, rowBytes, i, sb);
             packKHeaderAndNibbles(out, i, in);
             for (int j = 0; j < 4; j++)
-                for (int c = 0; c < 8; c++)
-                    for (int t = 0; t < 4; t++)
-                    {
-                        const uint8_t qh = in.qh[4 * c + t];
-                        out->qh[j][c][0] |= (uint32_t)((qh >> (2 * j)) & 1) << (4 * i + t);
-                        out->qh[j][c][1] |= (uint32_t)((qh >> (2 * j + 1)) & 1) << (4 * i + t);
-                    }
+                for (int h = 0; h < 2; h++)
+                    for (int c = 0; c < 8; c++)
+                        for (int t = 0; t < 4; t++)
+                            out->qh[j][h][4 * i + t] |= (uint8_t)(((in.qh[4 * c + t] >> (2 * j + h)) & 1) << c);
         }
     }
 }

@@ -77,13 +77,15 @@ struct block_q4_Kx8
 };
 static_assert(sizeof(block_q4_Kx8) == 8 * sizeof(block_q4_K) + 8 * (16 - K_SCALE_SIZE), "block_q4_Kx8: wrong size");
 
-/** Q5_K: Q4_K's layout plus, per 64 inputs j and chunk c, two 32-bit words of fifth bits
-    (qh[j][c][h], bit 4i + t: bit 2j + h of qh[4c + t] of row i), before the nibbles. */
+/** Q5_K: Q4_K's layout plus, per 64 inputs j and nibble half h (low: sub-block 2j, high: 2j + 1),
+    32 bytes of fifth bits before the nibbles: bit c of qh[j][h][4i + t] is the fifth bit of the
+    quant in byte 4i + t of chunk c (bit 2j + h of qh[4c + t] of row i), so a chunk's 32 fifth
+    bits come out of one vector with a shift and a mask. */
 struct block_q5_Kx8
 {
     uint16_t d[8], dmin[8];
     uint8_t scales[8][8], mins[8][8];
-    uint32_t qh[4][8][2];
+    uint8_t qh[4][2][32];
     uint8_t qs[4][8][32];
 };
 static_assert(sizeof(block_q5_Kx8) == 8 * sizeof(block_q5_K) + 8 * (16 - K_SCALE_SIZE), "block_q5_Kx8: wrong size");
