@@ -19,7 +19,7 @@
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "../kv_cache/paged_kv_cache.hpp"
-#include "../net/llm_net_state.hpp"
+#include "../net/net_assembly.hpp"
 #include "../model/model_bundle.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "chat_template.hpp"
@@ -186,8 +186,7 @@ struct TextGenerationModel::Impl
         // Gemma 3's images attend among themselves both ways (libmtmd decodes them with causal
         // attention off); an image's rows go through one forward, as libmtmd requires.
         if (vision)
-            if (Ptr<llm::LLMNetState> state = llm::LLMNetState::of(net))
-                state->setNextNonCausal(vision->nonCausalSpans(rest));
+            llm::setLLMNonCausalSpans(net, vision->nonCausalSpans(rest));
         const Mat rows = forward(rest);
         if (vision)
             vision->commit();
