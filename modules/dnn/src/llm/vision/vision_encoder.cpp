@@ -9,6 +9,8 @@
 //   MLP, residual), all but the last block unless clip.vision.feature_layer says otherwise
 //   -> post-LayerNorm when present -> tokens 1..N (llama.cpp drops the FIRST patch and keeps
 //   the class token, which it placed last) -> the mlp projector (mm.0, GELU, mm.2).
+// Gemma 3 (tools/mtmd/models/siglip.cpp): the same ViT without class token, every block, the
+// post-LayerNorm, then gemma3Projector() (pooling, RMS norm, projection).
 // Where llama.cpp rounds to half precision on the CPU we do the same: the patch embedding's
 // pixels and weights (ggml_conv_2d's F16 im2col), the GELUs' inputs and outputs (ggml's F16
 // tables) and the inputs of matmuls with F16 weights; everything else is float32.
