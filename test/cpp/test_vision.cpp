@@ -378,6 +378,28 @@ TEST_F(VisionGemma3, reusedPrefixEqualsAFreshRun)
     EXPECT_EQ(reused, fresh.getGeneratedTokenIds());
 }
 
+// Pooling as llama.cpp sets it up: 4 x 4 when the file has no scale_factor (8 x 8 patches -> 4
+// tokens), and a grid that is not a multiple of the kernel (4 x 4 patches, kernel 3:
+// ggml_pool_2d keeps one window, 1 token). Token counts, embeddings and answers are libmtmd's.
+TEST(VisionGemma3Pooling, defaultKernelAndPartialGridMatchLlamaCpp)
+{
+    for (const auto& c : {std::make_pair("gemma3_mmproj_pool4.gguf", "gemma3_pool4_112x112.json"),
+                          std::make_pair("gemma3_mmproj_56_pool3.gguf", "gemma3_56_pool3_56x56.json")})
+    {
+        const nlohmann::json ref = oracle(c.second);
+        TextGenerationModel m(visionModel("gemma3_lm.gguf"), visionModel(c.first));
+        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+        const Mat emb = m.getImageEmbeddings(image);
+        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << c.second;
+        const Agreement a = compare(emb, ref["embeddings"]);
+        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << c.second;
+        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << c.second;
+        const std::vector<int> expectedIds = ref["greedy_ids"];
+        m.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
+        EXPECT_EQ(m.getGeneratedTokenIds(), expectedIds) << c.second;
+    }
+}
+
 TEST(VisionGemma3Errors, malformedAndMismatched)
 {
     const std::string lm = visionModel("gemma3_lm.gguf");

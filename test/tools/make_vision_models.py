@@ -19,6 +19,8 @@
   gemma3_mmproj_no_norm.gguf    ... without mm.soft_emb_norm.weight
   gemma3_mmproj_bad_proj.gguf   ... mm.input_projection.weight [256, 63] (ggml dims)
   gemma3_mmproj_width128.gguf   ... projecting to 128 features (gemma3_lm.gguf has 256)
+  gemma3_mmproj_pool4.gguf      ... without clip.vision.projector.scale_factor (llama.cpp: 4): 4 tokens
+  gemma3_mmproj_56_pool3.gguf   56 px (4 x 4 patches), scale_factor 3: one window, 1 token
 
 Same arguments, same bytes; the oracle records the sha256 of lm.gguf and mmproj.gguf.
 """
@@ -73,6 +75,10 @@ run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj.gguf"))
 run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj_no_norm.gguf"), "--omit", "mm.soft_emb_norm.weight")
 run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj_bad_proj.gguf"), "--bad-shape", "mm.input_projection.weight")
 run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj_width128.gguf"), "--text-embd", "128")
+run(mm, "--projector", "gemma3", "--image-size", "112", "--layers", "2", "--out",
+    os.path.join(out, "gemma3_mmproj_pool4.gguf"))  # no scale_factor key: llama.cpp pools 4 x 4
+run(mm, "--projector", "gemma3", "--image-size", "56", "--layers", "2", "--scale-factor", "3", "--out",
+    os.path.join(out, "gemma3_mmproj_56_pool3.gguf"))  # 4 x 4 patches, one 3 x 3 window
 
 # The oracle (test/data/oracle/vision) was computed on these bytes.
 import hashlib  # noqa: E402

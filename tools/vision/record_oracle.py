@@ -65,3 +65,15 @@ if which in ("all", "gemma3"):
                size, "test/tools/make_vision_models.py (gemma3_lm.gguf)",
                "python3 tools/vision/make_synthetic_mmproj.py --projector gemma3 --image-size 112 --layers 2 "
                "--scale-factor 2 --out gemma3_mmproj.gguf", True)
+    # The pooling kernel's default (no scale_factor key: 4) and a grid that is not a multiple
+    # of it (4 x 4 patches, kernel 3: ggml_pool_2d keeps one window).
+    record("gemma3_pool4_%dx%d.json", os.path.join(models, "gemma3_lm.gguf"),
+           os.path.join(models, "gemma3_mmproj_pool4.gguf"), (112, 112),
+           "test/tools/make_vision_models.py (gemma3_lm.gguf)",
+           "python3 tools/vision/make_synthetic_mmproj.py --projector gemma3 --image-size 112 --layers 2 "
+           "--out gemma3_mmproj_pool4.gguf", False)
+    record("gemma3_56_pool3_%dx%d.json", os.path.join(models, "gemma3_lm.gguf"),
+           os.path.join(models, "gemma3_mmproj_56_pool3.gguf"), (56, 56),
+           "test/tools/make_vision_models.py (gemma3_lm.gguf)",
+           "python3 tools/vision/make_synthetic_mmproj.py --projector gemma3 --image-size 56 --layers 2 "
+           "--scale-factor 3 --out gemma3_mmproj_56_pool3.gguf", False)

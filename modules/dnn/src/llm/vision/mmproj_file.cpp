@@ -223,9 +223,12 @@ void MMProjFile::readGemma3HyperParameters()
             fail("key clip.vision.projector.scale_factor must be an integer in [1, 1024]");
         hp_.poolKernel = (int)v->i;
     }
-    if (hp_.patchesPerSide() % hp_.poolKernel != 0)
-        fail(format("gemma3: %d patches per side (clip.vision.image_size / patch_size) are not a multiple of the "
-                    "pooling kernel %d (clip.vision.projector.scale_factor)", hp_.patchesPerSide(), hp_.poolKernel));
+    // ggml_pool_2d keeps floor(n / k) windows per side (the remainder is not used) and
+    // clip_n_output_tokens counts n^2 / k^2: llama.cpp works when both agree.
+    const int n = hp_.patchesPerSide(), k = hp_.poolKernel;
+    if ((n / k) * (n / k) != n * n / (k * k) || n < k)
+        fail(format("gemma3: %d patches per side (clip.vision.image_size / patch_size) do not pool into whole "
+                    "windows of %d (clip.vision.projector.scale_factor)", n, k));
 }
 
 // mm.soft_emb_norm.weight (D) and mm.input_projection.weight, ggml dims [n_embd_text, D]:

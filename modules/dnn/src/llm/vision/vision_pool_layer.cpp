@@ -19,7 +19,7 @@ public:
         kernel_ = params.get<int>("kernel");
         CV_CheckGT(grid_, 0, "VisionAvgPool: grid must be positive");
         CV_CheckGT(kernel_, 0, "VisionAvgPool: kernel must be positive");
-        CV_CheckEQ(grid_ % kernel_, 0, "VisionAvgPool: grid must be a multiple of kernel");
+        CV_CheckGE(grid_, kernel_, "VisionAvgPool: grid must not be smaller than kernel");
     }
 
     bool supportBackend(int backendId) CV_OVERRIDE
@@ -47,7 +47,8 @@ public:
         const float* x = in.ptr<float>();
         float* y = out.ptr<float>();
         // ggml_pool_2d (GGML_OP_POOL_AVG) on the CPU: per feature, a float sum over the
-        // window's rows then columns, divided by the window's area.
+        // window's rows then columns, divided by the window's area; floor(grid / kernel)
+        // windows per side (the last patches of a grid that is not a multiple are not used).
         for (int oy = 0; oy < side; oy++)
             for (int ox = 0; ox < side; ox++)
             {
