@@ -10,8 +10,14 @@ must equal the language model's n_embd.
 
     python3 tools/vision/make_synthetic_mmproj.py --out mmproj.gguf --text-embd 256
 
+--projector gemma3 writes Gemma 3's layout instead (llama.cpp's clip_graph_siglip): no class
+embedding, v.post_ln.*, clip.use_gelu, image mean / std 0.5, clip.vision.projector.scale_factor
+(--scale-factor; the pooling kernel, 4 when absent), all blocks used, and the projector
+mm.soft_emb_norm.weight (D) and mm.input_projection.weight (ggml dims [--text-embd, D]).
+
 Variants for the error tests: --omit TENSOR drops a tensor, --projector NAME writes another
-projector type name (its tensors are still the mlp ones), --truncate N cuts the file to N bytes.
+projector type name (other than gemma3, its tensors are still the mlp ones), --truncate N cuts
+the file to N bytes, --bad-shape TENSOR writes that tensor with its last ggml dim one short.
 Same arguments, same bytes (numpy's seeded generator).
 """
 
@@ -45,9 +51,16 @@ def main(argv=None):
                     help="type of the matrices and the patch embedding (vectors stay F32, as llama.cpp's converter writes them)")
     ap.add_argument("--omit", action="append", default=[], help="leave this tensor out")
     ap.add_argument("--truncate", type=int, default=0, help="cut the written file to this many bytes")
+    ap.add_argument("--scale-factor", type=int, default=0,
+                    help="gemma3: clip.vision.projector.scale_factor (0: not written, llama.cpp uses 4)")
+    ap.add_argument("--bad-shape", action="append", default=[], help="write this tensor with its last ggml dim (first numpy axis) one short")
     args = ap.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
+    gemma3 = args.projector == "gemma3"
+    if gemma3:
+        args.no_class_embd = True
+        args.gelu = True
     D, F, P, S = args.embd, args.ff, args.patch_size, args.image_size
     n_pos = (S // P) ** 2 + (0 if args.no_class_embd else 1)
     T = args.text_embd
@@ -63,10 +76,11 @@ def main(argv=None):
 
     w = GGUFWriter()
     w.add_string("general.architecture", "clip")
-    w.add_string("general.name", "synthetic-llava-mmproj")
+    w.add_string("general.name", "synthetic-gemma3-mmproj" if gemma3 else "synthetic-llava-mmproj")
     w.add_bool("clip.has_vision_encoder", True)
     w.add_bool("clip.has_text_encoder", False)
-    w.add_bool("clip.has_llava_projector", True)
+    if not gemma3:
+        w.add_bool("clip.has_llava_projector", True)
     w.add_string("clip.projector_type", args.projector)
     w.add_bool("clip.use_gelu", bool(args.gelu))
     w.add_uint32("clip.vision.image_size", S)
@@ -75,10 +89,16 @@ def main(argv=None):
     w.add_uint32("clip.vision.feed_forward_length", F)
     w.add_uint32("clip.vision.projection_dim", T)
     w.add_uint32("clip.vision.attention.head_count", args.heads)
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6 if gemma3 else 1e-5)
     w.add_uint32("clip.vision.block_count", args.layers)
-    w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073], ValueType.FLOAT32)
-    w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711], ValueType.FLOAT32)
+    if gemma3:  # SigLIP's
+        w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5], ValueType.FLOAT32)
+        w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5], ValueType.FLOAT32)
+        if args.scale_factor:
+            w.add_uint32("clip.vision.projector.scale_factor", args.scale_factor)
+    else:
+        w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073], ValueType.FLOAT32)
+        w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711], ValueType.FLOAT32)
 
     tensors = []
     # Conv weight [D, 3, P, P] (PyTorch) = ggml dims [P, P, 3, D].
@@ -101,14 +121,22 @@ def main(argv=None):
             (b + "ffn_up.weight", mat(F, D)), (b + "ffn_up.bias", vec(F)),
             (b + "ffn_down.weight", mat(D, F)), (b + "ffn_down.bias", vec(D)),
         ]
-    # Image embeddings of unit scale per feature, like a trained projector's.
-    tensors += [("mm.0.weight", mat(H, D)), ("mm.0.bias", vec(H)),
-                ("mm.2.weight", mat(T, H)), ("mm.2.bias", vec(T))]
+    if gemma3:
+        tensors += [("v.post_ln.weight", vec(D, 0.1, 1.0)), ("v.post_ln.bias", vec(D))]
+        # The RMS-normed pooled features times a [D, T] matrix (ggml dims [T, D]): llama.cpp
+        # multiplies by its transpose. Rows of unit scale, like a trained projector's output.
+        tensors += [("mm.soft_emb_norm.weight", vec(D, 0.1, 1.0)),
+                    ("mm.input_projection.weight", (rng.standard_normal((D, T)) / np.sqrt(D)).astype(np.float32))]
+    else:
+        # Image embeddings of unit scale per feature, like a trained projector's.
+        tensors += [("mm.0.weight", mat(H, D)), ("mm.0.bias", vec(H)),
+                    ("mm.2.weight", mat(T, H)), ("mm.2.bias", vec(T))]
 
     names = {n for n, _ in tensors}
-    for o in args.omit:
+    for o in args.omit + args.bad_shape:
         if o not in names:
-            ap.error("--omit %s: no such tensor" % o)
+            ap.error("--omit / --bad-shape %s: no such tensor" % o)
+    tensors = [(n, np.ascontiguousarray(a[:-1]) if n in args.bad_shape else a) for n, a in tensors]
     for name, arr in tensors:
         if name not in args.omit:
             if args.type == "F16" and arr.ndim >= 2 and name != "v.position_embd.weight":

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Run tools/vision/mtmd_oracle (built as tools/vision/README.md says) on the vision test models
-and write test/data/oracle/vision/llava_mlp_<W>x<H>.json.
+and write test/data/oracle/vision/llava_mlp_<W>x<H>.json and gemma3_<W>x<H>.json.
 
-    python3 tools/vision/record_oracle.py ORACLE_BINARY MODELS_DIR OUT_DIR
+    python3 tools/vision/record_oracle.py ORACLE_BINARY MODELS_DIR OUT_DIR [all|llava|gemma3]
 
-MODELS_DIR holds lm.gguf and mmproj.gguf (test/tools/make_vision_models.py); OUT_DIR gets the
+MODELS_DIR holds the models of test/tools/make_vision_models.py; OUT_DIR gets the
 JSON files and the test images (test_image_<W>x<H>.ppm, made by make_test_image.py, which needs
 the project's cv2 on PYTHONPATH).
 """
@@ -23,18 +23,16 @@ def sha(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-lm, mm = os.path.join(models, "lm.gguf"), os.path.join(models, "mmproj.gguf")
-for w, h in ((56, 56), (80, 48)):
+def record(name, lm, mm, size, lm_gen, mm_gen, causal_too):
+    w, h = size
     img = os.path.join(out, "test_image_%dx%d.ppm" % (w, h))
     subprocess.check_call([sys.executable, os.path.join(here, "make_test_image.py"), str(w), str(h), img])
     res = json.loads(subprocess.check_output([oracle, lm, mm, img, "<__media__>Describe", "8", "1"]))
     rec = {
         "what": "llama.cpp libmtmd (tools/vision/mtmd_oracle.cpp): image embeddings, prompt chunks and greedy ids",
         "models": {
-            "lm": {"generator": "python3 tools/gguf/make_synthetic_model.py --shape tiny --seed 27 -q --out lm.gguf",
-                   "sha256": sha(lm)},
-            "mmproj": {"generator": "python3 tools/vision/make_synthetic_mmproj.py --out mmproj.gguf",
-                       "sha256": sha(mm)},
+            "lm": {"generator": lm_gen, "sha256": sha(lm)},
+            "mmproj": {"generator": mm_gen, "sha256": sha(mm)},
         },
         "image": os.path.basename(img),
         "image_size": [w, h],
@@ -43,7 +41,39 @@ for w, h in ((56, 56), (80, 48)):
                      "mtmd_flash_attn": "disabled", "warmup": False},
     }
     rec.update(res)
-    with open(os.path.join(out, "llava_mlp_%dx%d.json" % (w, h)), "w") as f:
+    if causal_too:
+        # The same prompt with the image decoded under a causal mask (not what libmtmd does for
+        # gemma3): the tests check that it is far from the real answer.
+        c = json.loads(subprocess.check_output([oracle, lm, mm, img, "<__media__>Describe", "8", "1", "causal"]))
+        rec["causal_greedy_ids"] = c["greedy_ids"]
+        rec["causal_first_logits"] = c["first_logits"]
+    with open(os.path.join(out, name % (w, h)), "w") as f:
         json.dump(rec, f, indent=1)
         f.write("\n")
-    print(w, h, "greedy", res["greedy_ids"], "encode_ms", res["encode_ms"])
+    print(name % (w, h), "greedy", res["greedy_ids"], "encode_ms", res["encode_ms"])
+
+
+which = sys.argv[4] if len(sys.argv) > 4 else "all"
+if which in ("all", "llava"):
+    for size in ((56, 56), (80, 48)):
+        record("llava_mlp_%dx%d.json", os.path.join(models, "lm.gguf"), os.path.join(models, "mmproj.gguf"), size,
+               "python3 tools/gguf/make_synthetic_model.py --shape tiny --seed 27 -q --out lm.gguf",
+               "python3 tools/vision/make_synthetic_mmproj.py --out mmproj.gguf", False)
+if which in ("all", "gemma3"):
+    for size in ((112, 112), (200, 150)):
+        record("gemma3_%dx%d.json", os.path.join(models, "gemma3_lm.gguf"), os.path.join(models, "gemma3_mmproj.gguf"),
+               size, "test/tools/make_vision_models.py (gemma3_lm.gguf)",
+               "python3 tools/vision/make_synthetic_mmproj.py --projector gemma3 --image-size 112 --layers 2 "
+               "--scale-factor 2 --out gemma3_mmproj.gguf", True)
+    # The pooling kernel's default (no scale_factor key: 4) and a grid that is not a multiple
+    # of it (4 x 4 patches, kernel 3: ggml_pool_2d keeps one window).
+    record("gemma3_pool4_%dx%d.json", os.path.join(models, "gemma3_lm.gguf"),
+           os.path.join(models, "gemma3_mmproj_pool4.gguf"), (112, 112),
+           "test/tools/make_vision_models.py (gemma3_lm.gguf)",
+           "python3 tools/vision/make_synthetic_mmproj.py --projector gemma3 --image-size 112 --layers 2 "
+           "--out gemma3_mmproj_pool4.gguf", False)
+    record("gemma3_56_pool3_%dx%d.json", os.path.join(models, "gemma3_lm.gguf"),
+           os.path.join(models, "gemma3_mmproj_56_pool3.gguf"), (56, 56),
+           "test/tools/make_vision_models.py (gemma3_lm.gguf)",
+           "python3 tools/vision/make_synthetic_mmproj.py --projector gemma3 --image-size 56 --layers 2 "
+           "--scale-factor 3 --out gemma3_mmproj_56_pool3.gguf", False)

@@ -35,11 +35,18 @@ struct Taps
     std::vector<int> weights;
 };
 
-std::vector<Taps> resampleTaps(int inSize, int outSize)
+// Pillow's bilinear (triangle) kernel, support 1.
+double bilinear(double x)
+{
+    x = std::abs(x);
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+std::vector<Taps> resampleTaps(int inSize, int outSize, bool linear)
 {
     const double scale = (double)inSize / outSize;
     const double filterScale = std::max(scale, 1.0);  // widen the kernel when shrinking (anti-aliasing)
-    const double support = 2.0 * filterScale;
+    const double support = (linear ? 1.0 : 2.0) * filterScale;
     std::vector<Taps> taps(outSize);
     for (int o = 0; o < outSize; o++)
     {
@@ -50,7 +57,8 @@ std::vector<Taps> resampleTaps(int inSize, int outSize)
         double sum = 0;
         for (int i = lo; i < hi; i++)
         {
-            w[i - lo] = bicubic((i - center + 0.5) / filterScale);
+            const double d = (i - center + 0.5) / filterScale;
+            w[i - lo] = linear ? bilinear(d) : bicubic(d);
             sum += w[i - lo];
         }
         taps[o].first = lo;
@@ -73,9 +81,14 @@ inline uchar clip8(int v)
 
 Mat resizeBicubicPillow(const Mat& rgb, Size size)
 {
-    CV_CheckTypeEQ(rgb.type(), CV_8UC3, "resizeBicubicPillow: expects an 8-bit 3-channel image");
+    return resizePillow(rgb, size, false);
+}
+
+Mat resizePillow(const Mat& rgb, Size size, bool bilinear)
+{
+    CV_CheckTypeEQ(rgb.type(), CV_8UC3, "resizePillow: expects an 8-bit 3-channel image");
     // Horizontal pass, then vertical, each rounded to 8 bits (as Pillow and libmtmd).
-    const std::vector<Taps> tx = resampleTaps(rgb.cols, size.width), ty = resampleTaps(rgb.rows, size.height);
+    const std::vector<Taps> tx = resampleTaps(rgb.cols, size.width, bilinear), ty = resampleTaps(rgb.rows, size.height, bilinear);
     Mat wide(rgb.rows, size.width, CV_8UC3);
     for (int y = 0; y < rgb.rows; y++)
     {
@@ -125,6 +138,10 @@ Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp)
 
     // llava without grid pinpoints: fit into S x S keeping the aspect ratio (sizes rounded
     // up), centred on llava's pad colour (libmtmd's fixed-size preprocessor, PAD_CEIL).
+    // gemma3: the same preprocessor with Pillow's bilinear resampling and black padding
+    // (clip.cpp sets only image_resize_algo for it; the pad style and colour stay the defaults).
+    const bool gemma3 = hp.projector == VisionProjector::Gemma3;
+    const Scalar padColor = gemma3 ? Scalar(0, 0, 0) : Scalar(122, 116, 104);
     const int S = hp.imageSize;
     Mat square;
     if (rgb.cols == S && rgb.rows == S)
@@ -133,8 +150,8 @@ Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp)
     {
         const float scale = std::min((float)S / rgb.cols, (float)S / rgb.rows);
         const int w = std::min((int)std::ceil(rgb.cols * scale), S), h = std::min((int)std::ceil(rgb.rows * scale), S);
-        square = Mat(S, S, CV_8UC3, Scalar(122, 116, 104));
-        resizeBicubicPillow(rgb, Size(w, h)).copyTo(square(Rect((S - w) / 2, (S - h) / 2, w, h)));
+        square = Mat(S, S, CV_8UC3, padColor);
+        resizePillow(rgb, Size(w, h), gemma3).copyTo(square(Rect((S - w) / 2, (S - h) / 2, w, h)));
     }
 
     const int shape[] = {1, 3, S, S};

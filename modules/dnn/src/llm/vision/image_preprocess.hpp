@@ -6,7 +6,8 @@
 // projector (mtmd-image.cpp): for llava's `mlp` without grid pinpoints, the image is fitted
 // into image_size x image_size keeping its aspect ratio (sizes rounded up), centred on a
 // (122, 116, 104) RGB background, then scaled to [0, 1] and normalized per channel by the
-// file's image_mean / image_std.
+// file's image_mean / image_std. gemma3: the same, with Pillow's bilinear filter and a black
+// background (libmtmd's fixed-size preprocessor with RESIZE_ALGO_BILINEAR).
 
 #ifndef OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
 #define OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
@@ -25,6 +26,8 @@ Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp);
 /** The resampling libmtmd uses (Pillow's bicubic, a = -0.5, anti-aliased when shrinking,
     8-bit fixed-point) of an 8-bit RGB image to `size`. */
 Mat resizeBicubicPillow(const Mat& rgb, Size size);
+//! The same with Pillow's bilinear filter when `bilinear` (libmtmd's RESIZE_ALGO_BILINEAR: gemma3).
+Mat resizePillow(const Mat& rgb, Size size, bool bilinear);
 
 }}} // namespace cv::dnn::llm
 

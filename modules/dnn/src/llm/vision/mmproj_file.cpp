@@ -54,9 +54,11 @@ void MMProjFile::readHyperParameters()
     hp_.projectorName = type->str;
     if (hp_.projectorName == "mlp")
         hp_.projector = VisionProjector::Mlp;
+    else if (hp_.projectorName == "gemma3")
+        hp_.projector = VisionProjector::Gemma3;
     else
         CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': projector type '" + hp_.projectorName +
-                                           "' is not supported (supported: mlp)");
+                                           "' is not supported (supported: mlp, gemma3)");
 
     hp_.imageSize = u32("clip.vision.image_size", 1, 8192);
     hp_.patchSize = u32("clip.vision.patch_size", 1, 1024);
@@ -96,6 +98,11 @@ void MMProjFile::readHyperParameters()
     if (f.find("clip.vision.image_grid_pinpoints"))
         CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': image_grid_pinpoints (llava-1.6 tiling) "
                                            "is not supported yet");
+    if (hp_.projector == VisionProjector::Gemma3)
+    {
+        readGemma3HyperParameters();
+        return;
+    }
     // The deepest layer whose output is used (llama.cpp's clip_graph_llava): by default the
     // second to last block; a single clip.vision.feature_layer names it.
     if (hp_.featureLayers.empty())
@@ -150,7 +157,8 @@ void MMProjFile::checkTensors()
 {
     const int D = hp_.nEmbd, P = hp_.patchSize;
     tensor("v.patch_embd.weight", {P, P, 3, D});
-    hp_.classEmbedding = file_->findTensor("v.class_embd") != nullptr;
+    // (llama.cpp's SigLIP graph, gemma3's, has no class token: a v.class_embd is not used)
+    hp_.classEmbedding = hp_.projector != VisionProjector::Gemma3 && file_->findTensor("v.class_embd") != nullptr;
     if (hp_.classEmbedding)
         tensor("v.class_embd", {D});
     tensor("v.position_embd.weight", {D, hp_.imageTokens() + (hp_.classEmbedding ? 1 : 0)});
@@ -176,6 +184,15 @@ void MMProjFile::checkTensors()
         tensor(b + (hp_.swappedFFN ? "ffn_down" : "ffn_up") + ".weight", {D, hp_.nFF});
         tensor(b + (hp_.swappedFFN ? "ffn_up" : "ffn_down") + ".weight", {hp_.nFF, D});
     }
+    if (hp_.projector == VisionProjector::Gemma3)
+        checkGemma3Tensors();
+    else
+        checkMlpTensors();
+}
+
+void MMProjFile::checkMlpTensors()
+{
+    const int D = hp_.nEmbd;
     const GGUFTensor* mm0 = file_->findTensor("mm.0.weight");
     if (!mm0)
         fail("missing tensor 'mm.0.weight' (the mlp projector's first layer)");
@@ -190,6 +207,45 @@ void MMProjFile::checkTensors()
     }
     else
         hp_.outputEmbd = hp_.projectorHidden;  // Yi-type llava: mm.0 and GELU only
+}
+
+// Gemma 3 (llama.cpp's clip_graph_siglip, PROJECTOR_TYPE_GEMMA3): every block runs, and the
+// patch grid is average-pooled by clip.vision.projector.scale_factor (n_merge, default 4)
+// patches per side.
+void MMProjFile::readGemma3HyperParameters()
+{
+    hp_.layersRun = hp_.nLayer;
+    hp_.poolKernel = 4;
+    if (file_->find("clip.vision.projector.scale_factor"))
+    {
+        const GGUFValue* v = file_->find("clip.vision.projector.scale_factor");
+        if (v->numbers.size() || v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->i < 1 || v->i > 1024)
+            fail("key clip.vision.projector.scale_factor must be an integer in [1, 1024]");
+        hp_.poolKernel = (int)v->i;
+    }
+    // ggml_pool_2d keeps floor(n / k) windows per side (the remainder is not used) and
+    // clip_n_output_tokens counts n^2 / k^2: llama.cpp works when both agree.
+    const int n = hp_.patchesPerSide(), k = hp_.poolKernel;
+    if ((n / k) * (n / k) != n * n / (k * k) || n < k)
+        fail(format("gemma3: %d patches per side (clip.vision.image_size / patch_size) do not pool into whole "
+                    "windows of %d (clip.vision.projector.scale_factor)", n, k));
+}
+
+// mm.soft_emb_norm.weight (D) and mm.input_projection.weight, ggml dims [n_embd_text, D]:
+// llama.cpp multiplies by its transpose, so it is stored as PyTorch's [D, n_embd_text].
+void MMProjFile::checkGemma3Tensors()
+{
+    const int D = hp_.nEmbd;
+    tensor("mm.soft_emb_norm.weight", {D});
+    const GGUFTensor* proj = file_->findTensor("mm.input_projection.weight");
+    if (!proj)
+        fail("missing tensor 'mm.input_projection.weight' (the gemma3 projector)");
+    hp_.outputEmbd = (int)proj->ne[0];
+    hp_.projectorHidden = hp_.outputEmbd;
+    tensor("mm.input_projection.weight", {hp_.outputEmbd, D});
+    if (proj->type != GGML_F32 && proj->type != GGML_F16)
+        fail("tensor 'mm.input_projection.weight' has type " + ggmlTypeName(proj->type) +
+             "; the gemma3 projection is supported in F32 and F16");
 }
 
 }}} // namespace cv::dnn::llm

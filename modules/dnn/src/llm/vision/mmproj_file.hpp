@@ -21,7 +21,8 @@ namespace llm {
 
 enum class VisionProjector
 {
-    Mlp  // LLaVA 1.5 / BakLLaVA / ShareGPT4V: mm.0 -> GELU -> mm.2 (clip.projector_type "mlp")
+    Mlp,    // LLaVA 1.5 / BakLLaVA / ShareGPT4V: mm.0 -> GELU -> mm.2 (clip.projector_type "mlp")
+    Gemma3  // Gemma 3: SigLIP, average pooling, RMS norm (mm.soft_emb_norm), mm.input_projection
 };
 
 //! The activation of the ViT's MLP, as clip.use_gelu / clip.use_silu choose it.
@@ -48,8 +49,16 @@ struct VisionHyperParameters
     bool swappedFFN = false;        //!< old files name ffn_up / ffn_down the other way round
     int projectorHidden = 0;        //!< mm.0's output width
     int outputEmbd = 0;             //!< the projector's output width: the language model's n_embd
+    int poolKernel = 1;             //!< gemma3: patches per side averaged into one token (clip.vision.projector.scale_factor, default 4)
     int patchesPerSide() const { return imageSize / patchSize; }
     int imageTokens() const { return patchesPerSide() * patchesPerSide(); }
+    //! Rows an image becomes for the language model (gemma3: the patches after pooling).
+    int outputTokens() const
+    {
+        if (projector == VisionProjector::Gemma3)
+            return (patchesPerSide() / poolKernel) * (patchesPerSide() / poolKernel);
+        return imageTokens();
+    }
 };
 
 /** An opened mmproj file: its metadata read and checked, its tensors mapped. Errors are
@@ -76,6 +85,9 @@ public:
 private:
     void readHyperParameters();
     void checkTensors();
+    void checkMlpTensors();
+    void readGemma3HyperParameters();
+    void checkGemma3Tensors();
 
     std::string path_;
     std::shared_ptr<GGUFModelFile> file_;

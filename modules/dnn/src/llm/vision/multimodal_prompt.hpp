@@ -5,8 +5,10 @@
 // Prompts with images for TextGenerationModel(model, mmproj): the text is split at the media
 // marker (llama.cpp's "<__media__>"), each piece tokenized on its own without BOS, each marker
 // replaced by the next image's embedding rows, and BOS put first when the model adds it, as
-// libmtmd's mtmd_tokenize does for llava (no wrapper tokens around the image; the image's
-// tokens take consecutive positions under the causal mask like text).
+// libmtmd's mtmd_tokenize does: for llava no wrapper tokens around the image, and the image's
+// tokens take consecutive positions under the causal mask like text; for gemma3 the image is
+// wrapped in <start_of_image> ... <end_of_image> (each tokenized on its own, special tokens
+// parsed) and its rows attend to each other both ways (nonCausalSpans()).
 //
 // An image's rows enter the language model's Net through its token-embedding layer: the
 // prompt carries ids -1, -2, ... that stand for rows of the table of the prompt's image
@@ -42,6 +44,8 @@ public:
     void setImages(const std::vector<Mat>& images) { images_ = images; }
     //! The text's ids with image rows at its markers (see above); `addSpecial`: BOS / EOS as the model asks.
     std::vector<int> encode(const std::string& text, bool addSpecial, bool parseSpecial);
+    //! The ids of an image's wrapper tokens, before and after its rows (gemma3: <start_of_image>, <end_of_image>).
+    void imageWrappers(std::vector<int>& before, std::vector<int>& after) const;
     //! Image embeddings of one BGR image (rows of the language model's width).
     Mat embed(const Mat& bgr);
 
@@ -55,6 +59,10 @@ public:
     int firstChangedRow() const;
     //! The last encode()'s rows went through the Net (the KV cache holds what they meant).
     void commit() { committed_ = table_digests_; }
+    /** Ranges of `ids` (a part of the last encode()'s ids) that must attend among themselves
+        both ways: each image's rows for gemma3 (libmtmd's mtmd_decode_use_non_causal), none
+        for llava. */
+    std::vector<Range> nonCausalSpans(const std::vector<int>& ids) const;
 
 private:
     //! `bgr`'s embeddings (from the cache of recent images, or encoded) and its digest.
