@@ -145,3 +145,17 @@ static void interleaved8Rows(const uchar* group, const signed char* q, const flo
                                                sums + (size_t)r * blocks, blocks, out + r * outStride, outStride);
     });
 }
+
+#if CV_AVX512_CLX
+// The DotQ8Interleaved16Fn of a kernel on two consecutive groups (AVX-512): Tile::run16<R>.
+template <typename Tile>
+static void interleaved16Rows(const uchar* group, size_t groupBytes, const signed char* q, const float* d,
+                              const int* sums, int blocks, int rows, float* out, size_t outStride)
+{
+    const size_t qStride = (size_t)blocks * 32;
+    byRowTiles(rows, [&](auto R, int r) {
+        Tile::template run16<decltype(R)::value>(group, groupBytes, q + r * qStride, qStride, d + (size_t)r * blocks,
+                                                 sums + (size_t)r * blocks, blocks, out + r * outStride, outStride);
+    });
+}
+#endif
