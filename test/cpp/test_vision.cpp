@@ -1,4 +1,4 @@
-// Vision-language models: a llama.cpp mmproj (LLaVA `mlp` projector) with a language model,
+// Vision-language models: a llama.cpp mmproj (LLaVA `mlp`, Idefics3) with a language model,
 // against llama.cpp's libmtmd (test/data/oracle/vision/README.md): the image embeddings, the
 // prompt as libmtmd forms it and the greedy answer to "<__media__>Describe"; preprocessing of
 // other sizes and types; malformed mmproj files and mismatched pairs.
@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
+#include <memory>
 
 #include "test_common.hpp"
 
@@ -282,6 +284,111 @@ TEST(VisionErrors, imagesNeedAnMMProj)
     TextGenerationModel m(visionModel("lm.gguf"));
     const std::string e = errorOf([&] { m.generate("<__media__>", std::vector<Mat>{drawTestImage(56, 56)}, greedy(1)); });
     EXPECT_NE(e.find("mmproj"), std::string::npos) << e;
+}
+
+// Idefics3 (SmolVLM): libmtmd cuts the image into tiles (resized with Pillow's Lanczos so
+// that its longer side is clip.vision.preproc_image_size, then to whole 56 px tiles) and adds
+// the overview; each tile and the overview is one image chunk, with marker tokens between
+// them. The records hold every image chunk's embeddings in chunk order.
+const char* const kIdefics3Records[] = {"idefics3_56x56.json", "idefics3_80x48.json", "idefics3_1tile_80x48.json"};
+
+TextGenerationModel& idefics3Model(const nlohmann::json& ref)
+{
+    static std::map<std::string, std::unique_ptr<TextGenerationModel>> models;
+    const std::string mmproj = ref["models"]["mmproj"]["file"];
+    auto& m = models[mmproj];
+    if (!m)
+        m.reset(new TextGenerationModel(visionModel(ref["models"]["lm"]["file"]), visionModel(mmproj)));
+    return *m;
+}
+
+// The same sources of difference as the llava test (F16 rounding of the patch embedding's
+// pixels and weights, and ggml_gelu's F16 table, reproduced; float32 summation order
+// remaining), over a SigLIP-style encoder with a post-LayerNorm and the pixel shuffle, and
+// the same resampling bit for bit (Pillow's Lanczos in 22-bit fixed point): a tile that were
+// resampled differently would be off by far more than this. Measured: up to 2.5e-5 of the
+// largest value at an element, 2.6e-6 of it rms. Allowed: the llava test's bounds, 3e-4 and 3e-5.
+TEST(VisionIdefics3, imageEmbeddingsMatchLlamaCpp)
+{
+    for (const char* name : kIdefics3Records)
+    {
+        const nlohmann::json ref = oracle(name);
+        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+        const Mat emb = idefics3Model(ref).getImageEmbeddings(image);
+        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
+        ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
+        const Agreement a = compare(emb, ref["embeddings"]);
+        std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
+                  << a.rms << std::endl;
+        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
+        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
+    }
+}
+
+// The prompt exactly as libmtmd's chunks: BOS, per tile "<fake_token_around_image><row_R_col_C>"
+// and the tile's rows, "\n" between rows of tiles, "\n\n<fake_token_around_image><global-img>",
+// the overview's rows, "<fake_token_around_image>", then the text. Image rows are ids -1, -2, ...
+// in the order of getImageEmbeddings' rows (compared with libmtmd's chunk order above).
+TEST(VisionIdefics3, promptAndGreedyAnswerMatchLlamaCpp)
+{
+    for (const char* name : kIdefics3Records)
+    {
+        const nlohmann::json ref = oracle(name);
+        TextGenerationModel& model = idefics3Model(ref);
+        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+        const std::vector<int> expectedIds = ref["greedy_ids"];
+        model.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
+        std::vector<int> layout;
+        int row = 0, imageChunks = 0;
+        for (const auto& chunk : ref["chunks"])
+        {
+            if (chunk.contains("text"))
+                for (int id : chunk["text"])
+                    layout.push_back(id);
+            else
+            {
+                imageChunks++;
+                EXPECT_EQ(chunk["n_pos"].get<int>(), chunk["image_tokens"].get<int>()) << name;
+                for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
+                    layout.push_back(-1 - row++);
+            }
+        }
+        EXPECT_EQ(imageChunks, std::string(name) == "idefics3_56x56.json" ? 10 : std::string(name) == "idefics3_80x48.json" ? 7 : 2)
+            << name << ": tiles + overview";
+        EXPECT_EQ(model.getPromptTokenIds(), layout) << name;
+        EXPECT_EQ(model.getGeneratedTokenIds(), expectedIds) << name;
+    }
+}
+
+TEST(VisionIdefics3, secondTurnKeepsTheTilesInTheCache)
+{
+    const nlohmann::json ref = oracle("idefics3_80x48.json");
+    TextGenerationModel m(visionModel("lm_idefics3.gguf"), visionModel("mmproj_idefics3.gguf"));
+    m.setChatTemplate("chatml");
+    m.chat("<__media__>What is this?", std::vector<Mat>{drawTestImage(80, 48)}, greedy(3));
+    const int first = m.getLastPrefillTokenCount();
+    EXPECT_GT(first, ref["image_tokens"].get<int>());
+    m.chat("And the colours?", greedy(3));
+    EXPECT_LT(m.getLastPrefillTokenCount(), first);
+    const std::vector<int> prompt = m.getPromptTokenIds();
+    EXPECT_EQ(std::count_if(prompt.begin(), prompt.end(), [](int id) { return id < 0; }), ref["image_tokens"].get<int>());
+}
+
+TEST(VisionIdefics3, malformedFilesAndMismatchedPairs)
+{
+    const std::string lm = visionModel("lm_idefics3.gguf");
+    auto load = [&](const std::string& lmPath, const std::string& mmproj) {
+        return errorOf([&] { TextGenerationModel m(lmPath, visionModel(mmproj)); });
+    };
+    const std::string noFc = load(lm, "mmproj_idefics3_no_fc.gguf");
+    EXPECT_NE(noFc.find("missing tensor 'mm.model.fc.weight'"), std::string::npos) << noFc;
+    const std::string sf3 = load(lm, "mmproj_idefics3_sf3.gguf");
+    EXPECT_NE(sf3.find("clip.vision.projector.scale_factor 3 does not divide the 4 x 4 patch grid"), std::string::npos)
+        << sf3;
+    // lm.gguf's vocabulary has no <fake_token_around_image> (libmtmd would put LLAMA_TOKEN_NULL there).
+    const std::string vocab = load(visionModel("lm.gguf"), "mmproj_idefics3.gguf");
+    EXPECT_NE(vocab.find("needs the token \"<fake_token_around_image>\""), std::string::npos) << vocab;
+    EXPECT_NE(vocab.find("not a matching pair"), std::string::npos) << vocab;
 }
 
 }  // namespace

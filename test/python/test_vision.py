@@ -62,3 +62,29 @@ def test_chat_with_a_float_image_keeps_it_for_the_next_turn(model):
     model.chat("And the colours?", config)
     assert model.getLastPrefillTokenCount() < first  # the image is not fed again
     assert sum(1 for i in model.getPromptTokenIds() if i < 0) == ref["image_tokens"]
+
+
+def test_idefics3_tiles_prompt_and_answer_match_llama_cpp():
+    """SmolVLM's projector: 2 x 3 tiles and the overview, libmtmd's markers around them."""
+    ref = json.loads((ORACLE / "idefics3_80x48.json").read_text())
+    if not (MODELS / ref["models"]["mmproj"]["file"]).exists():
+        pytest.skip("run the make_vision_models ctest fixture first")
+    m = cv.dnn.TextGenerationModel(str(MODELS / ref["models"]["lm"]["file"]), str(MODELS / ref["models"]["mmproj"]["file"]))
+    image = read_ppm(ORACLE / ref["image"])
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = len(ref["greedy_ids"])
+    config.ignoreEndOfGeneration = True
+    m.generate(ref["prompt"], [image], config)
+    assert list(m.getGeneratedTokenIds()) == ref["greedy_ids"]
+    layout, row = [], 0
+    for chunk in ref["chunks"]:
+        if "text" in chunk:
+            layout += chunk["text"]
+        else:
+            layout += [-1 - row - i for i in range(chunk["image_tokens"])]
+            row += chunk["image_tokens"]
+    assert list(m.getPromptTokenIds()) == layout
+    emb = m.getImageEmbeddings(image)
+    want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
+    assert emb.shape == want.shape
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp

@@ -6,7 +6,7 @@
 // projector (mtmd-image.cpp): for llava's `mlp` without grid pinpoints, the image is fitted
 // into image_size x image_size keeping its aspect ratio (sizes rounded up), centred on a
 // (122, 116, 104) RGB background, then scaled to [0, 1] and normalized per channel by the
-// file's image_mean / image_std.
+// file's image_mean / image_std. Idefics3 tiles the image instead (preprocessIdefics3).
 
 #ifndef OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
 #define OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
@@ -22,9 +22,24 @@ namespace llm {
     1 x 3 x S x S float blob of normalized RGB. Other types are refused naming the type. */
 Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp);
 
-/** The resampling libmtmd uses (Pillow's bicubic, a = -0.5, anti-aliased when shrinking,
-    8-bit fixed-point) of an 8-bit RGB image to `size`. */
+enum class PillowFilter { Bicubic, Lanczos };
+
+/** The resampling libmtmd uses (Pillow's, anti-aliased when shrinking, 8-bit fixed-point;
+    bicubic with a = -0.5 or Lanczos with a = 3) of an 8-bit RGB image to `size`. */
+Mat resizePillow(const Mat& rgb, Size size, PillowFilter filter);
 Mat resizeBicubicPillow(const Mat& rgb, Size size);
+
+/** Idefics3's tiles (libmtmd's mtmd_image_preprocessor_idefics3): the image resized (Lanczos)
+    so that its longer side is clip.vision.preproc_image_size, then to whole tiles of
+    image_size, cut into `rows` x `cols` tiles (row by row), plus the overview (the tiled image
+    resized to one tile). Each as preprocessImage's blob. */
+struct ImageTiles
+{
+    std::vector<Mat> tiles;
+    Mat overview;
+    int rows = 0, cols = 0;
+};
+ImageTiles preprocessIdefics3(const Mat& bgr, const VisionHyperParameters& hp);
 
 }}} // namespace cv::dnn::llm
 

@@ -54,9 +54,11 @@ void MMProjFile::readHyperParameters()
     hp_.projectorName = type->str;
     if (hp_.projectorName == "mlp")
         hp_.projector = VisionProjector::Mlp;
+    else if (hp_.projectorName == "idefics3")
+        hp_.projector = VisionProjector::Idefics3;
     else
         CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': projector type '" + hp_.projectorName +
-                                           "' is not supported (supported: mlp)");
+                                           "' is not supported (supported: mlp, idefics3)");
 
     hp_.imageSize = u32("clip.vision.image_size", 1, 8192);
     hp_.patchSize = u32("clip.vision.patch_size", 1, 1024);
@@ -93,6 +95,11 @@ void MMProjFile::readHyperParameters()
     if (const GGUFValue* fl = f.find("clip.vision.feature_layer"))
         for (double v : fl->numbers)
             hp_.featureLayers.push_back((int)v);
+    if (hp_.projector == VisionProjector::Idefics3)
+    {
+        readIdefics3HyperParameters();
+        return;
+    }
     if (f.find("clip.vision.image_grid_pinpoints"))
         CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': image_grid_pinpoints (llava-1.6 tiling) "
                                            "is not supported yet");
@@ -146,11 +153,50 @@ Mat MMProjFile::vectorF32(const std::string& name, int n) const
     return toF32(tensor(name, {n}));
 }
 
+// llama.cpp's clip_graph_siglip for idefics3 runs every block (clip.vision.feature_layer is not
+// read), and its pixel shuffle needs clip.vision.projector.scale_factor > 1 (clip.cpp's
+// build_patch_merge_permute asserts it; without the key the factor is 1). libmtmd's idefics3
+// tiling needs clip.vision.preproc_image_size, the longest side the image is resized to
+// (older files without it are sliced another way, which we do not implement).
+void MMProjFile::readIdefics3HyperParameters()
+{
+    const GGUFModelFile& f = *file_;
+    hp_.layersRun = hp_.nLayer;
+    const GGUFValue* sf = f.find("clip.vision.projector.scale_factor");
+    if (!sf || sf->numbers.size() || sf->type == GGUF_STRING || sf->type == GGUF_ARRAY || sf->i < 2 || sf->i > 64)
+        fail("the idefics3 projector needs clip.vision.projector.scale_factor, an integer in [2, 64]");
+    hp_.scaleFactor = (int)sf->i;
+    if (hp_.patchesPerSide() % hp_.scaleFactor != 0)
+        fail(format("clip.vision.projector.scale_factor %d does not divide the %d x %d patch grid "
+                    "(clip.vision.image_size %d / clip.vision.patch_size %d)", hp_.scaleFactor, hp_.patchesPerSide(),
+                    hp_.patchesPerSide(), hp_.imageSize, hp_.patchSize));
+    const GGUFValue* edge = f.find("clip.vision.preproc_image_size");
+    if (!edge)
+        CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': an idefics3 mmproj without "
+                                           "clip.vision.preproc_image_size (older files) is not supported");
+    if (edge->numbers.size() || edge->type == GGUF_STRING || edge->type == GGUF_ARRAY || edge->i < 1 || edge->i > 65536)
+        fail("key clip.vision.preproc_image_size must be an integer in [1, 65536]");
+    hp_.longestEdge = (int)edge->i;
+    if (f.find("clip.vision.image_grid_pinpoints"))
+        fail("clip.vision.image_grid_pinpoints is for llava-1.6, not the idefics3 projector");
+}
+
+void MMProjFile::checkIdefics3Tensors()
+{
+    const int in = hp_.nEmbd * hp_.scaleFactor * hp_.scaleFactor;
+    const GGUFTensor* fc = file_->findTensor("mm.model.fc.weight");
+    if (!fc)
+        fail("missing tensor 'mm.model.fc.weight' (the idefics3 projector)");
+    hp_.outputEmbd = (int)fc->ne[1];
+    tensor("mm.model.fc.weight", {in, hp_.outputEmbd});  // no bias: llama.cpp's graph has none
+}
+
 void MMProjFile::checkTensors()
 {
     const int D = hp_.nEmbd, P = hp_.patchSize;
     tensor("v.patch_embd.weight", {P, P, 3, D});
-    hp_.classEmbedding = file_->findTensor("v.class_embd") != nullptr;
+    // (llama.cpp's SigLIP graph, idefics3's, has no class token: a v.class_embd is not used)
+    hp_.classEmbedding = hp_.projector == VisionProjector::Mlp && file_->findTensor("v.class_embd") != nullptr;
     if (hp_.classEmbedding)
         tensor("v.class_embd", {D});
     tensor("v.position_embd.weight", {D, hp_.imageTokens() + (hp_.classEmbedding ? 1 : 0)});
@@ -176,6 +222,15 @@ void MMProjFile::checkTensors()
         tensor(b + (hp_.swappedFFN ? "ffn_down" : "ffn_up") + ".weight", {D, hp_.nFF});
         tensor(b + (hp_.swappedFFN ? "ffn_up" : "ffn_down") + ".weight", {hp_.nFF, D});
     }
+    if (hp_.projector == VisionProjector::Idefics3)
+        checkIdefics3Tensors();
+    else
+        checkMlpTensors();
+}
+
+void MMProjFile::checkMlpTensors()
+{
+    const int D = hp_.nEmbd;
     const GGUFTensor* mm0 = file_->findTensor("mm.0.weight");
     if (!mm0)
         fail("missing tensor 'mm.0.weight' (the mlp projector's first layer)");

@@ -21,7 +21,8 @@ namespace llm {
 
 enum class VisionProjector
 {
-    Mlp  // LLaVA 1.5 / BakLLaVA / ShareGPT4V: mm.0 -> GELU -> mm.2 (clip.projector_type "mlp")
+    Mlp,     // LLaVA 1.5 / BakLLaVA / ShareGPT4V: mm.0 -> GELU -> mm.2 (clip.projector_type "mlp")
+    Idefics3 // SmolVLM / SmolVLM2: pixel shuffle -> mm.model.fc (clip.projector_type "idefics3")
 };
 
 //! The activation of the ViT's MLP, as clip.use_gelu / clip.use_silu choose it.
@@ -48,8 +49,12 @@ struct VisionHyperParameters
     bool swappedFFN = false;        //!< old files name ffn_up / ffn_down the other way round
     int projectorHidden = 0;        //!< mm.0's output width
     int outputEmbd = 0;             //!< the projector's output width: the language model's n_embd
+    int scaleFactor = 1;            //!< idefics3: clip.vision.projector.scale_factor (pixel shuffle)
+    int longestEdge = 0;            //!< idefics3: clip.vision.preproc_image_size (tiling's longest side)
     int patchesPerSide() const { return imageSize / patchSize; }
     int imageTokens() const { return patchesPerSide() * patchesPerSide(); }
+    //! Rows one image_size x image_size input gives after the projector (idefics3 merges scale^2 patches).
+    int outputTokens() const { return imageTokens() / (scaleFactor * scaleFactor); }
 };
 
 /** An opened mmproj file: its metadata read and checked, its tensors mapped. Errors are
@@ -76,6 +81,9 @@ public:
 private:
     void readHyperParameters();
     void checkTensors();
+    void checkMlpTensors();
+    void readIdefics3HyperParameters();
+    void checkIdefics3Tensors();
 
     std::string path_;
     std::shared_ptr<GGUFModelFile> file_;

@@ -6,7 +6,11 @@
 // marker (llama.cpp's "<__media__>"), each piece tokenized on its own without BOS, each marker
 // replaced by the next image's embedding rows, and BOS put first when the model adds it, as
 // libmtmd's mtmd_tokenize does for llava (no wrapper tokens around the image; the image's
-// tokens take consecutive positions under the causal mask like text).
+// tokens take consecutive positions under the causal mask like text). Idefics3 (SmolVLM)
+// puts each tile's rows after "<fake_token_around_image><row_R_col_C>" (tokenized with
+// special tokens), "\n" after each row of tiles but the last, then "\n\n",
+// "<fake_token_around_image>", "<global-img>" (single tokens looked up by their piece, as
+// libmtmd's lookup_token), the overview's rows and "<fake_token_around_image>".
 //
 // An image's rows enter the language model's Net through its token-embedding layer: the
 // prompt carries ids -1, -2, ... that stand for rows of the table of the prompt's image
@@ -57,8 +61,20 @@ public:
     void commit() { committed_ = table_digests_; }
 
 private:
-    //! `bgr`'s embeddings (from the cache of recent images, or encoded) and its digest.
-    Mat embeddingsOf(const Mat& bgr, std::string& digest);
+    /** One image's part of the prompt: its embedding rows and the ids that stand for it, where
+        -1 - k is its row k and ids >= 0 are wrapper tokens (idefics3's tile markers). */
+    struct ImageEntry
+    {
+        std::string digest;
+        Mat rows;
+        std::vector<int> layout;
+    };
+    //! `bgr`'s entry, from the cache of recent images or encoded.
+    ImageEntry entryOf(const Mat& bgr);
+    //! Idefics3: the tiles and the overview encoded, with libmtmd's markers around them.
+    ImageEntry idefics3Entry(const Mat& bgr);
+    //! The first id whose piece is `text` (libmtmd's lookup_token), or an error naming it.
+    int lookupToken(const std::string& text) const;
 
     VisionEncoder encoder_;
     std::shared_ptr<Tokenizer> tokenizer_;
@@ -68,7 +84,8 @@ private:
     Mat table_;                             // the current prompt's image rows
     // (digest, rows) of each image of the table, in order; and of the table last fed.
     std::vector<std::pair<std::string, int>> table_digests_, committed_;
-    std::list<std::pair<std::string, Mat>> recent_;  // digest -> embeddings, most recent first
+    std::list<ImageEntry> recent_;          // most recent first
+    std::vector<int> idefics3OverviewStart_, idefics3OverviewEnd_, idefics3RowEnd_;
     double lastEncodeMs_ = 0;
 };
 

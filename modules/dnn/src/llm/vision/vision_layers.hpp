@@ -58,6 +58,15 @@ public:
     static Ptr<VisionRoundF16Layer> create(const LayerParams& params);
 };
 
+/** Idefics3's pixel shuffle (llama.cpp's build_patch_merge_permute): a `grid_h` x `grid_w`
+    raster of tokens x D becomes (grid_h/`scale`) x (grid_w/`scale`) tokens of D*scale*scale
+    features, each the scale x scale neighbours it covers, row by row. */
+class VisionPixelShuffleLayer : public Layer
+{
+public:
+    static Ptr<VisionPixelShuffleLayer> create(const LayerParams& params);
+};
+
 CV__DNN_INLINE_NS_END
 
 namespace llm {
