@@ -40,6 +40,7 @@ void registerVisionLayers()
         LayerFactory::registerLayer("VisionRows", [](LayerParams& p) -> Ptr<Layer> { return VisionRowsLayer::create(p); });
         LayerFactory::registerLayer("VisionQuickGelu", [](LayerParams& p) -> Ptr<Layer> { return VisionQuickGeluLayer::create(p); });
         LayerFactory::registerLayer("VisionRoundF16", [](LayerParams& p) -> Ptr<Layer> { return VisionRoundF16Layer::create(p); });
+        LayerFactory::registerLayer("VisionGeluF16", [](LayerParams& p) -> Ptr<Layer> { return VisionGeluF16Layer::create(p); });
         LayerFactory::registerLayer("VisionPixelShuffle", [](LayerParams& p) -> Ptr<Layer> { return VisionPixelShuffleLayer::create(p); });
     });
 }
@@ -205,8 +206,13 @@ private:
             LayerParams lp = params(b + "ffn_act", "VisionQuickGelu");
             h = addConnectedLayer(net_, lp, {h});
         }
+        else if (hp_.activation == VisionActivation::GeluTanh)
+        {
+            LayerParams lp = params(b + "ffn_act", "VisionGeluF16");  // ggml_gelu's F16 table
+            h = addConnectedLayer(net_, lp, {h});
+        }
         else
-            h = elementwise(b + "ffn_act", hp_.activation == VisionActivation::GeluTanh ? "gelu_tanh_f16" : "silu", h);
+            h = elementwise(b + "ffn_act", "silu", h);
         h = matmul(b + (hp_.swappedFFN ? "ffn_up" : "ffn_down"), F, D, h);
         return elementwise(b + "ffn_residual", "add", x, h);
     }

@@ -58,6 +58,15 @@ public:
     static Ptr<VisionRoundF16Layer> create(const LayerParams& params);
 };
 
+/** The tanh GELU as ggml_gelu computes it on the CPU (GGML_GELU_FP16): x rounded to half
+    precision indexes a table of half-precision results; 0 for x <= -10, x for x >= 10. The
+    values of LLMElementwise's "gelu_tanh_f16", by a table lookup. */
+class VisionGeluF16Layer : public Layer
+{
+public:
+    static Ptr<VisionGeluF16Layer> create(const LayerParams& params);
+};
+
 /** Idefics3's pixel shuffle (llama.cpp's build_patch_merge_permute): a `grid_h` x `grid_w`
     raster of tokens x D becomes (grid_h/`scale`) x (grid_w/`scale`) tokens of D*scale*scale
     features, each the scale x scale neighbours it covers, row by row. */
