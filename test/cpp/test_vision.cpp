@@ -292,14 +292,59 @@ TEST(VisionErrors, imagesNeedAnMMProj)
 // them. The records hold every image chunk's embeddings in chunk order.
 const char* const kIdefics3Records[] = {"idefics3_56x56.json", "idefics3_80x48.json", "idefics3_1tile_80x48.json"};
 
-TextGenerationModel& idefics3Model(const nlohmann::json& ref)
+// The model pair a record was computed on (models.*.file), opened once.
+TextGenerationModel& recordModel(const nlohmann::json& ref)
 {
     static std::map<std::string, std::unique_ptr<TextGenerationModel>> models;
-    const std::string mmproj = ref["models"]["mmproj"]["file"];
-    auto& m = models[mmproj];
+    const std::string lm = ref["models"]["lm"]["file"], mmproj = ref["models"]["mmproj"]["file"];
+    auto& m = models[lm + "+" + mmproj];
     if (!m)
-        m.reset(new TextGenerationModel(visionModel(ref["models"]["lm"]["file"]), visionModel(mmproj)));
+        m.reset(new TextGenerationModel(visionModel(lm), visionModel(mmproj)));
     return *m;
+}
+
+void expectEmbeddingsMatch(const char* name)
+{
+    const nlohmann::json ref = oracle(name);
+    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+    const Mat emb = recordModel(ref).getImageEmbeddings(image);
+    ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
+    ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
+    const Agreement a = compare(emb, ref["embeddings"]);
+    std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
+              << a.rms << std::endl;
+    EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
+    EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
+}
+
+// The prompt exactly as libmtmd's chunks (text ids; image rows as ids -1, -2, ... in the order
+// of getImageEmbeddings' rows, compared with libmtmd's chunk order by expectEmbeddingsMatch),
+// the number of image chunks (tiles + overview), and the greedy answer.
+void expectPromptAndAnswerMatch(const char* name, int expectedImageChunks)
+{
+    const nlohmann::json ref = oracle(name);
+    TextGenerationModel& model = recordModel(ref);
+    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+    const std::vector<int> expectedIds = ref["greedy_ids"];
+    model.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
+    std::vector<int> layout;
+    int row = 0, imageChunks = 0;
+    for (const auto& chunk : ref["chunks"])
+    {
+        if (chunk.contains("text"))
+            for (int id : chunk["text"])
+                layout.push_back(id);
+        else
+        {
+            imageChunks++;
+            EXPECT_EQ(chunk["n_pos"].get<int>(), chunk["image_tokens"].get<int>()) << name;
+            for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
+                layout.push_back(-1 - row++);
+        }
+    }
+    EXPECT_EQ(imageChunks, expectedImageChunks) << name << ": tiles + overview";
+    EXPECT_EQ(model.getPromptTokenIds(), layout) << name;
+    EXPECT_EQ(model.getGeneratedTokenIds(), expectedIds) << name;
 }
 
 // The same sources of difference as the llava test (F16 rounding of the patch embedding's
@@ -312,53 +357,17 @@ TextGenerationModel& idefics3Model(const nlohmann::json& ref)
 TEST(VisionIdefics3, imageEmbeddingsMatchLlamaCpp)
 {
     for (const char* name : kIdefics3Records)
-    {
-        const nlohmann::json ref = oracle(name);
-        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-        const Mat emb = idefics3Model(ref).getImageEmbeddings(image);
-        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
-        ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
-        const Agreement a = compare(emb, ref["embeddings"]);
-        std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
-                  << a.rms << std::endl;
-        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
-        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
-    }
+        expectEmbeddingsMatch(name);
 }
 
-// The prompt exactly as libmtmd's chunks: BOS, per tile "<fake_token_around_image><row_R_col_C>"
-// and the tile's rows, "\n" between rows of tiles, "\n\n<fake_token_around_image><global-img>",
-// the overview's rows, "<fake_token_around_image>", then the text. Image rows are ids -1, -2, ...
-// in the order of getImageEmbeddings' rows (compared with libmtmd's chunk order above).
+// Idefics3's prompt: BOS, per tile "<fake_token_around_image><row_R_col_C>" and the tile's
+// rows, "\n" between rows of tiles, "\n\n<fake_token_around_image><global-img>", the
+// overview's rows, "<fake_token_around_image>", then the text.
 TEST(VisionIdefics3, promptAndGreedyAnswerMatchLlamaCpp)
 {
-    for (const char* name : kIdefics3Records)
-    {
-        const nlohmann::json ref = oracle(name);
-        TextGenerationModel& model = idefics3Model(ref);
-        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-        const std::vector<int> expectedIds = ref["greedy_ids"];
-        model.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
-        std::vector<int> layout;
-        int row = 0, imageChunks = 0;
-        for (const auto& chunk : ref["chunks"])
-        {
-            if (chunk.contains("text"))
-                for (int id : chunk["text"])
-                    layout.push_back(id);
-            else
-            {
-                imageChunks++;
-                EXPECT_EQ(chunk["n_pos"].get<int>(), chunk["image_tokens"].get<int>()) << name;
-                for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
-                    layout.push_back(-1 - row++);
-            }
-        }
-        EXPECT_EQ(imageChunks, std::string(name) == "idefics3_56x56.json" ? 10 : std::string(name) == "idefics3_80x48.json" ? 7 : 2)
-            << name << ": tiles + overview";
-        EXPECT_EQ(model.getPromptTokenIds(), layout) << name;
-        EXPECT_EQ(model.getGeneratedTokenIds(), expectedIds) << name;
-    }
+    expectPromptAndAnswerMatch("idefics3_56x56.json", 3 * 3 + 1);
+    expectPromptAndAnswerMatch("idefics3_80x48.json", 2 * 3 + 1);
+    expectPromptAndAnswerMatch("idefics3_1tile_80x48.json", 1 + 1);
 }
 
 TEST(VisionIdefics3, secondTurnKeepsTheTilesInTheCache)
@@ -390,6 +399,39 @@ TEST(VisionIdefics3, malformedFilesAndMismatchedPairs)
     const std::string vocab = load(visionModel("lm.gguf"), "mmproj_idefics3.gguf");
     EXPECT_NE(vocab.find("needs the token \"<fake_token_around_image>\""), std::string::npos) << vocab;
     EXPECT_NE(vocab.find("not a matching pair"), std::string::npos) << vocab;
+}
+
+// llava-1.6 (the mlp projector with clip.vision.image_grid_pinpoints): libmtmd fits an image
+// larger than one tile into the best pinpoint resolution (bicubic, centred on black), cuts it
+// into tiles and adds the overview (the image stretched to one tile) last, with no tokens
+// between them; a smaller image is the stretched overview alone. The encoder is llava's, so
+// the llava test's bounds apply. Measured: 4.1e-4 .. 1.05e-3 max (2.2e-4 of the largest value,
+// 4.7), 4.1e-5 .. 9.0e-5 rms (1.9e-5 of it): the tiles (high-contrast black borders) cross more
+// F16 rounding boundaries than the llava images. The tiles' pixels themselves are libmtmd's
+// exactly (tools/vision/mtmd_preprocess_check.cpp); a pixel one level off would move a tile's
+// embeddings by 1e-3 .. 3e-3.
+const char* const kLlava16Records[] = {"llava16_80x48.json", "llava16_120x100.json", "llava16_40x30.json"};
+
+TEST(VisionLLaVA16, imageEmbeddingsMatchLlamaCpp)
+{
+    for (const char* name : kLlava16Records)
+        expectEmbeddingsMatch(name);
+}
+
+TEST(VisionLLaVA16, promptAndGreedyAnswerMatchLlamaCpp)
+{
+    expectPromptAndAnswerMatch("llava16_80x48.json", 1 * 2 + 1);     // 112 x 56
+    expectPromptAndAnswerMatch("llava16_120x100.json", 2 * 2 + 1);   // 112 x 112
+    expectPromptAndAnswerMatch("llava16_40x30.json", 1);             // overview only
+}
+
+TEST(VisionLLaVA16, pinpointsThatAreNotWholeTilesAreRefused)
+{
+    const std::string e = errorOf([&] {
+        TextGenerationModel m(visionModel("lm.gguf"), visionModel("mmproj_llava16_bad.gguf"));
+    });
+    EXPECT_NE(e.find("clip.vision.image_grid_pinpoints 84 x 56 is not a positive multiple of clip.vision.image_size 56"),
+              std::string::npos) << e;
 }
 
 }  // namespace

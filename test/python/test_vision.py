@@ -64,9 +64,11 @@ def test_chat_with_a_float_image_keeps_it_for_the_next_turn(model):
     assert sum(1 for i in model.getPromptTokenIds() if i < 0) == ref["image_tokens"]
 
 
-def test_idefics3_tiles_prompt_and_answer_match_llama_cpp():
-    """SmolVLM's projector: 2 x 3 tiles and the overview, libmtmd's markers around them."""
-    ref = json.loads((ORACLE / "idefics3_80x48.json").read_text())
+@pytest.mark.parametrize("record", ["idefics3_80x48.json", "llava16_120x100.json"])
+def test_tiles_prompt_and_answer_match_llama_cpp(record):
+    """SmolVLM's projector (2 x 3 tiles and the overview, libmtmd's markers around them) and
+    llava-1.6's tiling (2 x 2 tiles and the overview, no markers)."""
+    ref = json.loads((ORACLE / record).read_text())
     if not (MODELS / ref["models"]["mmproj"]["file"]).exists():
         pytest.skip("run the make_vision_models ctest fixture first")
     m = cv.dnn.TextGenerationModel(str(MODELS / ref["models"]["lm"]["file"]), str(MODELS / ref["models"]["mmproj"]["file"]))

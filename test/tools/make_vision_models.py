@@ -20,6 +20,11 @@ Idefics3 (SmolVLM):
   mmproj_idefics3_no_fc.gguf  ... without mm.model.fc.weight
   mmproj_idefics3_sf3.gguf    ... scale factor 3 (does not divide the 4 x 4 patch grid)
 
+llava-1.6 (image_grid_pinpoints with the mlp projector):
+  mmproj_llava16.gguf     mmproj.gguf's weights + pinpoints 56x112, 112x56, 112x112, 168x56, 56x168
+                          (llava-1.6's 336-based list scaled to 56 px tiles)
+  mmproj_llava16_bad.gguf ... a pinpoint 84x56 (not whole tiles)
+
 Same arguments, same bytes; the oracle records the sha256 of lm.gguf and mmproj.gguf.
 """
 import os
@@ -80,13 +85,16 @@ run(mm, *idefics3, "--out", os.path.join(out, "mmproj_idefics3.gguf"))
 run(mm, *idefics3, "--preproc-size", "56", "--out", os.path.join(out, "mmproj_idefics3_1tile.gguf"))
 run(mm, *idefics3, "--omit", "mm.model.fc.weight", "--out", os.path.join(out, "mmproj_idefics3_no_fc.gguf"))
 run(mm, *idefics3, "--scale-factor", "3", "--out", os.path.join(out, "mmproj_idefics3_sf3.gguf"))
+LLAVA16_PINPOINTS = "56,112,112,56,112,112,168,56,56,168"
+run(mm, "--grid-pinpoints", LLAVA16_PINPOINTS, "--out", os.path.join(out, "mmproj_llava16.gguf"))
+run(mm, "--grid-pinpoints", "84,56," + LLAVA16_PINPOINTS, "--out", os.path.join(out, "mmproj_llava16_bad.gguf"))
 
 # The oracle (test/data/oracle/vision) was computed on these bytes.
 import hashlib  # noqa: E402
 import json  # noqa: E402
 
 oracle_dir = os.path.join(root, "test", "data", "oracle", "vision")
-for record in ("llava_mlp_56x56.json", "idefics3_56x56.json", "idefics3_1tile_80x48.json"):
+for record in ("llava_mlp_56x56.json", "idefics3_56x56.json", "idefics3_1tile_80x48.json", "llava16_120x100.json"):
     if not os.path.exists(os.path.join(oracle_dir, record)):
         continue  # not recorded yet (tools/vision/record_oracle.py)
     ref = json.load(open(os.path.join(oracle_dir, record)))

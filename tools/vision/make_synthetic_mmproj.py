@@ -18,6 +18,9 @@ tiles), and the projector mm.model.fc.weight (PyTorch [--text-embd, embd * scale
 
     python3 tools/vision/make_synthetic_mmproj.py --projector idefics3 --out mmproj.gguf
 
+--grid-pinpoints W,H,... adds llava-1.6's clip.vision.image_grid_pinpoints to the mlp layout
+(libmtmd then tiles images larger than one tile).
+
 Variants for the error tests: --omit TENSOR drops a tensor, --projector NAME writes another
 projector type name (its tensors are still the mlp ones), --truncate N cuts the file to N bytes.
 Same arguments, same bytes (numpy's seeded generator).
@@ -51,6 +54,8 @@ def main(argv=None):
     ap.add_argument("--no-class-embd", action="store_true")
     ap.add_argument("--type", choices=("F32", "F16"), default="F32",
                     help="type of the matrices and the patch embedding (vectors stay F32, as llama.cpp's converter writes them)")
+    ap.add_argument("--grid-pinpoints", default="",
+                    help="mlp: clip.vision.image_grid_pinpoints, comma-separated width,height pairs (llava-1.6 tiling)")
     ap.add_argument("--scale-factor", type=int, default=2, help="idefics3: pixel shuffle factor")
     ap.add_argument("--preproc-size", type=int, default=168, help="idefics3: clip.vision.preproc_image_size")
     ap.add_argument("--omit", action="append", default=[], help="leave this tensor out")
@@ -91,6 +96,8 @@ def main(argv=None):
     w.add_uint32("clip.vision.block_count", args.layers)
     w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073], ValueType.FLOAT32)
     w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711], ValueType.FLOAT32)
+    if args.grid_pinpoints:
+        w.add_array("clip.vision.image_grid_pinpoints", [int(v) for v in args.grid_pinpoints.split(",")], ValueType.INT32)
 
     tensors = []
     # Conv weight [D, 3, P, P] (PyTorch) = ggml dims [P, P, 3, D].

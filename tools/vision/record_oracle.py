@@ -12,6 +12,8 @@ on PYTHONPATH). Without a set named, all are recorded:
   idefics3   lm_idefics3.gguf + mmproj_idefics3.gguf: idefics3_56x56.json (3 x 3 tiles),
              idefics3_80x48.json (2 rows x 3 columns); + mmproj_idefics3_1tile.gguf:
              idefics3_1tile_80x48.json (one tile)
+  llava16    lm.gguf + mmproj_llava16.gguf (image_grid_pinpoints): llava16_80x48.json (1 x 2
+             tiles + overview), llava16_120x100.json (2 x 2), llava16_40x30.json (overview only)
 """
 import hashlib
 import json
@@ -21,7 +23,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 oracle, models, out = sys.argv[1:4]
-sets = sys.argv[4:] or ["llava", "idefics3"]
+sets = sys.argv[4:] or ["llava", "idefics3", "llava16"]
 
 
 def sha(path):
@@ -45,6 +47,11 @@ if "idefics3" in sets:
                       ("mmproj_idefics3.gguf", IDEFICS3_GEN + " --out mmproj_idefics3.gguf")))
     cases.append(("idefics3_1tile_80x48.json", 80, 48, lm,
                   ("mmproj_idefics3_1tile.gguf", IDEFICS3_GEN + " --preproc-size 56 --out mmproj_idefics3_1tile.gguf")))
+if "llava16" in sets:
+    for w, h in ((80, 48), (120, 100), (40, 30)):
+        cases.append(("llava16_%dx%d.json" % (w, h), w, h, ("lm.gguf", LM_GEN + " --out lm.gguf"),
+                      ("mmproj_llava16.gguf", "python3 tools/vision/make_synthetic_mmproj.py --grid-pinpoints "
+                       "56,112,112,56,112,112,168,56,56,168 --out mmproj_llava16.gguf")))
 
 for record, w, h, (lm_name, lm_gen), (mm_name, mm_gen) in cases:
     lm, mm = os.path.join(models, lm_name), os.path.join(models, mm_name)
@@ -52,7 +59,7 @@ for record, w, h, (lm_name, lm_gen), (mm_name, mm_gen) in cases:
     subprocess.check_call([sys.executable, os.path.join(here, "make_test_image.py"), str(w), str(h), img])
     res = json.loads(subprocess.check_output([oracle, lm, mm, img, "<__media__>Describe", "8", "1"]))
     models_rec = {"lm": {"generator": lm_gen, "sha256": sha(lm)}, "mmproj": {"generator": mm_gen, "sha256": sha(mm)}}
-    if not record.startswith("llava"):
+    if not record.startswith("llava_mlp"):
         models_rec["lm"]["file"], models_rec["mmproj"]["file"] = lm_name, mm_name
     rec = {
         "what": "llama.cpp libmtmd (tools/vision/mtmd_oracle.cpp): image embeddings, prompt chunks and greedy ids",

@@ -7,6 +7,8 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <climits>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -219,6 +221,62 @@ ImageTiles preprocessIdefics3(const Mat& bgr, const VisionHyperParameters& hp)
         for (int x = 0; x < out.cols; x++)
             out.tiles.push_back(toBlob(refined(Rect(x * tile, y * tile, tile, tile)).clone(), hp));
     out.overview = toBlob(resize(refined, Size(tile, tile)), hp);
+    return out;
+}
+
+// libmtmd's mtmd_image_preprocessor_llava_uhd::select_best_resolution: the candidate that keeps
+// the most of the image's pixels (fitted keeping its aspect ratio), then the least padding.
+static Size selectBestResolution(Size original, const std::vector<Size>& candidates)
+{
+    Size best;
+    int minWasted = INT_MAX, maxEffective = 0;
+    for (const Size& c : candidates)
+    {
+        const float scale = std::min((float)c.width / original.width, (float)c.height / original.height);
+        const int w = (int)(original.width * scale), h = (int)(original.height * scale);
+        const int effective = std::min(w * h, original.width * original.height);
+        const int wasted = c.width * c.height - effective;
+        if (effective > maxEffective || (effective == maxEffective && wasted < minWasted))
+        {
+            maxEffective = effective;
+            minWasted = wasted;
+            best = c;
+        }
+    }
+    return best;
+}
+
+ImageTiles preprocessLlavaTiles(const Mat& bgr, const VisionHyperParameters& hp)
+{
+    CV_Assert(hp.projector == VisionProjector::Mlp && !hp.gridPinpoints.empty());
+    const Mat rgb = toRGB8(bgr);
+    const int S = hp.imageSize;
+    ImageTiles out;
+    // The overview: the whole image stretched to S x S (PAD_NONE, bicubic). Alone when the
+    // image fits in one tile.
+    out.overview = toBlob(rgb.size() == Size(S, S) ? rgb : resizeBicubicPillow(rgb, Size(S, S)), hp);
+    if (rgb.cols <= S && rgb.rows <= S)
+        return out;
+    // The best pinpoint resolution, the image fitted into it keeping its aspect ratio (sizes
+    // rounded up) and centred on black (llama.cpp's PAD_CEIL with the default pad colour of the
+    // refined image), cut into S x S tiles row by row.
+    const Size refined = selectBestResolution(rgb.size(), hp.gridPinpoints);
+    Mat canvas;
+    if (rgb.size() == refined)
+        canvas = rgb;
+    else
+    {
+        const float scale = std::min((float)refined.width / rgb.cols, (float)refined.height / rgb.rows);
+        const int w = std::min((int)std::ceil(rgb.cols * scale), refined.width);
+        const int h = std::min((int)std::ceil(rgb.rows * scale), refined.height);
+        canvas = Mat(refined, CV_8UC3, Scalar(0, 0, 0));
+        resizeBicubicPillow(rgb, Size(w, h)).copyTo(canvas(Rect((refined.width - w) / 2, (refined.height - h) / 2, w, h)));
+    }
+    out.cols = refined.width / S;
+    out.rows = refined.height / S;
+    for (int y = 0; y < out.rows; y++)
+        for (int x = 0; x < out.cols; x++)
+            out.tiles.push_back(toBlob(canvas(Rect(x * S, y * S, S, S)).clone(), hp));
     return out;
 }
 

@@ -41,6 +41,13 @@ struct ImageTiles
 };
 ImageTiles preprocessIdefics3(const Mat& bgr, const VisionHyperParameters& hp);
 
+/** llava-1.6's tiles (libmtmd's mtmd_image_preprocessor_llava_uhd with
+    clip.vision.image_grid_pinpoints): an image larger than one tile is fitted (bicubic, sizes
+    rounded up, centred on black) into the pinpoint resolution that keeps the most of it, and
+    cut into image_size tiles; the overview is the image stretched to one tile. An image that
+    fits in one tile gives the overview only (no tiles). */
+ImageTiles preprocessLlavaTiles(const Mat& bgr, const VisionHyperParameters& hp);
+
 }}} // namespace cv::dnn::llm
 
 #endif

@@ -100,9 +100,7 @@ void MMProjFile::readHyperParameters()
         readIdefics3HyperParameters();
         return;
     }
-    if (f.find("clip.vision.image_grid_pinpoints"))
-        CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': image_grid_pinpoints (llava-1.6 tiling) "
-                                           "is not supported yet");
+    readGridPinpoints();
     // The deepest layer whose output is used (llama.cpp's clip_graph_llava): by default the
     // second to last block; a single clip.vision.feature_layer names it.
     if (hp_.featureLayers.empty())
@@ -114,6 +112,26 @@ void MMProjFile::readHyperParameters()
                                            "(stacked features, granite-vision) are not supported yet");
     if (hp_.layersRun < 0 || hp_.layersRun > hp_.nLayer)
         fail(format("clip.vision.feature_layer %d is outside [0, %d]", hp_.layersRun, hp_.nLayer));
+}
+
+// llava-1.6's tiling (clip.cpp: pairs of width, height into image_res_candidates). libmtmd cuts
+// the chosen resolution into image_size tiles, the last ones narrower when it is not a
+// multiple: the llava graph cannot take those, so such candidates are refused.
+void MMProjFile::readGridPinpoints()
+{
+    const GGUFValue* v = file_->find("clip.vision.image_grid_pinpoints");
+    if (!v)
+        return;
+    if (v->type != GGUF_ARRAY || !v->strings.empty() || !v->arrays.empty() || v->numbers.size() % 2 != 0)
+        fail("clip.vision.image_grid_pinpoints must hold an even number of integers (width, height pairs)");
+    for (size_t i = 0; i < v->numbers.size(); i += 2)
+    {
+        const int w = (int)v->numbers[i], h = (int)v->numbers[i + 1];
+        if (w <= 0 || h <= 0 || w > 65536 || h > 65536 || w % hp_.imageSize != 0 || h % hp_.imageSize != 0)
+            fail(format("clip.vision.image_grid_pinpoints %d x %d is not a positive multiple of clip.vision.image_size "
+                        "%d in both sides", w, h, hp_.imageSize));
+        hp_.gridPinpoints.push_back(Size(w, h));
+    }
 }
 
 const GGUFTensor& MMProjFile::tensor(const std::string& name, const std::vector<int64>& dims) const

@@ -51,6 +51,7 @@ struct VisionHyperParameters
     int outputEmbd = 0;             //!< the projector's output width: the language model's n_embd
     int scaleFactor = 1;            //!< idefics3: clip.vision.projector.scale_factor (pixel shuffle)
     int longestEdge = 0;            //!< idefics3: clip.vision.preproc_image_size (tiling's longest side)
+    std::vector<Size> gridPinpoints; //!< llava-1.6: clip.vision.image_grid_pinpoints (width, height pairs)
     int patchesPerSide() const { return imageSize / patchSize; }
     int imageTokens() const { return patchesPerSide() * patchesPerSide(); }
     //! Rows one image_size x image_size input gives after the projector (idefics3 merges scale^2 patches).
@@ -84,6 +85,7 @@ private:
     void checkMlpTensors();
     void readIdefics3HyperParameters();
     void checkIdefics3Tensors();
+    void readGridPinpoints();
 
     std::string path_;
     std::shared_ptr<GGUFModelFile> file_;

@@ -63,8 +63,8 @@ int MultimodalPrompter::lookupToken(const std::string& text) const
 
 Mat MultimodalPrompter::embed(const Mat& bgr)
 {
-    if (encoder_.hparams().projector == VisionProjector::Idefics3)
-        return idefics3Entry(bgr).rows;  // tiles row by row, then the overview
+    if (tiled())
+        return tiledEntry(bgr).rows;  // tiles row by row, then the overview
     const int64 t0 = getTickCount();
     Mat rows = encoder_.encodeImage(bgr);
     lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
@@ -85,14 +85,16 @@ static std::string pixelDigest(const Mat& pixels)
     return format("%016llx%016llx:%zu", (unsigned long long)a, (unsigned long long)b, n);
 }
 
-MultimodalPrompter::ImageEntry MultimodalPrompter::idefics3Entry(const Mat& bgr)
+MultimodalPrompter::ImageEntry MultimodalPrompter::tiledEntry(const Mat& bgr)
 {
-    const ImageTiles tiles = preprocessIdefics3(bgr, encoder_.hparams());
+    const VisionHyperParameters& hp = encoder_.hparams();
+    const bool idefics3 = hp.projector == VisionProjector::Idefics3;
+    const ImageTiles tiles = idefics3 ? preprocessIdefics3(bgr, hp) : preprocessLlavaTiles(bgr, hp);
     ImageEntry e;
     std::string all;
     for (const Mat& t : tiles.tiles)
         all += pixelDigest(t);
-    e.digest = "idefics3:" + pixelDigest(tiles.overview) + all;
+    e.digest = "tiles:" + pixelDigest(tiles.overview) + all;
     for (const ImageEntry& r : recent_)
         if (r.digest == e.digest)
             return r;
@@ -104,7 +106,8 @@ MultimodalPrompter::ImageEntry MultimodalPrompter::idefics3Entry(const Mat& bgr)
     lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
     vconcat(rows, e.rows);
 
-    // mtmd_tokenizer::add_media, tiles first (ov_img_first = false), no trailing row end.
+    // mtmd_tokenizer::add_media: tiles first (ov_img_first = false), row ends between rows of
+    // tiles only, then the overview; llava-1.6 has no marker tokens at all.
     int row = 0;
     auto addRows = [&](int n) {
         for (int i = 0; i < n; i++)
@@ -114,9 +117,12 @@ MultimodalPrompter::ImageEntry MultimodalPrompter::idefics3Entry(const Mat& bgr)
     {
         for (int x = 0; x < tiles.cols; x++)
         {
-            const std::vector<int> marker = tokenizer_->encode(
-                format("<fake_token_around_image><row_%d_col_%d>", y + 1, x + 1), false, true);
-            e.layout.insert(e.layout.end(), marker.begin(), marker.end());
+            if (idefics3)
+            {
+                const std::vector<int> marker = tokenizer_->encode(
+                    format("<fake_token_around_image><row_%d_col_%d>", y + 1, x + 1), false, true);
+                e.layout.insert(e.layout.end(), marker.begin(), marker.end());
+            }
             addRows(rows[y * tiles.cols + x].rows);
         }
         if (y != tiles.rows - 1)
@@ -131,8 +137,8 @@ MultimodalPrompter::ImageEntry MultimodalPrompter::idefics3Entry(const Mat& bgr)
 MultimodalPrompter::ImageEntry MultimodalPrompter::entryOf(const Mat& bgr)
 {
     ImageEntry e;
-    if (encoder_.hparams().projector == VisionProjector::Idefics3)
-        e = idefics3Entry(bgr);
+    if (tiled())
+        e = tiledEntry(bgr);
     else
     {
         const Mat pixels = preprocessImage(bgr, encoder_.hparams());

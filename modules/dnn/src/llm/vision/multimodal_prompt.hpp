@@ -10,7 +10,8 @@
 // puts each tile's rows after "<fake_token_around_image><row_R_col_C>" (tokenized with
 // special tokens), "\n" after each row of tiles but the last, then "\n\n",
 // "<fake_token_around_image>", "<global-img>" (single tokens looked up by their piece, as
-// libmtmd's lookup_token), the overview's rows and "<fake_token_around_image>".
+// libmtmd's lookup_token), the overview's rows and "<fake_token_around_image>". llava-1.6
+// (image_grid_pinpoints) puts the tiles' rows and then the overview's, with no tokens between.
 //
 // An image's rows enter the language model's Net through its token-embedding layer: the
 // prompt carries ids -1, -2, ... that stand for rows of the table of the prompt's image
@@ -71,8 +72,12 @@ private:
     };
     //! `bgr`'s entry, from the cache of recent images or encoded.
     ImageEntry entryOf(const Mat& bgr);
-    //! Idefics3: the tiles and the overview encoded, with libmtmd's markers around them.
-    ImageEntry idefics3Entry(const Mat& bgr);
+    //! Idefics3 and llava-1.6: the tiles and the overview encoded, with libmtmd's markers around them.
+    ImageEntry tiledEntry(const Mat& bgr);
+    bool tiled() const
+    {
+        return encoder_.hparams().projector == VisionProjector::Idefics3 || !encoder_.hparams().gridPinpoints.empty();
+    }
     //! The first id whose piece is `text` (libmtmd's lookup_token), or an error naming it.
     int lookupToken(const std::string& text) const;
 
