@@ -8,6 +8,7 @@ OPENCV_TARBALL_NAME="opencv_4.10.0+dfsg.orig.tar.xz"
 OPENCV_TARBALL_SHA256="4ca619efbad524c550771ab110332fc81293fb720bd03980fe58bc15f9ca3be8"
 LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certificates
   libprotobuf-dev protobuf-compiler zlib1g-dev libgtest-dev libpcre2-dev nlohmann-json3-dev libpng-dev libjpeg-dev
+  libeigen3-dev
   python3 python3-dev python3-numpy python3-pytest python3-onnx"
 # test.sh also needs clang with libFuzzer and the sanitizer runtimes (ctest sanitized_fuzz_smoke),
 # Python's jinja2, which renders the chat templates' expected strings (make_chat_template_reference),

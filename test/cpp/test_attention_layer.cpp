@@ -41,6 +41,7 @@ struct AttentionCase
     double tolerance = 2e-5;
     int window = 0;                  // sliding window (0: none)
     float softCap = 0.f;             // scores c * tanh(s / c) (0: none)
+    std::pair<int, int> nonCausal = {0, 0};  // positions [first, second) attend to each other both ways
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os)
@@ -48,7 +49,8 @@ void PrintTo(const AttentionCase& c, std::ostream* os)
     *os << c.heads << "q" << c.kvHeads << "kv hd" << c.headDim << " rope" << c.ropeDim << (c.neox ? " neox" : " norm")
         << " base" << c.base << " scale" << c.freqScale << (c.freqFactors.empty() ? "" : " factors")
         << " tokens " << c.steps.back().second << " storage " << typeToString(c.storage)
-        << " window " << c.window << " softcap " << c.softCap;
+        << " window " << c.window << " softcap " << c.softCap << " non-causal [" << c.nonCausal.first << ", "
+        << c.nonCausal.second << ")";
 }
 
 // Rotates the first ropeDim dimensions of one head vector at position pos, by definition.
@@ -82,8 +84,12 @@ std::vector<double> referenceHead(const Mat& q, const Mat& k, const Mat& v, cons
     std::vector<double> qh = headOf(q, tokens[query], head, c.headDim);
     rope(qh, query, c);
     const int first = c.window > 0 ? std::max(0, query - c.window + 1) : 0;
+    // A token of the non-causal span sees the whole span (llama.cpp's mask with causal
+    // attention off: the window still counts back from the query's own position).
+    const bool inSpan = query >= c.nonCausal.first && query < c.nonCausal.second;
+    const int last = inSpan ? c.nonCausal.second - 1 : query;
     std::vector<double> scores;
-    for (int j = first; j <= query; j++)
+    for (int j = first; j <= last; j++)
     {
         std::vector<double> kj = headOf(k, tokens[j], g, c.headDim);
         rope(kj, j, c);
@@ -99,7 +105,7 @@ std::vector<double> referenceHead(const Mat& q, const Mat& k, const Mat& v, cons
         sum += sc = std::exp(sc - m);
     std::vector<double> out(c.headDim, 0.0);
     for (int d = 0; d < c.headDim; d++)
-        for (int j = first; j <= query; j++)
+        for (int j = first; j <= last; j++)
             out[d] += scores[j - first] / sum * v.at<float>(tokens[j], g * c.headDim + d);
     return out;
 }
@@ -141,6 +147,9 @@ TEST_P(AttentionMath, matchesDefinitionAcrossForwards)
         tokens[t] = t;
     for (const auto& s : c.steps)
     {
+        const int spanStart = std::max(s.first, c.nonCausal.first), spanEnd = std::min(s.second, c.nonCausal.second);
+        if (spanStart < spanEnd)
+            cv::dnn::llm::setLLMNonCausalSpans(net, {Range(spanStart - s.first, spanEnd - s.first)});
         net.setInput(q.rowRange(s.first, s.second).clone(), "q");
         net.setInput(k.rowRange(s.first, s.second).clone(), "k");
         net.setInput(v.rowRange(s.first, s.second).clone(), "v");
@@ -183,7 +192,15 @@ INSTANTIATE_TEST_CASE_P(Cases, AttentionMath, ::testing::Values(
     // pages released while decoding, a window that starts inside a page; half-precision storage.
     AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 300}, {300, 301}, {301, 530}, {530, 531}, {531, 532}},
                   CV_32F, 2e-5, 270},
-    AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 17}, {17, 18}, {18, 50}, {50, 51}}, CV_16F, 3e-3, 16}));
+    AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 17}, {17, 18}, {18, 50}, {50, 51}}, CV_16F, 3e-3, 16},
+    // Non-causal spans (a Gemma 3 image: libmtmd decodes it with causal attention off): inside a
+    // forward after a prefix, with text after it in the same forward; with a window shorter
+    // than the span (the window counts back from each token's own position, as llama.cpp's
+    // mask); across the 256-position chunk boundary, with and without a window.
+    AttentionCase{4, 2, 8, 8, true, 10000.f, 1.f, {}, {{0, 3}, {3, 14}, {14, 15}, {15, 16}}, CV_32F, 2e-5, 0, 0.f, {5, 12}},
+    AttentionCase{4, 2, 8, 8, true, 10000.f, 1.f, {}, {{0, 3}, {3, 14}, {14, 15}, {15, 16}}, CV_32F, 2e-5, 4, 0.f, {4, 13}},
+    AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 250}, {250, 270}, {270, 271}}, CV_32F, 2e-5, 0, 0.f, {252, 262}},
+    AttentionCase{4, 2, 8, 8, false, 10000.f, 1.f, {}, {{0, 250}, {250, 270}, {270, 271}}, CV_32F, 2e-5, 8, 0.f, {250, 262}}));
 
 // Context shifting: after KVCache::discardTokens(), the layer attends as if the kept tokens had
 // always been at their new positions (keys re-rotated by the shift). With a sliding window of 10

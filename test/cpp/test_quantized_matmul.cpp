@@ -94,6 +94,75 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
     EXPECT_EQ(checked, 10);
 }
 
+// Float weights: F16 / BF16 rows of a few tokens take the fused decode-and-dot (512-bit,
+// 256-bit and scalar parts by row length), F32 rows the float dot; beyond gemv_max_rows (32)
+// tokens, every type takes the GEMM on decoded tiles of 64 rows (two tiles here, the second
+// partial). Every result against exact math on the stored values (float sums: a relative
+// bound); on the row path a token alone is bit-identical to the batch.
+TEST(QuantizedMatMul, floatWeightsMatchExactMath)
+{
+    const int kF32 = 0, kF16 = 1, kBF16 = 30;  // ggml type ids
+    for (int type : {kF32, kF16, kBF16})
+        for (int in : {3, 8, 61, 64, 136, 200})
+            for (int tokens : {3, 40})
+            {
+                SCOPED_TRACE(cv::format("type %d, %d inputs, %d tokens", type, in, tokens));
+                const int out = 70;
+                RNG rng(in + type);
+                Mat values(out, in, CV_32F);
+                rng.fill(values, RNG::UNIFORM, -2.f, 2.f);
+                // The stored bytes, and the values they hold decoded independently of the
+                // layer: OpenCV's float16 conversion, or bfloat16 = the upper half of a float
+                // (truncated here: any bfloat16 is a valid weight).
+                Mat weights;
+                if (type == kF32)
+                    weights = Mat(out, 4 * in, CV_8U, values.data).clone();
+                else if (type == kF16)
+                {
+                    Mat half;
+                    values.convertTo(half, CV_16F);
+                    half.convertTo(values, CV_32F);
+                    weights = Mat(out, 2 * in, CV_8U, half.data).clone();
+                }
+                else
+                {
+                    Mat bits(out, in, CV_16U);
+                    for (int n = 0; n < out; n++)
+                        for (int k = 0; k < in; k++)
+                        {
+                            Cv32suf v;
+                            v.f = values.at<float>(n, k);
+                            bits.at<uint16_t>(n, k) = (uint16_t)(v.u >> 16);
+                            v.u &= 0xFFFF0000u;
+                            values.at<float>(n, k) = v.f;
+                        }
+                    weights = Mat(out, 2 * in, CV_8U, bits.data).clone();
+                }
+                Mat x(tokens, in, CV_32F);
+                rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
+                const Mat y = matmul(weights, type, in, out, x, false);
+                ASSERT_EQ(y.total(), (size_t)tokens * out);
+                for (int r = 0; r < tokens; r++)
+                {
+                    for (int n = 0; n < out; n++)
+                    {
+                        double exact = 0, magnitude = 0;
+                        for (int k = 0; k < in; k++)
+                        {
+                            exact += (double)values.at<float>(n, k) * x.at<float>(r, k);
+                            magnitude += std::fabs((double)values.at<float>(n, k) * x.at<float>(r, k));
+                        }
+                        EXPECT_LE(std::fabs(y.at<float>(r, n) - exact), magnitude * 1e-6 + 1e-7) << "token " << r << " row " << n;
+                    }
+                    if (tokens <= 32)
+                    {
+                        const Mat alone = matmul(weights, type, in, out, x.row(r), false);
+                        EXPECT_EQ(cv::norm(alone, y.row(r), NORM_INF), 0.0) << "token " << r;
+                    }
+                }
+            }
+}
+
 // The run of llm_tests_without_avx2 must really be one without AVX2: OpenCV's dispatch
 // (CV_CPU_DISPATCH) asks checkHardwareSupport, which honours OPENCV_CPU_DISABLE.
 // Run by ctest llm_tests_without_avx2 only (excluded from the discovered tests): the

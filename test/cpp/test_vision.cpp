@@ -1,7 +1,8 @@
-// Vision-language models: a llama.cpp mmproj (LLaVA `mlp`, Idefics3) with a language model,
-// against llama.cpp's libmtmd (test/data/oracle/vision/README.md): the image embeddings, the
-// prompt as libmtmd forms it and the greedy answer to "<__media__>Describe"; preprocessing of
-// other sizes and types; malformed mmproj files and mismatched pairs.
+// Vision-language models: llama.cpp mmproj files (LLaVA `mlp` with and without llava-1.6's
+// tiling, Gemma 3 and Idefics3 projectors) with a language model, against llama.cpp's libmtmd
+// (test/data/oracle/vision/README.md): the image embeddings, the prompt as libmtmd forms it and
+// the greedy answer to "<__media__>Describe"; preprocessing of other sizes and types; malformed
+// mmproj files and mismatched pairs.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
@@ -264,8 +265,8 @@ TEST(VisionErrors, malformedMMProjFiles)
     EXPECT_NE(noQ.find("missing tensor 'v.blk.0.attn_q.weight'"), std::string::npos) << noQ;
     const std::string noBias = load("mmproj_no_mm2.gguf");
     EXPECT_NE(noBias.find("missing tensor 'mm.2.bias'"), std::string::npos) << noBias;
-    const std::string gemma = load("mmproj_gemma3.gguf");
-    EXPECT_NE(gemma.find("projector type 'gemma3' is not supported"), std::string::npos) << gemma;
+    const std::string pixtral = load("mmproj_pixtral.gguf");
+    EXPECT_NE(pixtral.find("projector type 'pixtral' is not supported"), std::string::npos) << pixtral;
     const std::string notThere = load("no_such_mmproj.gguf");
     EXPECT_NE(notThere.find("no_such_mmproj.gguf"), std::string::npos) << notThere;
 }
@@ -284,6 +285,138 @@ TEST(VisionErrors, imagesNeedAnMMProj)
     TextGenerationModel m(visionModel("lm.gguf"));
     const std::string e = errorOf([&] { m.generate("<__media__>", std::vector<Mat>{drawTestImage(56, 56)}, greedy(1)); });
     EXPECT_NE(e.find("mmproj"), std::string::npos) << e;
+}
+
+// Gemma 3: SigLIP encoder, average pooling, soft-embedding RMS norm and projection; the image
+// wrapped in <start_of_image> / <end_of_image>; the image rows bypass the sqrt(n_embd) scale of
+// token embeddings and attend to each other both ways (libmtmd decodes them non-causally). The
+// language model has sliding-window layers (window 8) shorter than the prompt.
+class VisionGemma3 : public ::testing::Test
+{
+protected:
+    static TextGenerationModel& model()
+    {
+        static TextGenerationModel m(visionModel("gemma3_lm.gguf"), visionModel("gemma3_mmproj.gguf"));
+        return m;
+    }
+};
+
+TEST_F(VisionGemma3, testImagesAreTheOraclesImages)
+{
+    for (const char* name : {"test_image_112x112.ppm", "test_image_200x150.ppm"})
+    {
+        const Mat stored = readPPM(llm_test::projectRoot() + "/test/data/oracle/vision/" + name);
+        const Mat drawn = drawTestImage(stored.cols, stored.rows);
+        EXPECT_EQ(cv::norm(drawn, stored, NORM_INF), 0.0) << name;
+    }
+}
+
+// llama.cpp rounds to half precision on the CPU in the patch embedding (ggml_conv_2d's F16
+// im2col) and the ViT's GELU (ggml_gelu's F16 table); we round at the same places. What is left
+// is float32 summation order (and ggml_rms_norm / ggml_norm summing in double), which now and
+// then moves an activation across an F16 rounding boundary. Measured: 4.7e-6 rms, 3.2e-5 max
+// (112x112, values up to 4.1), 6.5e-6 / 4.1e-5 (200x150); the bounds are the llava test's.
+TEST_F(VisionGemma3, imageEmbeddingsMatchLlamaCpp)
+{
+    for (const char* name : {"gemma3_112x112.json", "gemma3_200x150.json"})
+    {
+        const nlohmann::json ref = oracle(name);
+        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+        const Mat emb = model().getImageEmbeddings(image);
+        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
+        ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
+        const Agreement a = compare(emb, ref["embeddings"]);
+        std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
+                  << a.rms << std::endl;
+        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
+        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
+    }
+}
+
+// The prompt is libmtmd's: BOS <start_of_image> (16 image rows) <end_of_image> "Describe"; the
+// greedy answer is llama.cpp's. The oracle also holds the answer with the image decoded under a
+// causal mask: it differs, so an implementation that made the image causal fails here.
+TEST_F(VisionGemma3, promptAndGreedyAnswerMatchLlamaCpp)
+{
+    for (const char* name : {"gemma3_112x112.json", "gemma3_200x150.json"})
+    {
+        const nlohmann::json ref = oracle(name);
+        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+        const std::vector<int> expectedIds = ref["greedy_ids"];
+        const std::vector<int> causalIds = ref["causal_greedy_ids"];
+        ASSERT_NE(expectedIds, causalIds) << name << ": the oracle does not tell causal from bidirectional";
+        model().generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
+        const std::vector<int> prompt = model().getPromptTokenIds();
+        std::vector<int> layout;
+        for (const auto& chunk : ref["chunks"])
+        {
+            if (chunk.contains("text"))
+                for (int id : chunk["text"])
+                    layout.push_back(id);
+            else
+                for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
+                    layout.push_back(-1);
+        }
+        ASSERT_EQ(prompt.size(), layout.size()) << name;
+        for (size_t i = 0; i < prompt.size(); i++)
+            if (layout[i] >= 0)
+                EXPECT_EQ(prompt[i], layout[i]) << name << " prompt position " << i;
+            else
+                EXPECT_LT(prompt[i], 0) << name << " prompt position " << i << " should be an image row";
+        EXPECT_EQ(model().getGeneratedTokenIds(), expectedIds) << name;
+    }
+}
+
+// A second prompt that starts like the first reuses what the KV cache holds (as much as the
+// sliding-window layers still hold: part of the image, or none) and answers as a fresh run does.
+TEST_F(VisionGemma3, reusedPrefixEqualsAFreshRun)
+{
+    const Mat image = drawTestImage(112, 112);
+    TextGenerationModel m(visionModel("gemma3_lm.gguf"), visionModel("gemma3_mmproj.gguf"));
+    m.generate("<__media__>Describe", std::vector<Mat>{image}, greedy(4));
+    m.generate("<__media__>Describe it again", std::vector<Mat>{image}, greedy(6));
+    const std::vector<int> reused = m.getGeneratedTokenIds();
+    TextGenerationModel fresh(visionModel("gemma3_lm.gguf"), visionModel("gemma3_mmproj.gguf"));
+    fresh.generate("<__media__>Describe it again", std::vector<Mat>{image}, greedy(6));
+    EXPECT_EQ(reused, fresh.getGeneratedTokenIds());
+}
+
+// Pooling as llama.cpp sets it up: 4 x 4 when the file has no scale_factor (8 x 8 patches -> 4
+// tokens), and a grid that is not a multiple of the kernel (4 x 4 patches, kernel 3:
+// ggml_pool_2d keeps one window, 1 token). Token counts, embeddings and answers are libmtmd's.
+TEST(VisionGemma3Pooling, defaultKernelAndPartialGridMatchLlamaCpp)
+{
+    for (const auto& c : {std::make_pair("gemma3_mmproj_pool4.gguf", "gemma3_pool4_112x112.json"),
+                          std::make_pair("gemma3_mmproj_56_pool3.gguf", "gemma3_56_pool3_56x56.json")})
+    {
+        const nlohmann::json ref = oracle(c.second);
+        TextGenerationModel m(visionModel("gemma3_lm.gguf"), visionModel(c.first));
+        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+        const Mat emb = m.getImageEmbeddings(image);
+        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << c.second;
+        const Agreement a = compare(emb, ref["embeddings"]);
+        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << c.second;
+        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << c.second;
+        const std::vector<int> expectedIds = ref["greedy_ids"];
+        m.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
+        EXPECT_EQ(m.getGeneratedTokenIds(), expectedIds) << c.second;
+    }
+}
+
+TEST(VisionGemma3Errors, malformedAndMismatched)
+{
+    const std::string lm = visionModel("gemma3_lm.gguf");
+    auto load = [&](const std::string& mmproj) {
+        return errorOf([&] { TextGenerationModel m(lm, visionModel(mmproj)); });
+    };
+    const std::string noNorm = load("gemma3_mmproj_no_norm.gguf");
+    EXPECT_NE(noNorm.find("missing tensor 'mm.soft_emb_norm.weight'"), std::string::npos) << noNorm;
+    const std::string badProj = load("gemma3_mmproj_bad_proj.gguf");
+    EXPECT_NE(badProj.find("tensor 'mm.input_projection.weight' has shape [256, 63], expected [256, 64]"),
+              std::string::npos) << badProj;
+    const std::string narrow = load("gemma3_mmproj_width128.gguf");
+    EXPECT_NE(narrow.find("projects images to 128 features, but the language model's embeddings have 256"),
+              std::string::npos) << narrow;
 }
 
 // Idefics3 (SmolVLM): libmtmd cuts the image into tiles (resized with Pillow's Lanczos so

@@ -64,6 +64,45 @@ def test_chat_with_a_float_image_keeps_it_for_the_next_turn(model):
     assert sum(1 for i in model.getPromptTokenIds() if i < 0) == ref["image_tokens"]
 
 
+@pytest.fixture(scope="module")
+def gemma3():
+    if not (MODELS / "gemma3_mmproj.gguf").exists():
+        pytest.skip("run the make_vision_models ctest fixture first")
+    return cv.dnn.TextGenerationModel(str(MODELS / "gemma3_lm.gguf"), str(MODELS / "gemma3_mmproj.gguf"))
+
+
+@pytest.mark.parametrize("name", ["gemma3_112x112.json", "gemma3_200x150.json"])
+def test_gemma3_answer_and_embeddings_match_llama_cpp(gemma3, name):
+    # Gemma 3: <start_of_image> (image rows, attending to each other both ways) <end_of_image>;
+    # the oracle's answer with a causal image differs, so a causal implementation fails here.
+    ref = json.loads((ORACLE / name).read_text())
+    assert ref["greedy_ids"] != ref["causal_greedy_ids"]
+    image = read_ppm(ORACLE / ref["image"])
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = len(ref["greedy_ids"])
+    config.ignoreEndOfGeneration = True
+    gemma3.generate(ref["prompt"], [image], config)
+    assert list(gemma3.getGeneratedTokenIds()) == ref["greedy_ids"]
+    prompt = list(gemma3.getPromptTokenIds())
+    assert prompt[:2] == ref["chunks"][0]["text"] and prompt[-len(ref["chunks"][2]["text"]):] == ref["chunks"][2]["text"]
+    assert sum(1 for i in prompt if i < 0) == ref["image_tokens"]
+    emb = gemma3.getImageEmbeddings(image)
+    want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
+    assert emb.shape == want.shape
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp
+
+
+def test_gemma3_malformed_mmproj_is_a_clear_error():
+    if not (MODELS / "gemma3_mmproj_no_norm.gguf").exists():
+        pytest.skip("run the make_vision_models ctest fixture first")
+    # cv2 reports an exception thrown by a constructor as SystemError chained to the cv.error.
+    with pytest.raises(Exception) as info:
+        cv.dnn.TextGenerationModel(str(MODELS / "gemma3_lm.gguf"), str(MODELS / "gemma3_mmproj_no_norm.gguf"))
+    error = info.value if isinstance(info.value, cv.error) else info.value.__cause__ or info.value.__context__
+    assert isinstance(error, cv.error)
+    assert "missing tensor 'mm.soft_emb_norm.weight'" in str(error)
+
+
 @pytest.mark.parametrize("record", ["idefics3_80x48.json", "llava16_120x100.json"])
 def test_tiles_prompt_and_answer_match_llama_cpp(record):
     """SmolVLM's projector (2 x 3 tiles and the overview, libmtmd's markers around them) and

@@ -6,8 +6,21 @@
   mmproj_truncated.gguf   mmproj.gguf cut short (in the tensor data)
   mmproj_no_mm2.gguf      ... without mm.2.bias
   mmproj_no_q.gguf        ... without v.blk.0.attn_q.weight
-  mmproj_gemma3.gguf      projector type "gemma3" (not supported yet)
+  mmproj_pixtral.gguf     projector type "pixtral" (not supported)
   mmproj_width128.gguf    projector output 128 wide (does not match lm.gguf's 256)
+
+  gemma3_vocab.gguf       stories260K's tokenizer with tokens 510, 511 made the control tokens
+                          <start_of_image>, <end_of_image> (what libmtmd wraps a Gemma 3 image in)
+  gemma3_lm.gguf          make_synthetic_model.py --arch gemma3 --shape tiny --seed 31
+                          --sliding-window 8 --swa-pattern 2 (every other layer local, a window
+                          shorter than the prompt) --vocab-from gemma3_vocab.gguf
+  gemma3_mmproj.gguf      make_synthetic_mmproj.py --projector gemma3 --image-size 112
+                          --layers 2 --scale-factor 2 (8 x 8 patches pooled to 16 tokens)
+  gemma3_mmproj_no_norm.gguf    ... without mm.soft_emb_norm.weight
+  gemma3_mmproj_bad_proj.gguf   ... mm.input_projection.weight [256, 63] (ggml dims)
+  gemma3_mmproj_width128.gguf   ... projecting to 128 features (gemma3_lm.gguf has 256)
+  gemma3_mmproj_pool4.gguf      ... without clip.vision.projector.scale_factor (llama.cpp: 4): 4 tokens
+  gemma3_mmproj_56_pool3.gguf   56 px (4 x 4 patches), scale_factor 3: one window, 1 token
 
 Idefics3 (SmolVLM):
   vocab_idefics3.gguf     stories260K's vocabulary (the tiny shape's) with its last 39 pieces
@@ -48,15 +61,44 @@ run(mm, "--out", os.path.join(out, "mmproj.gguf"))
 run(mm, "--out", os.path.join(out, "mmproj_truncated.gguf"), "--truncate", "400000")
 run(mm, "--out", os.path.join(out, "mmproj_no_mm2.gguf"), "--omit", "mm.2.bias")
 run(mm, "--out", os.path.join(out, "mmproj_no_q.gguf"), "--omit", "v.blk.0.attn_q.weight")
-run(mm, "--out", os.path.join(out, "mmproj_gemma3.gguf"), "--projector", "gemma3")
+run(mm, "--out", os.path.join(out, "mmproj_pixtral.gguf"), "--projector", "pixtral")
 run(mm, "--out", os.path.join(out, "mmproj_width128.gguf"), "--text-embd", "128")
+
+sys.path.insert(0, os.path.join(root, "tools", "gguf"))
+from gguf_writer import GGUFWriter, ValueType, copy_kv, read_gguf  # noqa: E402
+import make_synthetic_model  # noqa: E402
+
+src = read_gguf(make_synthetic_model.DEFAULT_VOCAB)
+vocab = GGUFWriter()
+vocab.add_string("general.architecture", "llama")
+for kv in src.kvs:
+    if kv.key == "tokenizer.ggml.tokens":
+        tokens = list(kv.value.items)
+        tokens[510:512] = ["<start_of_image>", "<end_of_image>"]
+        vocab.add_array(kv.key, tokens, ValueType.STRING)
+    elif kv.key == "tokenizer.ggml.token_type":
+        types = [int(t) for t in kv.value.items]
+        types[510:512] = [3, 3]  # CONTROL
+        vocab.add_array(kv.key, types, ValueType.INT32)
+    elif kv.key.startswith("tokenizer."):
+        copy_kv(vocab, kv)
+vocab.write(os.path.join(out, "gemma3_vocab.gguf"))
+run(os.path.join(root, "tools", "gguf", "make_synthetic_model.py"), "--arch", "gemma3", "--shape", "tiny", "--seed", "31",
+    "--sliding-window", "8", "--swa-pattern", "2", "--vocab-from", os.path.join(out, "gemma3_vocab.gguf"), "-q",
+    "--out", os.path.join(out, "gemma3_lm.gguf"))
+g3 = ["--projector", "gemma3", "--image-size", "112", "--layers", "2", "--scale-factor", "2"]
+run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj.gguf"))
+run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj_no_norm.gguf"), "--omit", "mm.soft_emb_norm.weight")
+run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj_bad_proj.gguf"), "--bad-shape", "mm.input_projection.weight")
+run(mm, *g3, "--out", os.path.join(out, "gemma3_mmproj_width128.gguf"), "--text-embd", "128")
+run(mm, "--projector", "gemma3", "--image-size", "112", "--layers", "2", "--out",
+    os.path.join(out, "gemma3_mmproj_pool4.gguf"))  # no scale_factor key: llama.cpp pools 4 x 4
+run(mm, "--projector", "gemma3", "--image-size", "56", "--layers", "2", "--scale-factor", "3", "--out",
+    os.path.join(out, "gemma3_mmproj_56_pool3.gguf"))  # 4 x 4 patches, one 3 x 3 window
 
 
 def idefics3_vocab(path):
-    sys.path.insert(0, os.path.join(root, "tools", "gguf"))
-    from gguf_writer import GGUFWriter, copy_kv, read_gguf, ValueType
-    src = read_gguf(os.environ.get("LLM_SHARED_TESTDATA", os.path.join(root, "..", "shared", "testdata"))
-                    + "/stories260K.gguf")
+    src = read_gguf(make_synthetic_model.DEFAULT_VOCAB)
     tokens = list(src.kv("tokenizer.ggml.tokens"))
     types = [int(t) for t in src.kv("tokenizer.ggml.token_type")]
     extra = ["\n\n", "<fake_token_around_image>", "<global-img>"] + \
@@ -94,12 +136,16 @@ import hashlib  # noqa: E402
 import json  # noqa: E402
 
 oracle_dir = os.path.join(root, "test", "data", "oracle", "vision")
-for record in ("llava_mlp_56x56.json", "idefics3_56x56.json", "idefics3_1tile_80x48.json", "llava16_120x100.json"):
-    if not os.path.exists(os.path.join(oracle_dir, record)):
+for oracle, files in (("llava_mlp_56x56.json", (("lm", "lm.gguf"), ("mmproj", "mmproj.gguf"))),
+                      ("gemma3_112x112.json", (("lm", "gemma3_lm.gguf"), ("mmproj", "gemma3_mmproj.gguf"))),
+                      ("idefics3_56x56.json", (("lm", "lm_idefics3.gguf"), ("mmproj", "mmproj_idefics3.gguf"))),
+                      ("idefics3_1tile_80x48.json", (("lm", "lm_idefics3.gguf"), ("mmproj", "mmproj_idefics3_1tile.gguf"))),
+                      ("llava16_120x100.json", (("lm", "lm.gguf"), ("mmproj", "mmproj_llava16.gguf")))):
+    path = os.path.join(oracle_dir, oracle)
+    if not os.path.exists(path) and not oracle.startswith("llava_mlp"):
         continue  # not recorded yet (tools/vision/record_oracle.py)
-    ref = json.load(open(os.path.join(oracle_dir, record)))
-    for key in ("lm", "mmproj"):
-        name = ref["models"][key]["file"] if "file" in ref["models"][key] else key + ".gguf"
+    ref = json.load(open(path))
+    for key, name in files:
         with open(os.path.join(out, name), "rb") as f:
             got = hashlib.sha256(f.read()).hexdigest()
         if got != ref["models"][key]["sha256"]:

@@ -10,9 +10,14 @@ must equal the language model's n_embd.
 
     python3 tools/vision/make_synthetic_mmproj.py --out mmproj.gguf --text-embd 256
 
+--projector gemma3 writes Gemma 3's layout instead (llama.cpp's clip_graph_siglip): no class
+embedding, v.post_ln.*, clip.use_gelu, image mean / std 0.5, clip.vision.projector.scale_factor
+(--scale-factor; the pooling kernel, 4 when absent), all blocks used, and the projector
+mm.soft_emb_norm.weight (D) and mm.input_projection.weight (ggml dims [--text-embd, D]).
+
 --projector idefics3 writes SmolVLM's layout instead (llama.cpp's SigLIP graph): no class
 embedding and no pre-LayerNorm, v.post_ln.*, clip.use_gelu, mean / std 0.5, every block used,
-clip.vision.projector.scale_factor (--scale-factor) and clip.vision.preproc_image_size
+clip.vision.projector.scale_factor (--scale-factor, default 2) and clip.vision.preproc_image_size
 (--preproc-size, the longest side libmtmd resizes the image to before cutting image_size
 tiles), and the projector mm.model.fc.weight (PyTorch [--text-embd, embd * scale^2], no bias).
 
@@ -22,7 +27,8 @@ tiles), and the projector mm.model.fc.weight (PyTorch [--text-embd, embd * scale
 (libmtmd then tiles images larger than one tile).
 
 Variants for the error tests: --omit TENSOR drops a tensor, --projector NAME writes another
-projector type name (its tensors are still the mlp ones), --truncate N cuts the file to N bytes.
+projector type name (other than gemma3, its tensors are still the mlp ones), --truncate N cuts
+the file to N bytes, --bad-shape TENSOR writes that tensor with its last ggml dim one short.
 Same arguments, same bytes (numpy's seeded generator).
 """
 
@@ -56,15 +62,22 @@ def main(argv=None):
                     help="type of the matrices and the patch embedding (vectors stay F32, as llama.cpp's converter writes them)")
     ap.add_argument("--grid-pinpoints", default="",
                     help="mlp: clip.vision.image_grid_pinpoints, comma-separated width,height pairs (llava-1.6 tiling)")
-    ap.add_argument("--scale-factor", type=int, default=2, help="idefics3: pixel shuffle factor")
     ap.add_argument("--preproc-size", type=int, default=168, help="idefics3: clip.vision.preproc_image_size")
     ap.add_argument("--omit", action="append", default=[], help="leave this tensor out")
     ap.add_argument("--truncate", type=int, default=0, help="cut the written file to this many bytes")
+    ap.add_argument("--scale-factor", type=int, default=0,
+                    help="gemma3: clip.vision.projector.scale_factor (0: not written, llama.cpp uses 4); "
+                         "idefics3: the pixel shuffle factor (0: 2)")
+    ap.add_argument("--bad-shape", action="append", default=[], help="write this tensor with its last ggml dim (first numpy axis) one short")
     args = ap.parse_args(argv)
 
     if args.projector == "idefics3":
         return write_idefics3(ap, args)
     rng = np.random.default_rng(args.seed)
+    gemma3 = args.projector == "gemma3"
+    if gemma3:
+        args.no_class_embd = True
+        args.gelu = True
     D, F, P, S = args.embd, args.ff, args.patch_size, args.image_size
     n_pos = (S // P) ** 2 + (0 if args.no_class_embd else 1)
     T = args.text_embd
@@ -80,10 +93,11 @@ def main(argv=None):
 
     w = GGUFWriter()
     w.add_string("general.architecture", "clip")
-    w.add_string("general.name", "synthetic-llava-mmproj")
+    w.add_string("general.name", "synthetic-gemma3-mmproj" if gemma3 else "synthetic-llava-mmproj")
     w.add_bool("clip.has_vision_encoder", True)
     w.add_bool("clip.has_text_encoder", False)
-    w.add_bool("clip.has_llava_projector", True)
+    if not gemma3:
+        w.add_bool("clip.has_llava_projector", True)
     w.add_string("clip.projector_type", args.projector)
     w.add_bool("clip.use_gelu", bool(args.gelu))
     w.add_uint32("clip.vision.image_size", S)
@@ -92,10 +106,16 @@ def main(argv=None):
     w.add_uint32("clip.vision.feed_forward_length", F)
     w.add_uint32("clip.vision.projection_dim", T)
     w.add_uint32("clip.vision.attention.head_count", args.heads)
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6 if gemma3 else 1e-5)
     w.add_uint32("clip.vision.block_count", args.layers)
-    w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073], ValueType.FLOAT32)
-    w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711], ValueType.FLOAT32)
+    if gemma3:  # SigLIP's
+        w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5], ValueType.FLOAT32)
+        w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5], ValueType.FLOAT32)
+        if args.scale_factor:
+            w.add_uint32("clip.vision.projector.scale_factor", args.scale_factor)
+    else:
+        w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073], ValueType.FLOAT32)
+        w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711], ValueType.FLOAT32)
     if args.grid_pinpoints:
         w.add_array("clip.vision.image_grid_pinpoints", [int(v) for v in args.grid_pinpoints.split(",")], ValueType.INT32)
 
@@ -120,9 +140,16 @@ def main(argv=None):
             (b + "ffn_up.weight", mat(F, D)), (b + "ffn_up.bias", vec(F)),
             (b + "ffn_down.weight", mat(D, F)), (b + "ffn_down.bias", vec(D)),
         ]
-    # Image embeddings of unit scale per feature, like a trained projector's.
-    tensors += [("mm.0.weight", mat(H, D)), ("mm.0.bias", vec(H)),
-                ("mm.2.weight", mat(T, H)), ("mm.2.bias", vec(T))]
+    if gemma3:
+        tensors += [("v.post_ln.weight", vec(D, 0.1, 1.0)), ("v.post_ln.bias", vec(D))]
+        # The RMS-normed pooled features times a [D, T] matrix (ggml dims [T, D]): llama.cpp
+        # multiplies by its transpose. Rows of unit scale, like a trained projector's output.
+        tensors += [("mm.soft_emb_norm.weight", vec(D, 0.1, 1.0)),
+                    ("mm.input_projection.weight", (rng.standard_normal((D, T)) / np.sqrt(D)).astype(np.float32))]
+    else:
+        # Image embeddings of unit scale per feature, like a trained projector's.
+        tensors += [("mm.0.weight", mat(H, D)), ("mm.0.bias", vec(H)),
+                    ("mm.2.weight", mat(T, H)), ("mm.2.bias", vec(T))]
 
     finish(ap, args, w, tensors)
     return 0
@@ -131,9 +158,10 @@ def main(argv=None):
 def finish(ap, args, w, tensors):
     """Adds the tensors (less --omit, matrices in --type) and writes / truncates the file."""
     names = {n for n, _ in tensors}
-    for o in args.omit:
+    for o in args.omit + args.bad_shape:
         if o not in names:
-            ap.error("--omit %s: no such tensor" % o)
+            ap.error("--omit / --bad-shape %s: no such tensor" % o)
+    tensors = [(n, np.ascontiguousarray(a[:-1]) if n in args.bad_shape else a) for n, a in tensors]
     for name, arr in tensors:
         if name not in args.omit:
             if args.type == "F16" and arr.ndim >= 2 and name != "v.position_embd.weight":
@@ -148,7 +176,7 @@ def finish(ap, args, w, tensors):
 def write_idefics3(ap, args):
     """SmolVLM's mmproj layout (llama.cpp's convert_hf_to_gguf.py for Idefics3 / SmolVLM)."""
     rng = np.random.default_rng(args.seed)
-    D, F, P, S, T, SF = args.embd, args.ff, args.patch_size, args.image_size, args.text_embd, args.scale_factor
+    D, F, P, S, T, SF = args.embd, args.ff, args.patch_size, args.image_size, args.text_embd, args.scale_factor or 2
     n_pos = (S // P) ** 2
 
     def mat(out_f, in_f):

@@ -7,13 +7,17 @@
 // what libmtmd made of it: the chunks (text token ids, image token count), the image's
 // embeddings (mtmd_encode_chunk; of every image chunk in order when libmtmd tiles the image),
 // the encoder's time (all its chunks), and the greedy ids of the answer
-// (mtmd_helper_eval_chunks, then llama_decode one token at a time). Built by hand against a
-// llama.cpp build (README.md); not part of the project's CMake build.
+// (mtmd_helper_eval_chunks, then llama_decode one token at a time). With MODE "causal" the
+// chunks are decoded by hand instead, the image's embeddings with causal attention (what
+// libmtmd does NOT do for gemma3, whose image tokens attend to each other both ways): the
+// tests use it to show that they tell the two apart. Built by hand against a llama.cpp build
+// (README.md); not part of the project's CMake build.
 
 #include "llama.h"
 #include "mtmd.h"
 #include "mtmd-helper.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,7 +55,7 @@ int main(int argc, char** argv)
 {
     if (argc < 4)
     {
-        fprintf(stderr, "usage: %s MODEL.gguf MMPROJ.gguf IMAGE.ppm [PROMPT] [N_PREDICT] [THREADS]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf MMPROJ.gguf IMAGE.ppm [PROMPT] [N_PREDICT] [THREADS] [MODE]\n", argv[0]);
         return 2;
     }
     const char* modelPath = argv[1];
@@ -60,6 +64,7 @@ int main(int argc, char** argv)
     const std::string prompt = argc > 4 ? argv[4] : std::string(mtmd_default_marker()) + "Describe";
     const int nPredict = argc > 5 ? atoi(argv[5]) : 8;
     const int threads = argc > 6 ? atoi(argv[6]) : 1;
+    const bool causal = argc > 7 && std::string(argv[7]) == "causal";
 
     llama_backend_init();
     llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
@@ -148,8 +153,50 @@ int main(int argc, char** argv)
     chunkJson += "]";
 
     llama_pos nPast = 0;
-    if (mtmd_helper_eval_chunks(mctx, lctx, chunks, 0, 0, 256, true, &nPast) != 0)
-        fail("mtmd_helper_eval_chunks failed");
+    if (!causal)
+    {
+        if (mtmd_helper_eval_chunks(mctx, lctx, chunks, 0, 0, 256, true, &nPast) != 0)
+            fail("mtmd_helper_eval_chunks failed");
+    }
+    else
+    {
+        const size_t nChunks = mtmd_input_chunks_size(chunks);
+        size_t embdOffset = 0;  // image chunks' embeddings, in chunk order
+        for (size_t i = 0; i < nChunks; i++)
+        {
+            const mtmd_input_chunk* c = mtmd_input_chunks_get(chunks, i);
+            const bool last = i + 1 == nChunks;
+            llama_batch b;
+            size_t n = 0;
+            if (mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_TEXT)
+            {
+                const llama_token* t = mtmd_input_chunk_get_tokens_text(c, &n);
+                b = llama_batch_init((int)n, 0, 1);
+                for (size_t k = 0; k < n; k++)
+                    b.token[k] = t[k];
+            }
+            else
+            {
+                n = mtmd_input_chunk_get_n_tokens(c);
+                b = llama_batch_init((int)n, nEmbd, 1);
+                std::copy(embd.begin() + embdOffset, embd.begin() + embdOffset + n * nEmbd, b.embd);
+                embdOffset += n * nEmbd;
+            }
+            b.n_tokens = (int)n;
+            for (size_t k = 0; k < n; k++)
+            {
+                b.pos[k] = nPast + (llama_pos)k;
+                b.n_seq_id[k] = 1;
+                b.seq_id[k][0] = 0;
+                b.logits[k] = last && k + 1 == n;
+            }
+            llama_set_causal_attn(lctx, true);
+            if (llama_decode(lctx, b) != 0)
+                fail("llama_decode failed");
+            llama_batch_free(b);
+            nPast += (llama_pos)n;
+        }
+    }
     const llama_vocab* vocab = llama_model_get_vocab(model);
     const int nVocab = llama_vocab_n_tokens(vocab);
     std::vector<int> greedy;
@@ -172,6 +219,7 @@ int main(int argc, char** argv)
 
     printf("{\n  \"prompt\": \"%s\",\n  \"n_past\": %d,\n  \"chunks\": %s,\n", prompt.c_str(), (int)nPast,
            chunkJson.c_str());
+    printf("  \"image_attention\": \"%s\",\n", causal ? "causal (by hand)" : "as libmtmd decodes it");
     printf("  \"n_embd\": %d,\n  \"image_tokens\": %d,\n  \"encode_ms\": %.3f,\n  \"threads\": %d,\n", nEmbd,
            imageTokens, encodeMs, threads);
     printf("  \"greedy_ids\": [");

@@ -37,7 +37,8 @@ public:
     blobs[0]: the table's raw rows (vocab_size x row bytes, CV_8U). Parameters: `ggml_type`,
     `embedding_length`, `vocab_size`. An id outside [0, vocab_size) is an error, except that
     ids -1 .. -n select rows 0 .. n-1 of the external rows set with setExternalRows() (image
-    embeddings: vision/multimodal_prompt.cpp).
+    embeddings: vision/multimodal_prompt.cpp). `token_scale` (default 1): the table's rows are
+    multiplied by it, the external rows are not (gemma3's sqrt(n_embd), as llama.cpp).
 */
 class LLMTokenEmbeddingLayer : public Layer
 {

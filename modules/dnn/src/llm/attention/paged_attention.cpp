@@ -42,7 +42,8 @@ struct AttentionContext
     const int* taskStart;      // split-KV: first partial of each (token, KV head)
     int stripes, tasks;
 
-    // The first position a token attends to; its chunks are those of [first, position].
+    // The first position a token attends to; its chunks are those of [first, last attended]
+    // (its own position, or a non-causal span's last one; the window counts back from its own).
     int firstPosition(int token) const
     {
         return window > 0 ? std::max(0, plan->position[token] - window + 1) : 0;
@@ -50,7 +51,7 @@ struct AttentionContext
 
     int chunks(int token) const
     {
-        return plan->position[token] / PagedAttention::kChunkTokens - firstPosition(token) / PagedAttention::kChunkTokens + 1;
+        return plan->lastAttendedPosition(token) / PagedAttention::kChunkTokens - firstPosition(token) / PagedAttention::kChunkTokens + 1;
     }
 
     /* Partial of positions [begin, end) of the token's sequence: per query head of the group,
@@ -136,7 +137,7 @@ struct AttentionContext
         const int first = firstPosition(token);
         const int aligned = (first / PagedAttention::kChunkTokens + c) * PagedAttention::kChunkTokens;
         *begin = std::max(aligned, first);
-        *end = std::min(aligned + PagedAttention::kChunkTokens, plan->position[token] + 1);
+        *end = std::min(aligned + PagedAttention::kChunkTokens, plan->lastAttendedPosition(token) + 1);
     }
 
     float* stripeScratch(int stripe) const { return scratch + (size_t)stripe * scratchFloats; }

@@ -15,7 +15,8 @@ namespace llm {
 /** Causal grouped-query attention of a batch plan's tokens over their sequences' pages.
 
     Each token attends to positions 0 .. its own of its sequence (a sliding-window layer: the
-    last window positions up to its own, PagedKVCache::layerWindow()), in chunks of kChunkTokens
+    last window positions up to its own, PagedKVCache::layerWindow()); a token of a non-causal
+    span (BatchPlan::lastAttended) up to the span's last position instead, in chunks of kChunkTokens
     positions. A chunk gives a partial result per query head (max score, sum of exponentials,
     weighted sum of values; an online softmax, so no score row longer than a chunk exists); the
     partials are merged in chunk order with log-sum-exp rescaling. The chunking depends on

@@ -19,6 +19,7 @@
 #include <opencv2/dnn/text_generation.hpp>
 
 #include "../kv_cache/paged_kv_cache.hpp"
+#include "../net/net_assembly.hpp"
 #include "../model/model_bundle.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "chat_template.hpp"
@@ -181,7 +182,12 @@ struct TextGenerationModel::Impl
         truncateLLMState(net, (int)common);
         fed.resize(common);
         lastPrefillCount = (int)(prompt.size() - common);
-        const Mat rows = forward(std::vector<int>(prompt.begin() + common, prompt.end()));
+        const std::vector<int> rest(prompt.begin() + common, prompt.end());
+        // Gemma 3's images attend among themselves both ways (libmtmd decodes them with causal
+        // attention off); an image's rows go through one forward, as libmtmd requires.
+        if (vision)
+            llm::setLLMNonCausalSpans(net, vision->nonCausalSpans(rest));
+        const Mat rows = forward(rest);
         if (vision)
             vision->commit();
         return rows.row(rows.rows - 1);  // a Net read with allLogits gives every token's row

@@ -67,10 +67,15 @@ public:
         lp.set("embedding_length", hp_.nEmbd);
         lp.set("vocab_size", vocab_);
         lp.blobs.push_back(embd);
+        // gemma3 scales token rows only: embeddings fed in place of tokens (images) are not
+        // (llama.cpp's gemma3 graph: ubatch.token ? sqrtf(n_embd) : 1).
+        const bool tokenRowScale = hp_.arch == "gemma3" && hp_.embeddingScale != 1.f;
+        if (tokenRowScale)
+            lp.set("token_scale", hp_.embeddingScale);
         Pin x = add(lp, {Pin{0, 0}});
         if (hp_.gpt2())
             x = positionEmbedding(x);
-        if (hp_.embeddingScale != 1.f)
+        if (hp_.embeddingScale != 1.f && !tokenRowScale)
             x = scaleBy("token_embd_scale", hp_.embeddingScale, x);
 
         if (!hp_.gpt2())

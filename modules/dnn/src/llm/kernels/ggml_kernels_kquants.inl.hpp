@@ -153,112 +153,6 @@ static float dotQ8Q6_K(const uchar* w, const signed char* q, const float* d, con
     return hsum256(acc);
 }
 
-// Q2_K / Q3_K: 2-bit low parts of 16-element groups. Activation block (h, j) (elements 128h + 32j
-// .. + 31) is bits 2j of qs[32h .. 32h + 31]: its first 16 elements are group 8h + 2j, the next 16
-// group 8h + 2j + 1, i.e. the low and high 128-bit lanes of one load. The groups' integer scales
-// multiply the pair sums (madd), so each activation block costs one float FMA per scale kind.
-//   Q2_K: sum (d sc_g q - dmin m_g) x = d sum_g sc_g sum q x - dmin sum_g m_g sum x (sums of x
-//         over each 16-element group: the activation's own sums are per 32).
-//   Q3_K: q = low + 4 high - 4 (-4..3), the high bit of block (h, j) bit 4h + j of hmask[0 .. 31]:
-//         sum d s_g q x = d sum_g s_g (sum (low + 4 high) x - 4 sum x).
-// A tile of R activation rows unpacks each weight block once; every (weight row, activation row)
-// result takes the same operations whatever R.
-
-// The int16 vector holding a[g] in the low lane and a[g + 1] in the high lane.
-static inline __m256i groupPairScales(const int16_t* a, int g)
-{
-    return _mm256_set_m128i(_mm_set1_epi16(a[g + 1]), _mm_set1_epi16(a[g]));
-}
-
-template <typename Block, int R>
-LLM_TILE_NOINLINE static void dotQ2Q3KTile(const uchar* w, const signed char* q, size_t qStride, const float* d,
-                                           int blocks, float* out)
-{
-    const bool q3 = std::is_same<Block, block_q3_K>::value;
-    const __m256i one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-    __m256 acc[R];
-    for (int r = 0; r < R; r++)
-        acc[r] = _mm256_setzero_ps();
-    int16_t scale[16], mins[16];
-    const Block* wb = reinterpret_cast<const Block*>(w);
-    for (int sb = 0; sb < blocks / 8; sb++, wb++)
-    {
-        const float dw = blockScale(wb->d);
-        float dmin = 0.f;
-        __m256i hmask = _mm256_setzero_si256();
-        if (q3)
-        {
-            const block_q3_K* b3 = reinterpret_cast<const block_q3_K*>(wb);
-            hmask = _mm256_loadu_si256((const __m256i*)b3->hmask);
-            for (int g = 0; g < 16; g++)
-                scale[g] = (int16_t)scaleQ3_K(b3->scales, g);
-        }
-        else
-        {
-            const block_q2_K* b2 = reinterpret_cast<const block_q2_K*>(wb);
-            dmin = blockScale(b2->dmin);
-            for (int g = 0; g < 16; g++)
-            {
-                scale[g] = b2->scales[g] & 0x0F;
-                mins[g] = b2->scales[g] >> 4;
-            }
-        }
-        for (int h = 0; h < 2; h++)
-        {
-            const __m256i packed = _mm256_loadu_si256((const __m256i*)(wb->qs + 32 * h));
-            for (int j = 0; j < 4; j++)
-            {
-                const int g = 8 * h + 2 * j, block = 8 * sb + 4 * h + j;  // its activation block
-                __m256i wq = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * j), two);
-                if (q3)
-                    wq = _mm256_or_si256(wq, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + j), one), 2));
-                const __m256i scales = groupPairScales(scale, g);
-                for (int r = 0; r < R; r++)
-                {
-                    const __m256i x = _mm256_loadu_si256((const __m256i*)(q + r * qStride + (size_t)block * 32));
-                    // Q3_K: 4 sum x per pair; Q2_K: sum x per pair.
-                    const __m256i xSums = _mm256_maddubs_epi16(q3 ? four : one, x);
-                    const float dx = d[(size_t)r * blocks + block];
-                    __m256i p16 = _mm256_maddubs_epi16(wq, x);
-                    if (q3)
-                        p16 = _mm256_sub_epi16(p16, xSums);
-                    const __m256i dot = _mm256_madd_epi16(p16, scales);
-                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * dx), acc[r]);
-                    if (!q3)
-                    {
-                        const __m256i m = _mm256_madd_epi16(xSums, groupPairScales(mins, g));
-                        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin * dx), acc[r]);
-                    }
-                }
-            }
-        }
-    }
-    for (int r = 0; r < R; r++)
-        out[r] = hsum256(acc[r]);
-}
-
-template <typename Block>
-static float dotQ8Q2Q3K(const uchar* w, const signed char* q, const float* d, const int*, int blocks)
-{
-    float out;
-    dotQ2Q3KTile<Block, 1>(w, q, 0, d, blocks, &out);
-    return out;
-}
-
-// The multi-row tile: each weight row against up to 8 activation rows, unpacked once for them.
-// (Two weight rows in one loop ran generation at half the speed: GCC spilled their state.)
-template <typename Block>
-static void tileQ2Q3K(const uchar* w, size_t wStride, int wRows, const signed char* q, const float* d, const int*,
-                      int blocks, int rows, float* out, size_t outStride)
-{
-    const size_t qStride = (size_t)blocks * 32;
-    for (int i = 0; i < wRows; i++)
-        byRowTiles(rows, [&](auto R, int r) {
-            dotQ2Q3KTile<Block, decltype(R)::value>(w + i * wStride, q + r * qStride, qStride, d + (size_t)r * blocks,
-                                                     blocks, out + i * outStride + r);
-        });
-}
-
 // An interleaved Q4_K / Q5_K super-block: the 8 rows' d * sc and dmin * m of sub-block `sub`.
 template <typename Group>
 static inline void kQuantSubBlockScales(const Group* g, __m256 d8, __m256 dmin8, int sub, __m256& scale, __m256& minv)
@@ -324,8 +218,16 @@ struct Q4KInterleaved8
     }
 };
 
-// Q5_K on the interleaved layout: Q4_K's plus a 32-bit word of fifth bits per chunk (low and
-// high nibbles). q in 0..31: 4 maddubs per int16 sum, so each sub-block sums in two halves.
+// Bit c of every byte of `bits` moved to 0x10 (a Q5_K chunk's fifth bits; c a constant once
+// unrolled). The 16-bit shifts move no other byte's bit to bit 4.
+static inline __m256i fifthBitsOfChunk(__m256i bits, int c)
+{
+    const __m256i moved = c <= 4 ? _mm256_slli_epi16(bits, 4 - c) : _mm256_srli_epi16(bits, c - 4);
+    return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+}
+
+// Q5_K on the interleaved layout: Q4_K's plus a vector of fifth bits per sub-block (bit c:
+// chunk c). q in 0..31: 4 maddubs per int16 sum, so each sub-block sums in two halves.
 struct Q5KInterleaved8
 {
     template <int R>
@@ -348,14 +250,17 @@ struct Q5KInterleaved8
                     __m256i s32[R];
                     for (int r = 0; r < R; r++)
                         s32[r] = _mm256_setzero_si256();
+                    const __m256i bits = _mm256_loadu_si256((const __m256i*)g->qh[j][h]);
+#pragma GCC unroll 2
                     for (int half = 0; half < 2; half++)
                     {
                         NarrowDotSum s16[R];
+#pragma GCC unroll 4  // c picks the fifth bits' shift
                         for (int c = 4 * half; c < 4 * half + 4; c++)
                         {
                             const __m256i v = _mm256_loadu_si256((const __m256i*)g->qs[j][c]);
                             const __m256i w = _mm256_or_si256(_mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, mask),
-                                                              fifthBits(g->qh[j][c][h]));
+                                                              fifthBitsOfChunk(bits, c));
                             for (int r = 0; r < R; r++)
                                 s16[r].add(w, broadcast4(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }

@@ -151,13 +151,10 @@ void packQ5_K(const uchar* rows, size_t rowBytes, int units, uchar* dst)
             const block_q5_K& in = blockOf<block_q5_K>(rows, rowBytes, i, sb);
             packKHeaderAndNibbles(out, i, in);
             for (int j = 0; j < 4; j++)
-                for (int c = 0; c < 8; c++)
-                    for (int t = 0; t < 4; t++)
-                    {
-                        const uint8_t qh = in.qh[4 * c + t];
-                        out->qh[j][c][0] |= (uint32_t)((qh >> (2 * j)) & 1) << (4 * i + t);
-                        out->qh[j][c][1] |= (uint32_t)((qh >> (2 * j + 1)) & 1) << (4 * i + t);
-                    }
+                for (int h = 0; h < 2; h++)
+                    for (int c = 0; c < 8; c++)
+                        for (int t = 0; t < 4; t++)
+                            out->qh[j][h][4 * i + t] |= (uint8_t)(((in.qh[4 * c + t] >> (2 * j + h)) & 1) << c);
         }
     }
 }
@@ -183,6 +180,46 @@ void packQ6_K(const uchar* rows, size_t rowBytes, int units, uchar* dst)
         }
 }
 
+// The 2-bit chunks of Q2_K / Q3_K: per half h, chunk c = qs[32h + 4c ..] of each row.
+template <typename Group, typename Block>
+void putLowBitChunks(Group* out, int i, const Block& in)
+{
+    for (int h = 0; h < 2; h++)
+        for (int c = 0; c < 8; c++)
+            std::memcpy(&out->qs[h][c][4 * i], in.qs + 32 * h + 4 * c, 4);
+}
+
+void packQ2_K(const uchar* rows, size_t rowBytes, int units, uchar* dst)
+{
+    block_q2_Kx8* out = reinterpret_cast<block_q2_Kx8*>(dst);
+    for (int sb = 0; sb < units; sb++, out++)
+        for (int i = 0; i < 8; i++)
+        {
+            const block_q2_K& in = blockOf<block_q2_K>(rows, rowBytes, i, sb);
+            out->d[i] = in.d;
+            out->dmin[i] = in.dmin;
+            for (int g = 0; g < 16; g++)
+                out->scales[g][i] = in.scales[g];
+            putLowBitChunks(out, i, in);
+        }
+}
+
+void packQ3_K(const uchar* rows, size_t rowBytes, int units, uchar* dst)
+{
+    block_q3_Kx8* out = reinterpret_cast<block_q3_Kx8*>(dst);
+    for (int sb = 0; sb < units; sb++, out++)
+        for (int i = 0; i < 8; i++)
+        {
+            const block_q3_K& in = blockOf<block_q3_K>(rows, rowBytes, i, sb);
+            out->d[i] = in.d;
+            for (int g = 0; g < 16; g++)
+                out->scales[g][i] = (int8_t)scaleQ3_K(in.scales, g);
+            for (int c = 0; c < 8; c++)
+                putChunk(out->hmask, c, i, in.hmask);
+            putLowBitChunks(out, i, in);
+        }
+}
+
 } // namespace
 
 const InterleavedLayout kInterleavedQ4_0 = {QK4_0, sizeof(block_q4_0x8), packQ4_0};
@@ -190,6 +227,8 @@ const InterleavedLayout kInterleavedQ4_1 = {QK4_1, sizeof(block_q4_1x8), packQ4_
 const InterleavedLayout kInterleavedQ5_0 = {QK5_0, sizeof(block_q5_0x8), packQ5_0};
 const InterleavedLayout kInterleavedQ5_1 = {QK5_1, sizeof(block_q5_1x8), packQ5_1};
 const InterleavedLayout kInterleavedQ8_0 = {QK8_0, sizeof(block_q8_0x8), packQ8_0};
+const InterleavedLayout kInterleavedQ2_K = {QK_K, sizeof(block_q2_Kx8), packQ2_K};
+const InterleavedLayout kInterleavedQ3_K = {QK_K, sizeof(block_q3_Kx8), packQ3_K};
 const InterleavedLayout kInterleavedQ4_K = {QK_K, sizeof(block_q4_Kx8), packQ4_K};
 const InterleavedLayout kInterleavedQ5_K = {QK_K, sizeof(block_q5_Kx8), packQ5_K};
 const InterleavedLayout kInterleavedQ6_K = {QK_K, sizeof(block_q6_Kx8), packQ6_K};

@@ -8,9 +8,9 @@
 // offset 4j, so a 256-bit load feeds the 8 rows with the same 4 activations and lane j of every
 // vector is row j: no horizontal sums. The structs below are the units (as ggml's
 // block_q4_0x8 and friends); the static_asserts give their sizes: every layout keeps the bytes
-// of its 8 blocks except Q4_K / Q5_K, whose 6-bit sub-block scales and mins are unpacked to
-// bytes (2.8% larger). Which types have a layout, and the kernels that read it, is said by the
-// weight-type table (ggml_kernels.hpp).
+// of its 8 blocks except Q3_K / Q4_K / Q5_K, whose 6-bit scales (and mins) are unpacked to
+// bytes (3.6% / 2.8% larger). Which types have a layout, and the kernels that read it, is said
+// by the weight-type table (ggml_kernels.hpp).
 
 #ifndef OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
 #define OPENCV_DNN_SRC_LLM_KERNELS_INTERLEAVED_WEIGHTS_HPP
@@ -77,13 +77,15 @@ struct block_q4_Kx8
 };
 static_assert(sizeof(block_q4_Kx8) == 8 * sizeof(block_q4_K) + 8 * (16 - K_SCALE_SIZE), "block_q4_Kx8: wrong size");
 
-/** Q5_K: Q4_K's layout plus, per 64 inputs j and chunk c, two 32-bit words of fifth bits
-    (qh[j][c][h], bit 4i + t: bit 2j + h of qh[4c + t] of row i), before the nibbles. */
+/** Q5_K: Q4_K's layout plus, per 64 inputs j and nibble half h (low: sub-block 2j, high: 2j + 1),
+    32 bytes of fifth bits before the nibbles: bit c of qh[j][h][4i + t] is the fifth bit of the
+    quant in byte 4i + t of chunk c (bit 2j + h of qh[4c + t] of row i), so a chunk's 32 fifth
+    bits come out of one vector with a shift and a mask. */
 struct block_q5_Kx8
 {
     uint16_t d[8], dmin[8];
     uint8_t scales[8][8], mins[8][8];
-    uint32_t qh[4][8][2];
+    uint8_t qh[4][2][32];
     uint8_t qs[4][8][32];
 };
 static_assert(sizeof(block_q5_Kx8) == 8 * sizeof(block_q5_K) + 8 * (16 - K_SCALE_SIZE), "block_q5_Kx8: wrong size");
@@ -102,6 +104,28 @@ struct block_q6_Kx8
 };
 static_assert(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K), "block_q6_Kx8: wrong size");
 
+/** Q3_K: the 8 d, the 6-bit scales unpacked (scales[group][row], s - 32), the high-bit chunks
+    (hmask[c]: hmask[4c ..] of each row, for both halves), then per half h (128 inputs) and chunk
+    c the 2-bit chunks qs[h][c] = qs[32h + 4c ..]. */
+struct block_q3_Kx8
+{
+    uint16_t d[8];
+    int8_t scales[16][8];
+    uint8_t hmask[8][32];
+    uint8_t qs[2][8][32];
+};
+static_assert(sizeof(block_q3_Kx8) == 8 * sizeof(block_q3_K) + 8 * (16 - 12), "block_q3_Kx8: wrong size");
+
+/** Q2_K: the 8 d and dmin, the packed scale / min bytes as stored (scales[group][row]: scale in
+    the low nibble, min in the high one), then Q3_K's 2-bit chunks. */
+struct block_q2_Kx8
+{
+    uint16_t d[8], dmin[8];
+    uint8_t scales[16][8];
+    uint8_t qs[2][8][32];
+};
+static_assert(sizeof(block_q2_Kx8) == 8 * sizeof(block_q2_K), "block_q2_Kx8: wrong size");
+
 //! One type's interleaved layout: its unit and its packer.
 struct InterleavedLayout
 {
@@ -112,7 +136,8 @@ struct InterleavedLayout
 };
 
 extern const InterleavedLayout kInterleavedQ4_0, kInterleavedQ4_1, kInterleavedQ5_0, kInterleavedQ5_1,
-                               kInterleavedQ8_0, kInterleavedQ4_K, kInterleavedQ5_K, kInterleavedQ6_K;
+                               kInterleavedQ8_0, kInterleavedQ2_K, kInterleavedQ3_K,
+                               kInterleavedQ4_K, kInterleavedQ5_K, kInterleavedQ6_K;
 
 /** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `in` inputs each) as a
     groups x (in / unitInputs * unitBytes) CV_8U Mat in the layout. */

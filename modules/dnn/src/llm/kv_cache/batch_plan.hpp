@@ -22,6 +22,9 @@ struct BatchPlan
     // Per token.
     std::vector<int> batchSequence;  //!< index into the per-sequence arrays below
     std::vector<int> position;       //!< position of the token in its sequence
+    //! The last position of its sequence each token attends to; empty: its own for every token
+    //! (causal). Larger for the tokens of a non-causal span (BatchPlanner::setNextNonCausal).
+    std::vector<int> lastAttended;
     // Per distinct sequence of the batch, in order of first appearance.
     std::vector<int> sequenceIds;
     std::vector<int> newTokens;      //!< tokens the batch appends to the sequence
@@ -34,6 +37,7 @@ struct BatchPlan
     std::vector<std::vector<const std::vector<int>*>> pageTables;
 
     int sequences() const { return (int)sequenceIds.size(); }
+    int lastAttendedPosition(int token) const { return lastAttended.empty() ? position[token] : lastAttended[token]; }
 };
 
 }}} // namespace cv::dnn::llm

@@ -70,6 +70,34 @@ const BatchPlan& BatchPlanner::plan(PagedKVCache& cache, int tokens)
         p.logitTokens = nextLogits_;
     else
         p.logitTokens = p.lastToken;
+    p.lastAttended.clear();
+    if (!nextSpans_.empty())
+    {
+        std::vector<Range> spans;
+        spans.swap(nextSpans_);
+        p.lastAttended.assign(p.position.begin(), p.position.end());
+        int previousEnd = 0;
+        for (const Range& r : spans)
+        {
+            if (r.start < previousEnd || r.end <= r.start || r.end > tokens)
+            {
+                p.tokens = 0;
+                CV_Error(Error::StsBadArg, format("LLM: non-causal span [%d, %d) of a batch of %d tokens is empty, "
+                                                  "out of the batch or not after the previous span", r.start, r.end, tokens));
+            }
+            for (int t = r.start; t < r.end; t++)
+            {
+                if (p.batchSequence[t] != p.batchSequence[r.start])
+                {
+                    p.tokens = 0;
+                    CV_Error(Error::StsBadArg, format("LLM: non-causal span [%d, %d) holds tokens of several sequences",
+                                                      r.start, r.end));
+                }
+                p.lastAttended[t] = p.position[r.end - 1];
+            }
+            previousEnd = r.end;
+        }
+    }
     try
     {
         cache.reserve(p.sequenceIds, p.newTokens, p.pageTables);

@@ -25,6 +25,14 @@ public:
         batch, strictly ascending); empty: the last token of each sequence. */
     void setNextBatch(const std::vector<int>& sequenceIds, const std::vector<int>& logitTokens);
 
+    /** Ranges [start, end) of the next forward's tokens (indices into its batch; ascending, not
+        overlapping, each within one sequence) whose tokens attend to each other both ways: a
+        token of a range attends to its sequence's positions up to the range's last token
+        (sliding-window layers: from its own window's start), the other tokens stay causal.
+        libmtmd decodes a Gemma 3 image's embeddings with causal attention off. Serves the next
+        plan only, like setNextBatch(); checked when the forward comes. */
+    void setNextNonCausal(const std::vector<Range>& spans) { nextSpans_ = spans; }
+
     /** Plans a forward of `tokens` tokens and reserves their slots in `cache` (sequences
         grow; a shared partly filled last page is copied first). The context and the memory
         budget are checked before anything changes. A next batch serves one plan, even one
@@ -36,6 +44,7 @@ public:
 
 private:
     std::vector<int> next_, nextLogits_;
+    std::vector<Range> nextSpans_;
     bool hasNext_ = false;
     BatchPlan plan_;
 };

@@ -14,7 +14,8 @@
 // types with a multi-row tile. Otherwise the weight row is decoded to floats once for all
 // tokens. Either way each token's result is computed on its own, the same whatever the other
 // rows are: a sequence gets the same logits alone or in a batch. Beyond (prefill), tiles of
-// weight rows are decoded to float once and multiplied with all tokens by dnn's fastGemm.
+// weight rows are decoded to float once (F32 rows are used in place) and multiplied with all
+// tokens by Eigen's GEMM (kernels/float_gemm.hpp).
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -22,7 +23,7 @@
 #include "../kernels/ggml_kernels.hpp"
 #include "../kernels/interleaved_weights.hpp"
 #include "../common/mapped_file.hpp"
-#include "../../layers/cpu_kernels/fast_gemm.hpp"
+#include "../kernels/float_gemm.hpp"
 
 namespace cv {
 namespace dnn {
@@ -130,15 +131,13 @@ public:
         else
         {
             // Prefill: decode a tile of weight rows to float once, then a GEMM of all tokens
-            // against it (dnn's own fastGemm, one thread per tile).
+            // against it (one thread per tile).
             run.tileRows = std::max(8, std::min(64, (1 << 17) / in_));
             run.tiles = (out_ + run.tileRows - 1) / run.tileRows;
             run.stripes = std::min(run.tiles, threads * 4);
             if (scratch_.size() < (size_t)run.stripes * run.tileRows * in_)
                 scratch_.resize((size_t)run.stripes * run.tileRows * in_);
             run.scratch = scratch_.data();
-            run.gemmOpt.init();
-            run.gemmOpt.multi_thread = false;
             parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.gemm(r); }, run.stripes);
         }
     }
@@ -156,7 +155,6 @@ private:
         size_t rowBytes;
         int stripes = 1, tileRows = 0, tiles = 0;
         float* scratch = nullptr;
-        FastGemmOpt gemmOpt;
 
         static constexpr int kRowsPerCall = 8;  // activation rows per weight-row kernel call (inline: std::min binds it)
 
@@ -258,10 +256,13 @@ private:
                 for (int k = stripeBegin(s, tiles); k < stripeBegin(s + 1, tiles); k++)
                 {
                     const int n0 = k * tileRows, n1 = std::min(out, n0 + tileRows);
-                    for (int n = n0; n < n1; n++)
-                        self->traits_->decodeRow(w + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
-                    FastGemmOpt opt = gemmOpt;
-                    fastGemm(false, true, rows, in, n1 - n0, in, 1.f, x, in, 1, tile, in, 1, 0.f, y + n0, out, opt);
+                    const float* rowsOfTile = tile;
+                    if (self->type_ == llm::GGML_F32)
+                        rowsOfTile = reinterpret_cast<const float*>(w + (size_t)n0 * rowBytes);
+                    else
+                        for (int n = n0; n < n1; n++)
+                            self->traits_->decodeRow(w + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
+                    llm::gemmTokensByWeightRows(x, in, rows, in, rowsOfTile, in, n1 - n0, y + n0, out);
                     if (bias)
                         for (int t = 0; t < rows; t++)
                             for (int n = n0; n < n1; n++)

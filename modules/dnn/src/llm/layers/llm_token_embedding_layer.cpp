@@ -19,6 +19,7 @@ public:
         type_ = (llm::GGMLType)params.get<int>("ggml_type");
         dim_ = params.get<int>("embedding_length");
         vocab_ = params.get<int>("vocab_size");
+        tokenScale_ = params.get<float>("token_scale", 1.f);
         CV_CheckGT(dim_, 0, "LLMTokenEmbedding: embedding_length must be positive");
         CV_CheckGT(vocab_, 0, "LLMTokenEmbedding: vocab_size must be positive");
         const llm::WeightTypeTraits& traits = llm::weightTypeTraits(type_);
@@ -73,7 +74,13 @@ public:
                 if (id < 0)  // an external row (an image embedding)
                     std::copy_n(args.self->external_.ptr<float>(-1 - id), args.self->dim_, out);
                 else
+                {
                     args.self->decodeRow_(table.ptr(id), out, args.self->dim_);
+                    const float scale = args.self->tokenScale_;
+                    if (scale != 1.f)
+                        for (int i = 0; i < args.self->dim_; i++)
+                            out[i] *= scale;
+                }
             }
         });
     }
@@ -96,6 +103,7 @@ private:
     llm::GGMLType type_;
     llm::RowDecoder decodeRow_;  // the fastest decoder of the type on this CPU (weight-type table)
     int dim_, vocab_;
+    float tokenScale_;  // times the table's rows, not the external ones (gemma3's sqrt(n_embd))
 };
 
 Ptr<LLMTokenEmbeddingLayer> LLMTokenEmbeddingLayer::create(const LayerParams& params)

@@ -42,6 +42,9 @@ public:
         planner_.setNextBatch(sequenceIds, logitTokens);
     }
 
+    //! The next forward's non-causal spans (BatchPlanner::setNextNonCausal).
+    void setNextNonCausal(const std::vector<Range>& spans) { planner_.setNextNonCausal(spans); }
+
     //! Rows of logits a forward of `tokens` tokens returns: those of the plan when it is for `tokens` tokens.
     int outputRows(int tokens) const;
 

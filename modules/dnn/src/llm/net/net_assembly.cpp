@@ -61,4 +61,12 @@ void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logi
     net.getImpl()->forwardPlanner = state;
 }
 
+void setLLMNonCausalSpans(Net& net, const std::vector<Range>& spans)
+{
+    Ptr<LLMNetState> state = LLMNetState::of(net);
+    if (!state)
+        CV_Error(Error::StsBadArg, "setLLMNonCausalSpans: the Net is not a language model");
+    state->setNextNonCausal(spans);
+}
+
 }}} // namespace cv::dnn::llm

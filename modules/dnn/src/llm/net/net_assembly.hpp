@@ -43,6 +43,11 @@ inline LayerPin addConnectedLayer(Net& net, LayerParams& lp, const std::vector<L
 CV_EXPORTS void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logitRowsLayer,
                                 const std::string& sourcePath, int tokenWidth = 1);
 
+/** The next forward's non-causal spans (token ranges of its batch whose tokens attend to each
+    other both ways, BatchPlanner::setNextNonCausal): libmtmd's Gemma 3 images. Exported for the
+    tests; TextGenerationModel sets them for its prompts' images. */
+CV_EXPORTS void setLLMNonCausalSpans(Net& net, const std::vector<Range>& spans);
+
 }}} // namespace cv::dnn::llm
 
 #endif

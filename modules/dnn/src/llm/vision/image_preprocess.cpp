@@ -28,6 +28,13 @@ double bicubic(double x)
     return 0.0;
 }
 
+// Pillow's bilinear (triangle) kernel, support 1.
+double bilinear(double x)
+{
+    x = std::abs(x);
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
 // Pillow's Lanczos kernel (a = 3), as libmtmd's resize_pillow computes it.
 double lanczos(double x)
 {
@@ -55,7 +62,8 @@ std::vector<Taps> resampleTaps(int inSize, int outSize, PillowFilter filter)
 {
     const double scale = (double)inSize / outSize;
     const double filterScale = std::max(scale, 1.0);  // widen the kernel when shrinking (anti-aliasing)
-    const double support = (filter == PillowFilter::Lanczos ? 3.0 : 2.0) * filterScale;
+    const double support = (filter == PillowFilter::Lanczos ? 3.0 : filter == PillowFilter::Bilinear ? 1.0 : 2.0) *
+                           filterScale;
     const double ss = 1.0 / filterScale;
     std::vector<Taps> taps(outSize);
     for (int o = 0; o < outSize; o++)
@@ -68,7 +76,7 @@ std::vector<Taps> resampleTaps(int inSize, int outSize, PillowFilter filter)
         for (int i = lo; i < hi; i++)
         {
             const double t = (i - center + 0.5) * ss;
-            w[i - lo] = filter == PillowFilter::Lanczos ? lanczos(t) : bicubic(t);
+            w[i - lo] = filter == PillowFilter::Lanczos ? lanczos(t) : filter == PillowFilter::Bilinear ? bilinear(t) : bicubic(t);
             sum += w[i - lo];
         }
         taps[o].first = lo;
@@ -285,6 +293,10 @@ Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp)
     const Mat rgb = toRGB8(bgr);
     // llava without grid pinpoints: fit into S x S keeping the aspect ratio (sizes rounded
     // up), centred on llava's pad colour (libmtmd's fixed-size preprocessor, PAD_CEIL).
+    // gemma3: the same preprocessor with Pillow's bilinear resampling and black padding
+    // (clip.cpp sets only image_resize_algo for it; the pad style and colour stay the defaults).
+    const bool gemma3 = hp.projector == VisionProjector::Gemma3;
+    const Scalar padColor = gemma3 ? Scalar(0, 0, 0) : Scalar(122, 116, 104);
     const int S = hp.imageSize;
     Mat square;
     if (rgb.cols == S && rgb.rows == S)
@@ -293,8 +305,9 @@ Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp)
     {
         const float scale = std::min((float)S / rgb.cols, (float)S / rgb.rows);
         const int w = std::min((int)std::ceil(rgb.cols * scale), S), h = std::min((int)std::ceil(rgb.rows * scale), S);
-        square = Mat(S, S, CV_8UC3, Scalar(122, 116, 104));
-        resizeBicubicPillow(rgb, Size(w, h)).copyTo(square(Rect((S - w) / 2, (S - h) / 2, w, h)));
+        square = Mat(S, S, CV_8UC3, padColor);
+        resizePillow(rgb, Size(w, h), gemma3 ? PillowFilter::Bilinear : PillowFilter::Bicubic)
+            .copyTo(square(Rect((S - w) / 2, (S - h) / 2, w, h)));
     }
     return toBlob(square, hp);
 }

@@ -6,7 +6,9 @@
 // projector (mtmd-image.cpp): for llava's `mlp` without grid pinpoints, the image is fitted
 // into image_size x image_size keeping its aspect ratio (sizes rounded up), centred on a
 // (122, 116, 104) RGB background, then scaled to [0, 1] and normalized per channel by the
-// file's image_mean / image_std. Idefics3 tiles the image instead (preprocessIdefics3).
+// file's image_mean / image_std. gemma3: the same, with Pillow's bilinear filter and a black
+// background (libmtmd's fixed-size preprocessor with RESIZE_ALGO_BILINEAR). Idefics3 and
+// llava-1.6 tile the image instead (preprocessIdefics3, preprocessLlavaTiles).
 
 #ifndef OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
 #define OPENCV_DNN_SRC_LLM_VISION_IMAGE_PREPROCESS_HPP
@@ -22,10 +24,11 @@ namespace llm {
     1 x 3 x S x S float blob of normalized RGB. Other types are refused naming the type. */
 Mat preprocessImage(const Mat& bgr, const VisionHyperParameters& hp);
 
-enum class PillowFilter { Bicubic, Lanczos };
+enum class PillowFilter { Bilinear, Bicubic, Lanczos };
 
 /** The resampling libmtmd uses (Pillow's, anti-aliased when shrinking, 8-bit fixed-point;
-    bicubic with a = -0.5 or Lanczos with a = 3) of an 8-bit RGB image to `size`. */
+    bilinear (gemma3), bicubic with a = -0.5 (llava) or Lanczos with a = 3 (idefics3)) of an
+    8-bit RGB image to `size`. */
 Mat resizePillow(const Mat& rgb, Size size, PillowFilter filter);
 Mat resizeBicubicPillow(const Mat& rgb, Size size);
 

@@ -54,11 +54,13 @@ void MMProjFile::readHyperParameters()
     hp_.projectorName = type->str;
     if (hp_.projectorName == "mlp")
         hp_.projector = VisionProjector::Mlp;
+    else if (hp_.projectorName == "gemma3")
+        hp_.projector = VisionProjector::Gemma3;
     else if (hp_.projectorName == "idefics3")
         hp_.projector = VisionProjector::Idefics3;
     else
         CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': projector type '" + hp_.projectorName +
-                                           "' is not supported (supported: mlp, idefics3)");
+                                           "' is not supported (supported: mlp, gemma3, idefics3)");
 
     hp_.imageSize = u32("clip.vision.image_size", 1, 8192);
     hp_.patchSize = u32("clip.vision.patch_size", 1, 1024);
@@ -98,6 +100,14 @@ void MMProjFile::readHyperParameters()
     if (hp_.projector == VisionProjector::Idefics3)
     {
         readIdefics3HyperParameters();
+        return;
+    }
+    if (hp_.projector == VisionProjector::Gemma3)
+    {
+        if (f.find("clip.vision.image_grid_pinpoints"))
+            CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': image_grid_pinpoints with the gemma3 projector "
+                                               "is not supported");
+        readGemma3HyperParameters();
         return;
     }
     readGridPinpoints();
@@ -213,7 +223,7 @@ void MMProjFile::checkTensors()
 {
     const int D = hp_.nEmbd, P = hp_.patchSize;
     tensor("v.patch_embd.weight", {P, P, 3, D});
-    // (llama.cpp's SigLIP graph, idefics3's, has no class token: a v.class_embd is not used)
+    // (llama.cpp's SigLIP graph, gemma3's and idefics3's, has no class token: a v.class_embd is not used)
     hp_.classEmbedding = hp_.projector == VisionProjector::Mlp && file_->findTensor("v.class_embd") != nullptr;
     if (hp_.classEmbedding)
         tensor("v.class_embd", {D});
@@ -240,7 +250,9 @@ void MMProjFile::checkTensors()
         tensor(b + (hp_.swappedFFN ? "ffn_down" : "ffn_up") + ".weight", {D, hp_.nFF});
         tensor(b + (hp_.swappedFFN ? "ffn_up" : "ffn_down") + ".weight", {hp_.nFF, D});
     }
-    if (hp_.projector == VisionProjector::Idefics3)
+    if (hp_.projector == VisionProjector::Gemma3)
+        checkGemma3Tensors();
+    else if (hp_.projector == VisionProjector::Idefics3)
         checkIdefics3Tensors();
     else
         checkMlpTensors();
@@ -263,6 +275,45 @@ void MMProjFile::checkMlpTensors()
     }
     else
         hp_.outputEmbd = hp_.projectorHidden;  // Yi-type llava: mm.0 and GELU only
+}
+
+// Gemma 3 (llama.cpp's clip_graph_siglip, PROJECTOR_TYPE_GEMMA3): every block runs, and the
+// patch grid is average-pooled by clip.vision.projector.scale_factor (n_merge, default 4)
+// patches per side.
+void MMProjFile::readGemma3HyperParameters()
+{
+    hp_.layersRun = hp_.nLayer;
+    hp_.poolKernel = 4;
+    if (file_->find("clip.vision.projector.scale_factor"))
+    {
+        const GGUFValue* v = file_->find("clip.vision.projector.scale_factor");
+        if (v->numbers.size() || v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->i < 1 || v->i > 1024)
+            fail("key clip.vision.projector.scale_factor must be an integer in [1, 1024]");
+        hp_.poolKernel = (int)v->i;
+    }
+    // ggml_pool_2d keeps floor(n / k) windows per side (the remainder is not used) and
+    // clip_n_output_tokens counts n^2 / k^2: llama.cpp works when both agree.
+    const int n = hp_.patchesPerSide(), k = hp_.poolKernel;
+    if ((n / k) * (n / k) != n * n / (k * k) || n < k)
+        fail(format("gemma3: %d patches per side (clip.vision.image_size / patch_size) do not pool into whole "
+                    "windows of %d (clip.vision.projector.scale_factor)", n, k));
+}
+
+// mm.soft_emb_norm.weight (D) and mm.input_projection.weight, ggml dims [n_embd_text, D]:
+// llama.cpp multiplies by its transpose, so it is stored as PyTorch's [D, n_embd_text].
+void MMProjFile::checkGemma3Tensors()
+{
+    const int D = hp_.nEmbd;
+    tensor("mm.soft_emb_norm.weight", {D});
+    const GGUFTensor* proj = file_->findTensor("mm.input_projection.weight");
+    if (!proj)
+        fail("missing tensor 'mm.input_projection.weight' (the gemma3 projector)");
+    hp_.outputEmbd = (int)proj->ne[0];
+    hp_.projectorHidden = hp_.outputEmbd;
+    tensor("mm.input_projection.weight", {hp_.outputEmbd, D});
+    if (proj->type != GGML_F32 && proj->type != GGML_F16)
+        fail("tensor 'mm.input_projection.weight' has type " + ggmlTypeName(proj->type) +
+             "; the gemma3 projection is supported in F32 and F16");
 }
 
 }}} // namespace cv::dnn::llm

@@ -24,11 +24,12 @@ MultimodalPrompter::MultimodalPrompter(const std::string& mmprojPath, Net& langu
             CV_Error(Error::StsNotImplemented, "TextGenerationModel: the language model has several token embeddings");
         embedding_ = layer;
     }
-    // llama.cpp feeds image embeddings after the token-embedding scale (Gemma's sqrt(n_embd)),
-    // which the GGUF Net applies to every row of its embedding layer's output.
+    // llama.cpp feeds image embeddings after the token-embedding scale (Gemma's sqrt(n_embd)).
+    // gemma3's GGUF Net scales token rows in its embedding layer (image rows bypass it); the
+    // others (gemma, gemma2, granite) scale every row in a layer of its own: not supported.
     if (languageModel.getLayerId("token_embd_scale") >= 0)
-        CV_Error(Error::StsNotImplemented, "TextGenerationModel: images with a language model that scales its token "
-                                           "embeddings (gemma, granite) are not supported yet");
+        CV_Error(Error::StsNotImplemented, "TextGenerationModel: images with a language model that scales all its "
+                                           "input embeddings (gemma, gemma2, granite) are not supported");
     if (!embedding_)
         CV_Error(Error::StsNotImplemented, "TextGenerationModel: images need a language model whose Net has a "
                                            "token-embedding layer (a GGUF or ONNX model loaded by this module)");
@@ -151,8 +152,12 @@ MultimodalPrompter::ImageEntry MultimodalPrompter::entryOf(const Mat& bgr)
             const int64 t0 = getTickCount();
             e.rows = encoder_.encode(pixels);
             lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
+            std::vector<int> before, after;  // gemma3's <start_of_image> / <end_of_image>
+            imageWrappers(before, after);
+            e.layout = before;
             for (int i = 0; i < e.rows.rows; i++)
                 e.layout.push_back(-1 - i);
+            e.layout.insert(e.layout.end(), after.begin(), after.end());
         }
     }
     auto it = std::find_if(recent_.begin(), recent_.end(), [&](const ImageEntry& r) { return r.digest == e.digest; });
@@ -211,6 +216,47 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
         table_digests_.emplace_back(digests[i], rows[i].rows);
     embedding_->setExternalRows(table_);
     return ids;
+}
+
+// mtmd.cpp: gemma3's img_beg / img_end, each added with mtmd_tokenize_text_internal(vocab,
+// text, add_special = false, parse_special = true).
+void MultimodalPrompter::imageWrappers(std::vector<int>& before, std::vector<int>& after) const
+{
+    before.clear();
+    after.clear();
+    if (encoder_.hparams().projector == VisionProjector::Gemma3)
+    {
+        before = tokenizer_->encode("<start_of_image>", false, true);
+        after = tokenizer_->encode("<end_of_image>", false, true);
+    }
+}
+
+std::vector<Range> MultimodalPrompter::nonCausalSpans(const std::vector<int>& ids) const
+{
+    std::vector<Range> spans;
+    if (encoder_.hparams().projector != VisionProjector::Gemma3)
+        return spans;
+    // The image each table row belongs to: rows of one image are consecutive ids.
+    std::vector<int> imageOfRow;
+    for (size_t i = 0; i < table_digests_.size(); i++)
+        imageOfRow.insert(imageOfRow.end(), table_digests_[i].second, (int)i);
+    for (int t = 0; t < (int)ids.size();)
+    {
+        if (!isImageId(ids[t]))
+        {
+            t++;
+            continue;
+        }
+        const int row = -1 - ids[t];
+        CV_Assert(row < (int)imageOfRow.size());
+        int end = t + 1;
+        while (end < (int)ids.size() && isImageId(ids[end]) && -1 - ids[end] == -1 - ids[end - 1] + 1 &&
+               imageOfRow[-1 - ids[end]] == imageOfRow[row])
+            end++;
+        spans.emplace_back(t, end);
+        t = end;
+    }
+    return spans;
 }
 
 int MultimodalPrompter::firstChangedRow() const

@@ -5,13 +5,16 @@
 // Prompts with images for TextGenerationModel(model, mmproj): the text is split at the media
 // marker (llama.cpp's "<__media__>"), each piece tokenized on its own without BOS, each marker
 // replaced by the next image's embedding rows, and BOS put first when the model adds it, as
-// libmtmd's mtmd_tokenize does for llava (no wrapper tokens around the image; the image's
-// tokens take consecutive positions under the causal mask like text). Idefics3 (SmolVLM)
+// libmtmd's mtmd_tokenize does: for llava no wrapper tokens around the image, and the image's
+// tokens take consecutive positions under the causal mask like text; for gemma3 the image is
+// wrapped in <start_of_image> ... <end_of_image> (each tokenized on its own, special tokens
+// parsed) and its rows attend to each other both ways (nonCausalSpans()). Idefics3 (SmolVLM)
 // puts each tile's rows after "<fake_token_around_image><row_R_col_C>" (tokenized with
 // special tokens), "\n" after each row of tiles but the last, then "\n\n",
 // "<fake_token_around_image>", "<global-img>" (single tokens looked up by their piece, as
-// libmtmd's lookup_token), the overview's rows and "<fake_token_around_image>". llava-1.6
-// (image_grid_pinpoints) puts the tiles' rows and then the overview's, with no tokens between.
+// libmtmd's lookup_token), the overview's rows and "<fake_token_around_image>", causal like
+// text. llava-1.6 (image_grid_pinpoints) puts the tiles' rows and then the overview's, with
+// no tokens between.
 //
 // An image's rows enter the language model's Net through its token-embedding layer: the
 // prompt carries ids -1, -2, ... that stand for rows of the table of the prompt's image
@@ -47,6 +50,8 @@ public:
     void setImages(const std::vector<Mat>& images) { images_ = images; }
     //! The text's ids with image rows at its markers (see above); `addSpecial`: BOS / EOS as the model asks.
     std::vector<int> encode(const std::string& text, bool addSpecial, bool parseSpecial);
+    //! The ids of an image's wrapper tokens, before and after its rows (gemma3: <start_of_image>, <end_of_image>).
+    void imageWrappers(std::vector<int>& before, std::vector<int>& after) const;
     //! Image embeddings of one BGR image (rows of the language model's width).
     Mat embed(const Mat& bgr);
 
@@ -60,10 +65,14 @@ public:
     int firstChangedRow() const;
     //! The last encode()'s rows went through the Net (the KV cache holds what they meant).
     void commit() { committed_ = table_digests_; }
+    /** Ranges of `ids` (a part of the last encode()'s ids) that must attend among themselves
+        both ways: each image's rows for gemma3 (libmtmd's mtmd_decode_use_non_causal), none
+        for llava. */
+    std::vector<Range> nonCausalSpans(const std::vector<int>& ids) const;
 
 private:
     /** One image's part of the prompt: its embedding rows and the ids that stand for it, where
-        -1 - k is its row k and ids >= 0 are wrapper tokens (idefics3's tile markers). */
+        -1 - k is its row k and ids >= 0 are wrapper tokens (gemma3's, idefics3's tile markers). */
     struct ImageEntry
     {
         std::string digest;

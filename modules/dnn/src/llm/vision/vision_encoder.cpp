@@ -14,6 +14,8 @@
 //   MLP, residual), all but the last block unless clip.vision.feature_layer says otherwise
 //   -> post-LayerNorm when present -> tokens 1..N (llama.cpp drops the FIRST patch and keeps
 //   the class token, which it placed last) -> the mlp projector (mm.0, GELU, mm.2).
+// Gemma 3 (tools/mtmd/models/siglip.cpp): the same ViT without class token, every block, the
+// post-LayerNorm, then gemma3Projector() (pooling, RMS norm, projection).
 // Where llama.cpp rounds to half precision on the CPU we do the same: the patch embedding's
 // pixels and weights (ggml_conv_2d's F16 im2col), the GELUs' inputs and outputs (ggml's F16
 // tables) and the inputs of matmuls with F16 weights; everything else is float32.
@@ -25,6 +27,7 @@
 #include "../llm_layers.hpp"
 #include "../net/net_assembly.hpp"
 
+#include <cstring>
 #include <mutex>
 
 namespace cv {
@@ -42,6 +45,7 @@ void registerVisionLayers()
         LayerFactory::registerLayer("VisionRoundF16", [](LayerParams& p) -> Ptr<Layer> { return VisionRoundF16Layer::create(p); });
         LayerFactory::registerLayer("VisionGeluF16", [](LayerParams& p) -> Ptr<Layer> { return VisionGeluF16Layer::create(p); });
         LayerFactory::registerLayer("VisionPixelShuffle", [](LayerParams& p) -> Ptr<Layer> { return VisionPixelShuffleLayer::create(p); });
+        LayerFactory::registerLayer("VisionAvgPool", [](LayerParams& p) -> Ptr<Layer> { return VisionAvgPoolLayer::create(p); });
     });
 }
 
@@ -70,6 +74,11 @@ public:
             x = block(il, x);
         if (hp_.postNorm)
             x = layerNorm("v.post_ln", D, x);
+        if (hp_.projector == VisionProjector::Gemma3)
+        {
+            gemma3Projector(x);
+            return;
+        }
         if (hp_.projector == VisionProjector::Idefics3)
         {
             idefics3Projector(x);
@@ -215,6 +224,44 @@ private:
             h = elementwise(b + "ffn_act", "silu", h);
         h = matmul(b + (hp_.swappedFFN ? "ffn_up" : "ffn_down"), F, D, h);
         return elementwise(b + "ffn_residual", "add", x, h);
+    }
+
+    // Gemma 3 (llama.cpp's clip_graph_siglip): the patch grid average-pooled by poolKernel
+    // patches per side (ggml_pool_2d), RMS norm (ggml_rms_norm with the file's epsilon, times
+    // mm.soft_emb_norm.weight as stored), then mm.input_projection (ggml [n_embd_text, D],
+    // which llama.cpp transposes: y = x W with W as stored, D x n_embd_text).
+    void gemma3Projector(LayerPin x)
+    {
+        const int D = hp_.nEmbd, T = hp_.outputEmbd;
+        LayerParams pool = params("mm.pool", "VisionAvgPool");
+        pool.set("grid", hp_.patchesPerSide());
+        pool.set("kernel", hp_.poolKernel);
+        x = addConnectedLayer(net_, pool, {x});
+
+        LayerParams norm = params("mm.soft_emb_norm", "RMSNorm");
+        norm.set("epsilon", hp_.eps);
+        norm.blobs.push_back(f_.vectorF32("mm.soft_emb_norm.weight", D));
+        x = addConnectedLayer(net_, norm, {x});
+
+        const GGUFTensor& w = f_.tensor("mm.input_projection.weight", {T, D});
+        // ggml_cont(ggml_transpose(w)) keeps w's type: T rows of D elements.
+        const size_t es = w.type == GGML_F16 ? 2 : 4;
+        Mat rows(T, (int)(D * es), CV_8U);
+        for (int d = 0; d < D; d++)
+            for (int t = 0; t < T; t++)
+                std::memcpy(rows.ptr(t) + d * es, w.data + ((size_t)d * T + t) * es, es);
+        if (w.type == GGML_F16)  // ggml converts the activations to F16 for F16 weights
+        {
+            LayerParams round = params("mm.input_projection.input_f16", "VisionRoundF16");
+            x = addConnectedLayer(net_, round, {x});
+        }
+        LayerParams lp = params("mm.input_projection", "LLMMatMul");
+        lp.set("ggml_type", (int)w.type);
+        lp.set("in_features", D);
+        lp.set("out_features", T);
+        lp.set("integer_dot", false);
+        lp.blobs.push_back(rows);
+        addConnectedLayer(net_, lp, {x});
     }
 
 public:

@@ -76,6 +76,15 @@ public:
     static Ptr<VisionPixelShuffleLayer> create(const LayerParams& params);
 };
 
+/** Gemma 3's pooling (ggml_pool_2d, GGML_OP_POOL_AVG): a tokens x D input holding a `grid` x
+    `grid` patch grid in raster order, averaged over `kernel` x `kernel` windows with stride
+    `kernel` (floor(grid / kernel) windows per side). Output: (grid / kernel)^2 x D, raster order. */
+class VisionAvgPoolLayer : public Layer
+{
+public:
+    static Ptr<VisionAvgPoolLayer> create(const LayerParams& params);
+};
+
 CV__DNN_INLINE_NS_END
 
 namespace llm {
