@@ -2,13 +2,17 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// libmtmd's tiling preprocessors (mtmd_image_preprocessor_llava_uhd for llava-1.6's
-// image_grid_pinpoints, mtmd_image_preprocessor_idefics3; exported by libmtmd) against ours
+// libmtmd's preprocessors (mtmd_image_preprocessor_llava_uhd for llava-1.6's
+// image_grid_pinpoints, mtmd_image_preprocessor_idefics3, and the fixed-size one of llava
+// without pinpoints and gemma3; exported by libmtmd) against ours
 // (modules/dnn/src/llm/vision/image_preprocess.cpp compiled in), value by value on the
 // normalized tiles and overview of each PPM image given. Built by hand (README.md); not part of
 // the project's CMake build:
 //
-//     mtmd_preprocess_check MMPROJ.gguf llava|idefics3 IMAGE.ppm...
+//     mtmd_preprocess_check MMPROJ.gguf llava|idefics3|fixed|gemma3 IMAGE.ppm...
+//
+// llava: llava-1.6's tiles (the file has pinpoints); fixed: llava without pinpoints; gemma3:
+// the fixed-size preprocessor with gemma3's settings.
 #include "mtmd-image.h"
 #include "clip.h"
 #include <opencv2/imgproc.hpp>
@@ -45,18 +49,19 @@ int main(int argc, char** argv)
 {
     if (argc < 4)
     {
-        fprintf(stderr, "usage: %s MMPROJ.gguf llava|idefics3 IMAGE.ppm...\n", argv[0]);
+        fprintf(stderr, "usage: %s MMPROJ.gguf llava|idefics3|fixed|gemma3 IMAGE.ppm...\n", argv[0]);
         return 2;
     }
     const char* mmproj = argv[1];
-    const bool idefics3 = std::string(argv[2]) == "idefics3";
+    const std::string mode = argv[2];
+    const bool idefics3 = mode == "idefics3", fixed = mode == "fixed" || mode == "gemma3";
     clip_context_params cp{};
     cp.use_gpu = false;
     auto res = clip_init(mmproj, cp);
     clip_ctx* ctx = res.ctx_v;
     const clip_hparams& h = *clip_get_hparams(ctx);
     VisionHyperParameters hp;
-    hp.projector = idefics3 ? VisionProjector::Idefics3 : VisionProjector::Mlp;
+    hp.projector = idefics3 ? VisionProjector::Idefics3 : mode == "gemma3" ? VisionProjector::Gemma3 : VisionProjector::Mlp;
     hp.imageSize = h.image_size; hp.patchSize = h.patch_size; hp.longestEdge = h.image_longest_edge;
     for (int c = 0; c < 3; c++) { hp.imageMean[c] = h.image_mean[c]; hp.imageStd[c] = h.image_std[c]; }
     for (auto& r : h.image_res_candidates) hp.gridPinpoints.push_back(Size(r.width, r.height));
@@ -65,6 +70,16 @@ int main(int argc, char** argv)
     {
         int w, hh; auto rgb = readPPM(argv[i], w, hh);
         clip_image_u8 img; img.set_size({w, hh}, false); img.cpy_buf(rgb);
+        if (fixed)
+        {
+            mtmd_image_preproc_out out = mtmd_image_preprocessor_fixed_size(ctx).preprocess(img);
+            Mat rgbm(hh, w, CV_8UC3, rgb.data()), bgr;
+            cvtColor(rgbm, bgr, COLOR_RGB2BGR);
+            const double m = out.entries.size() == 1 ? maxDiff(out.entries[0], preprocessImage(bgr, hp)) : 1e9;
+            printf("%s: max |libmtmd - ours|: %g\n", argv[i], m);
+            bad = bad || m != 0;
+            continue;
+        }
         mtmd_image_preproc_out out;
         if (idefics3) out = mtmd_image_preprocessor_idefics3(ctx).preprocess(img);
         else out = mtmd_image_preprocessor_llava_uhd(ctx).preprocess(img);
