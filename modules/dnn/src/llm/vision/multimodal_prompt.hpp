@@ -8,7 +8,13 @@
 // libmtmd's mtmd_tokenize does: for llava no wrapper tokens around the image, and the image's
 // tokens take consecutive positions under the causal mask like text; for gemma3 the image is
 // wrapped in <start_of_image> ... <end_of_image> (each tokenized on its own, special tokens
-// parsed) and its rows attend to each other both ways (nonCausalSpans()).
+// parsed) and its rows attend to each other both ways (nonCausalSpans()). Idefics3 (SmolVLM)
+// puts each tile's rows after "<fake_token_around_image><row_R_col_C>" (tokenized with
+// special tokens), "\n" after each row of tiles but the last, then "\n\n",
+// "<fake_token_around_image>", "<global-img>" (single tokens looked up by their piece, as
+// libmtmd's lookup_token), the overview's rows and "<fake_token_around_image>", causal like
+// text. llava-1.6 (image_grid_pinpoints) puts the tiles' rows and then the overview's, with
+// no tokens between.
 //
 // An image's rows enter the language model's Net through its token-embedding layer: the
 // prompt carries ids -1, -2, ... that stand for rows of the table of the prompt's image
@@ -65,8 +71,24 @@ public:
     std::vector<Range> nonCausalSpans(const std::vector<int>& ids) const;
 
 private:
-    //! `bgr`'s embeddings (from the cache of recent images, or encoded) and its digest.
-    Mat embeddingsOf(const Mat& bgr, std::string& digest);
+    /** One image's part of the prompt: its embedding rows and the ids that stand for it, where
+        -1 - k is its row k and ids >= 0 are wrapper tokens (gemma3's, idefics3's tile markers). */
+    struct ImageEntry
+    {
+        std::string digest;
+        Mat rows;
+        std::vector<int> layout;
+    };
+    //! `bgr`'s entry, from the cache of recent images or encoded.
+    ImageEntry entryOf(const Mat& bgr);
+    //! Idefics3 and llava-1.6: the tiles and the overview encoded, with libmtmd's markers around them.
+    ImageEntry tiledEntry(const Mat& bgr);
+    bool tiled() const
+    {
+        return encoder_.hparams().projector == VisionProjector::Idefics3 || !encoder_.hparams().gridPinpoints.empty();
+    }
+    //! The first id whose piece is `text` (libmtmd's lookup_token), or an error naming it.
+    int lookupToken(const std::string& text) const;
 
     VisionEncoder encoder_;
     std::shared_ptr<Tokenizer> tokenizer_;
@@ -76,7 +98,8 @@ private:
     Mat table_;                             // the current prompt's image rows
     // (digest, rows) of each image of the table, in order; and of the table last fed.
     std::vector<std::pair<std::string, int>> table_digests_, committed_;
-    std::list<std::pair<std::string, Mat>> recent_;  // digest -> embeddings, most recent first
+    std::list<ImageEntry> recent_;          // most recent first
+    std::vector<int> idefics3OverviewStart_, idefics3OverviewEnd_, idefics3RowEnd_;
     double lastEncodeMs_ = 0;
 };
 
