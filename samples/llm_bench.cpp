@@ -65,7 +65,8 @@ const char* const keys =
     "{lookup-ngram   | 0   | with --draft-tokens: draft by prompt lookup, matching up to N tokens }"
     "{draft-model    |     | with --draft-tokens: draft with this model (same vocabulary) }"
     "{draft-p-min    | 0.75| with --draft-model: drafting stops at a token the draft model gives less probability }"
-    "{prompt         |     | with --draft-tokens: the prompt (default: a passage followed by a request to repeat it) }";
+    "{prompt         |     | with --draft-tokens: the prompt (default: a passage followed by a request to repeat it) }"
+    "{kv-type        | f32 | element type of the stored keys and values: f32, f16 (llama.cpp's default) or q8 }";
 
 // Speculative decoding pays where the output repeats its input: a passage to be repeated.
 const char* const kRepeatPrompt =
@@ -321,6 +322,12 @@ int main(int argc, char** argv)
     const int draftTokens = cl.given("draft-tokens") ? cl.getInt("draft-tokens", 1) : 0;
     const int lookupNgram = cl.getInt("lookup-ngram", 0);
     const std::string draftModel = cl.getString("draft-model");
+    const std::string kvName = cl.getString("kv-type");
+    const int kvType = kvName == "f32" ? CV_32F : kvName == "f16" ? CV_16F : kvName == "q8" ? CV_8S : -1;
+    if (kvType < 0)
+        cl.fail("--kv-type is f32, f16 or q8, not '" + kvName + "'");
+    if (draftTokens > 0 && cl.given("kv-type"))
+        cl.fail("--kv-type applies to the pp / tg, --batch and --depth tests");
     if (draftTokens > 0 && (batch > 0 || depth >= 0))
         cl.fail("--draft-tokens is a mode of its own: not with --batch or --depth");
     if (draftTokens > 0 && (lookupNgram > 0) == !draftModel.empty())
@@ -357,6 +364,7 @@ int main(int argc, char** argv)
                            context, promptTokens, genTokens));
 
         Net net = readNet(model);
+        getLLMKVCache(net)->setStorageType(kvType);
         RNG rng(1);
         net.setInput(randomIds(8, vocab, rng));  // warm-up: maps the weights in
         net.forward();
