@@ -63,10 +63,26 @@ static std::string pixelDigest(const Mat& pixels)
     return format("%016llx%016llx:%zu", (unsigned long long)a, (unsigned long long)b, n);
 }
 
-Mat MultimodalPrompter::embeddingsOf(const Mat& bgr, std::string& digest)
+Mat MultimodalPrompter::embeddingsOf(const Mat& bgr, const std::string& knownDigest, std::string& digest)
 {
+    if (!knownDigest.empty())
+    {
+        digest = knownDigest;
+        const auto pinned = pinned_.find(digest);
+        if (pinned != pinned_.end())
+            return pinned->second;
+        for (const auto& r : recent_)
+            if (r.first == digest)
+                return r.second;
+        if (bgr.empty())
+            CV_Error(Error::StsError, "TextGenerationModel: an image of a loaded session is no longer known "
+                                      "(its embeddings were not restored)");
+    }
     const Mat pixels = preprocessImage(bgr, encoder_.hparams());
     digest = pixelDigest(pixels);
+    const auto pinned = pinned_.find(digest);
+    if (pinned != pinned_.end())
+        return pinned->second;
     for (auto it = recent_.begin(); it != recent_.end(); ++it)
         if (it->first == digest)
         {
@@ -105,7 +121,8 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
             CV_Error(Error::StsBadArg, format("TextGenerationModel: the prompt has more image markers (%s) than images (%zu)",
                                               marker_.c_str(), images_.size()));
         std::string digest;
-        rows.push_back(embeddingsOf(images_[rows.size()], digest));
+        const size_t k = rows.size();
+        rows.push_back(embeddingsOf(images_[k], k < digests_.size() ? digests_[k] : std::string(), digest));
         digests.push_back(digest);
         std::vector<int> before, after;
         imageWrappers(before, after);

@@ -28,6 +28,7 @@
 
 #include <climits>
 #include <list>
+#include <map>
 
 namespace cv {
 namespace dnn {
@@ -40,8 +41,14 @@ public:
         attaches the image table to `languageModel`'s token-embedding layer. */
     MultimodalPrompter(const std::string& mmprojPath, Net& languageModel, std::shared_ptr<Tokenizer> tokenizer);
 
-    //! The images the next encode() puts at the markers, in order.
-    void setImages(const std::vector<Mat>& images) { images_ = images; }
+    /** The images the next encode() puts at the markers, in order. `digests` (optional, may be
+        shorter): a non-empty digests[i] names image i by the digest of its pixels instead
+        (images[i] may be empty): its embeddings come from a loaded session (pin()). */
+    void setImages(const std::vector<Mat>& images, const std::vector<std::string>& digests = std::vector<std::string>())
+    {
+        images_ = images;
+        digests_ = digests;
+    }
     //! The text's ids with image rows at its markers (see above); `addSpecial`: BOS / EOS as the model asks.
     std::vector<int> encode(const std::string& text, bool addSpecial, bool parseSpecial);
     //! The ids of an image's wrapper tokens, before and after its rows (gemma3: <start_of_image>, <end_of_image>).
@@ -58,25 +65,49 @@ public:
         last commit() (INT_MAX: none): ids from there on meant other images when they were fed. */
     int firstChangedRow() const;
     //! The last encode()'s rows went through the Net (the KV cache holds what they meant).
-    void commit() { committed_ = table_digests_; }
+    void commit()
+    {
+        committed_ = table_digests_;
+        committedTable_ = table_;
+    }
+    //! The last encode()'s table, and (digest, rows) of each of its images.
+    const Mat& table() const { return table_; }
+    const std::vector<std::pair<std::string, int>>& tableImages() const { return table_digests_; }
+    //! Puts `table` (a table of an earlier encode()) into the token-embedding layer (batches).
+    void useTable(const Mat& table) { embedding_->setExternalRows(table); }
+    //! The table of the last commit() and (digest, rows) of its images: what fed image ids mean.
+    const Mat& committedTable() const { return committedTable_; }
+    const std::vector<std::pair<std::string, int>>& committedImages() const { return committed_; }
+    /** A loaded session: the fed image ids mean the rows of `table`, made of `images`; and
+        `embeddings` (digest -> rows) serve setImages()'s digests. */
+    void restore(const Mat& table, const std::vector<std::pair<std::string, int>>& images,
+                 const std::map<std::string, Mat>& embeddings)
+    {
+        committedTable_ = table;
+        committed_ = images;
+        pinned_ = embeddings;
+    }
+    /** `bgr`'s embeddings and the digest of its preprocessed pixels; with a `knownDigest`
+        (setImages()'s digests), the embeddings pinned or kept under it. */
+    Mat embeddingsOf(const Mat& bgr, const std::string& knownDigest, std::string& digest);
     /** Ranges of `ids` (a part of the last encode()'s ids) that must attend among themselves
         both ways: each image's rows for gemma3 (libmtmd's mtmd_decode_use_non_causal), none
         for llava. */
     std::vector<Range> nonCausalSpans(const std::vector<int>& ids) const;
 
 private:
-    //! `bgr`'s embeddings (from the cache of recent images, or encoded) and its digest.
-    Mat embeddingsOf(const Mat& bgr, std::string& digest);
 
     VisionEncoder encoder_;
     std::shared_ptr<Tokenizer> tokenizer_;
     Ptr<LLMTokenEmbeddingLayer> embedding_;
     std::string marker_ = "<__media__>";
     std::vector<Mat> images_;
-    Mat table_;                             // the current prompt's image rows
+    std::vector<std::string> digests_;      // setImages()'s
+    Mat table_, committedTable_;            // the current prompt's image rows; those last fed
     // (digest, rows) of each image of the table, in order; and of the table last fed.
     std::vector<std::pair<std::string, int>> table_digests_, committed_;
     std::list<std::pair<std::string, Mat>> recent_;  // digest -> embeddings, most recent first
+    std::map<std::string, Mat> pinned_;     // a loaded session's images
     double lastEncodeMs_ = 0;
 };
 
