@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -360,7 +361,8 @@ TEST_P(VisionWith, promptLookupWithImagesKeepsGreedyIds)
     }
     std::cout << "prompt lookup with images: " << drafted << " drafted, " << kept << " kept" << std::endl;
     EXPECT_GT(drafted, 0);
-    EXPECT_GT(kept, 0);
+    if (std::string(GetParam().lm) == kGemma3.lm)  // its answers repeat tokens: drafts are kept
+        EXPECT_GT(kept, 0);
 }
 
 // A draft model cannot see the images: refused by name, alone and in a batch (text prompts
@@ -419,12 +421,18 @@ TEST_P(VisionWith, sessionWithImageRestoresBitExactly)
     EXPECT_EQ(restored.chat("And the colours?", greedy(6)), expected);
     EXPECT_EQ(restored.getPromptTokenIds(), twin.getPromptTokenIds());
     EXPECT_EQ(restored.getGeneratedTokenIds(), twin.getGeneratedTokenIds());
-    EXPECT_EQ(restored.getLastPrefillTokenCount(), twin.getLastPrefillTokenCount());
+    // A loaded window layer holds only the rows its next token attended to (the saving model's
+    // pages may still hold older ones), so with Gemma 3's window a restored model may feed more.
+    const bool windows = std::string(GetParam().lm) == kGemma3.lm;
+    if (windows)
+        EXPECT_GE(restored.getLastPrefillTokenCount(), twin.getLastPrefillTokenCount());
+    else
+        EXPECT_EQ(restored.getLastPrefillTokenCount(), twin.getLastPrefillTokenCount());
     const std::vector<int> prompt = restored.getPromptTokenIds();
     const int imageRows = (int)std::count_if(prompt.begin(), prompt.end(), [](int id) { return id < 0; });
     EXPECT_EQ(imageRows, a["image_tokens"].get<int>());
-    // LLaVA: the image is not fed again. (Gemma 3's sliding-window layers, window 8, have
-    // released what a shorter sequence would attend to: both feed the prompt again.)
+    // LLaVA: the image is not fed again. (Gemma 3's window layers, window 8, do not hold what
+    // the turn's shorter common prefix would attend to: the prompt is fed again.)
     const int lastImageRow = (int)(std::find_if(prompt.rbegin(), prompt.rend(), [](int id) { return id < 0; }).base() -
                                    prompt.begin()) - 1;
     if (std::string(GetParam().lm) == kLLaVA.lm)
@@ -460,8 +468,12 @@ TEST_P(VisionWith, restoredSessionTellsImagesApart)
     TextGenerationModel reference = load();  // what the saving model itself reuses
     reference.generate(prompt, {oracleImage(a)}, greedy(8));
     reference.generate(prompt, {oracleImage(a)}, greedy(8));
-    EXPECT_EQ(same.getLastPrefillTokenCount(), reference.getLastPrefillTokenCount());
-    if (std::string(GetParam().lm) == kLLaVA.lm)  // (Gemma 3's window layers may need the prompt again)
+    EXPECT_EQ(reference.getGeneratedTokenIds(), a["greedy_ids"].get<std::vector<int>>());
+    if (std::string(GetParam().lm) == kLLaVA.lm)  // (Gemma 3's loaded window layers may need the prompt again)
+        EXPECT_EQ(same.getLastPrefillTokenCount(), reference.getLastPrefillTokenCount());
+    else
+        EXPECT_GE(same.getLastPrefillTokenCount(), reference.getLastPrefillTokenCount());
+    if (std::string(GetParam().lm) == kLLaVA.lm)
         EXPECT_EQ(same.getLastPrefillTokenCount(), 1);
 }
 

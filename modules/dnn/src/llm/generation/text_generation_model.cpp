@@ -940,7 +940,7 @@ std::vector<llm::ChatMessage> decodeSession(const std::vector<uchar>& in, const 
             pos += n;
             const uint32_t rows = u32("an image's rows"), cols = u32("an image's columns");
             if (rows == 0 || cols == 0 || rows > (uint32_t)INT_MAX || cols > (uint32_t)INT_MAX ||
-                (uint64_t)rows * cols * 4 > (uint64_t)(in.size() - pos))
+                (uint64_t)cols > (uint64_t)(in.size() - pos) / 4 / rows)
                 CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has %u x %u "
                                                       "embeddings, which the file does not hold", i, path.c_str(),
                                                       rows, cols));
