@@ -18,6 +18,9 @@
 // whose images are the same, in the same order, has the same ids and shares the KV cache's
 // prefix like repeated text; firstChangedRow() tells the caller where the rows' meaning
 // changed, so that it does not reuse keys and values computed from another image.
+// generateBatch keeps each prompt's table (table()) and puts it back before that prompt's
+// prefill (useTable()); a session saves the committed table with its images' digests and
+// restore() brings them back, the conversation's images then named by digest (setImages()).
 
 #ifndef OPENCV_DNN_SRC_LLM_VISION_MULTIMODAL_PROMPT_HPP
 #define OPENCV_DNN_SRC_LLM_VISION_MULTIMODAL_PROMPT_HPP
