@@ -482,6 +482,39 @@ INSTANTIATE_TEST_CASE_P(Vision, VisionWith, ::testing::Values(kLLaVA, kGemma3),
                             return std::string(info.param.lm == std::string("lm.gguf") ? "llava" : "gemma3");
                         });
 
+// Two turns with an image each, saved after the second: the restored conversation holds both
+// images (by digest, with their embeddings), and its third turn is the saving model's.
+TEST(VisionSession, twoImagesInTheConversation)
+{
+    const Mat first = drawTestImage(56, 56), second = drawTestImage(80, 48);
+    TempPath file;
+    auto load = [] {
+        TextGenerationModel m(visionModel("lm.gguf"), visionModel("mmproj.gguf"));
+        m.setChatTemplate("chatml");
+        return m;
+    };
+    TextGenerationModel original = load(), twin = load(), restored = load();
+    for (TextGenerationModel* m : {&original, &twin})
+    {
+        m->chat("<__media__>What is this?", {first}, greedy(3));
+        m->chat("And <__media__> this?", {second}, greedy(3));
+    }
+    original.saveSession(file.path);
+    restored.loadSession(file.path);
+    const String expected = twin.chat("Compare them.", greedy(5));
+    EXPECT_EQ(restored.chat("Compare them.", greedy(5)), expected);
+    EXPECT_EQ(restored.getPromptTokenIds(), twin.getPromptTokenIds());
+    EXPECT_EQ(restored.getLastPrefillTokenCount(), twin.getLastPrefillTokenCount());
+    const std::vector<int> prompt = restored.getPromptTokenIds();
+    EXPECT_EQ(std::count_if(prompt.begin(), prompt.end(), [](int id) { return id < 0; }), 32);
+    const int afterLastImage = (int)(std::find_if(prompt.rbegin(), prompt.rend(), [](int id) { return id < 0; }).base() -
+                                     prompt.begin());
+    EXPECT_LE(restored.getLastPrefillTokenCount(), (int)prompt.size() - afterLastImage);  // neither image is fed again
+    // The conversation's images went into the session once each, as 16 x 256 float rows.
+    const size_t bytes = llm_test::readFileBytes(file.path).size();
+    EXPECT_GT(bytes, 2u * 16 * 256 * 4);
+}
+
 // A session file's parts (kv_cache/kv_sequence_file.hpp): where its tokens and its extra data
 // (the session) lie, so that a test can change them and seal the file again.
 struct SessionFile
