@@ -51,12 +51,17 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
         const std::vector<char> decodedBytes = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["f32"]));
         const float* decoded = reinterpret_cast<const float*>(decodedBytes.data());
         // One row per block (Q4_0 / Q4_1 / Q5_x / Q8_0: 32 inputs) or super-block (K types: 256 inputs):
-        // 21 rows = two interleaved groups of 8 and 5 rows for the row kernels.
-        const int in = kQuant ? 256 : 32, out = (int)t["n_elements"] / in;
-        ASSERT_EQ(out, 21);
-        const Mat weights = Mat(out, (int)raw.size() / out, CV_8U, (void*)raw.data()).clone();
+        // 21 rows, repeated 9 times: 23 interleaved groups of 8 and 5 rows for the row kernels.
+        const int in = kQuant ? 256 : 32, vectors = (int)t["n_elements"] / in, out = 9 * vectors;
+        ASSERT_EQ(vectors, 21);
+        Mat weights;
+        repeat(Mat(vectors, (int)raw.size() / vectors, CV_8U, (void*)raw.data()), 9, 1, weights);
 
-        const int tokens = 5;
+        // 9 tokens: tiles of 8 activation rows (AVX-512) and 1. One thread, so that each of its
+        // 16 stripes holds consecutive groups: the two-group kernels run where the CPU has them.
+        const int tokens = 9;
+        const int threads = getNumThreads();
+        setNumThreads(1);
         Mat x(tokens, in, CV_32F);
         RNG rng(7);
         rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
@@ -74,7 +79,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
                     double maxAbs = 0, wAbs = 0;
                     for (int k = 32 * b; k < 32 * b + 32; k++)
                     {
-                        const double w = decoded[(size_t)n * in + k], v = x.at<float>(r, k);
+                        const double w = decoded[(size_t)(n % vectors) * in + k], v = x.at<float>(r, k);
                         exact += w * v;
                         magnitude += std::fabs(w * v);
                         maxAbs = std::max(maxAbs, std::fabs(v));
@@ -89,6 +94,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
             const Mat alone = matmul(weights, (int)t["ggml_type"], in, out, x.row(r), true);
             EXPECT_EQ(cv::norm(alone, y.row(r), NORM_INF), 0.0) << "token " << r;
         }
+        setNumThreads(threads);
         checked++;
     }
     EXPECT_EQ(checked, 10);

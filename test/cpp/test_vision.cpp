@@ -1,7 +1,8 @@
-// Vision-language models: llama.cpp mmproj files (LLaVA `mlp` and Gemma 3 projectors) with a
-// language model, against llama.cpp's libmtmd (test/data/oracle/vision/README.md): the image
-// embeddings, the prompt as libmtmd forms it and the greedy answer to "<__media__>Describe";
-// preprocessing of other sizes and types; malformed mmproj files and mismatched pairs.
+// Vision-language models: llama.cpp mmproj files (LLaVA `mlp` with and without llava-1.6's
+// tiling, Gemma 3 and Idefics3 projectors) with a language model, against llama.cpp's libmtmd
+// (test/data/oracle/vision/README.md): the image embeddings, the prompt as libmtmd forms it and
+// the greedy answer to "<__media__>Describe"; preprocessing of other sizes and types; malformed
+// mmproj files and mismatched pairs.
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
@@ -14,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 
 #include "test_common.hpp"
 #include "../../modules/dnn/src/llm/kv_cache/kv_sequence_file.hpp"
@@ -251,14 +254,20 @@ TEST_F(VisionLLaVA, anotherImageIsNotServedFromTheCache)
 
 struct VisionPair
 {
+    const char* name;
     const char* lm;
     const char* mmproj;
-    const char* oracleA;  // two oracle records of the same prompt with two images of as many rows
+    const char* oracleA;  // two oracle records of the same prompt with two images
     const char* oracleB;
+    bool windows;         // the language model has sliding-window layers
 };
 
-const VisionPair kLLaVA{"lm.gguf", "mmproj.gguf", "llava_mlp_56x56.json", "llava_mlp_80x48.json"};
-const VisionPair kGemma3{"gemma3_lm.gguf", "gemma3_mmproj.gguf", "gemma3_112x112.json", "gemma3_200x150.json"};
+const VisionPair kLLaVA{"llava", "lm.gguf", "mmproj.gguf", "llava_mlp_56x56.json", "llava_mlp_80x48.json", false};
+const VisionPair kGemma3{"gemma3", "gemma3_lm.gguf", "gemma3_mmproj.gguf", "gemma3_112x112.json", "gemma3_200x150.json", true};
+const VisionPair kIdefics3{"idefics3", "lm_idefics3.gguf", "mmproj_idefics3.gguf", "idefics3_56x56.json",
+                           "idefics3_80x48.json", false};
+const VisionPair kLlava16{"llava16", "lm.gguf", "mmproj_llava16.gguf", "llava16_80x48.json", "llava16_120x100.json",
+                          false};
 
 Mat oracleImage(const nlohmann::json& ref)
 {
@@ -281,15 +290,14 @@ std::vector<int> loneIds(TextGenerationModel& m, const std::string& prompt, cons
     return m.getGeneratedTokenIds();
 }
 
-// One batch: both oracle images (their rows have the same ids -1, -2, ... but other
-// embeddings), the first again (prefilled once and shared) and a prompt without an image; two
+// One batch: both oracle images (llava, gemma3: their rows have the same ids -1, -2, ... but
+// other embeddings; idefics3, llava-1.6: tiles and overview), the first again (prefilled once and shared) and a prompt without an image; two
 // sequences at a time, so that prompts join as others finish. Greedy: libmtmd's answers inside
 // the batch (for gemma3 they differ from a causal image's, so each sequence's image span is
 // non-causal). Sampled: completion i equals a lone run with seed + i, token for token.
 TEST_P(VisionWith, batchWithImagesEqualsLoneRunsAndLlamaCpp)
 {
     const nlohmann::json a = oracle(GetParam().oracleA), b = oracle(GetParam().oracleB);
-    ASSERT_EQ(a["image_tokens"], b["image_tokens"]);  // the same ids for other images
     TextGenerationModel m = load();
     m.setMaxParallelSequences(2);
     const std::string prompt = a["prompt"];
@@ -361,7 +369,7 @@ TEST_P(VisionWith, promptLookupWithImagesKeepsGreedyIds)
     }
     std::cout << "prompt lookup with images: " << drafted << " drafted, " << kept << " kept" << std::endl;
     EXPECT_GT(drafted, 0);
-    if (std::string(GetParam().lm) == kGemma3.lm)  // its answers repeat tokens: drafts are kept
+    if (GetParam().windows)  // gemma3's answers repeat tokens: drafts are kept
         EXPECT_GT(kept, 0);
 }
 
@@ -423,7 +431,7 @@ TEST_P(VisionWith, sessionWithImageRestoresBitExactly)
     EXPECT_EQ(restored.getGeneratedTokenIds(), twin.getGeneratedTokenIds());
     // A loaded window layer holds only the rows its next token attended to (the saving model's
     // pages may still hold older ones), so with Gemma 3's window a restored model may feed more.
-    const bool windows = std::string(GetParam().lm) == kGemma3.lm;
+    const bool windows = GetParam().windows;
     if (windows)
         EXPECT_GE(restored.getLastPrefillTokenCount(), twin.getLastPrefillTokenCount());
     else
@@ -431,11 +439,11 @@ TEST_P(VisionWith, sessionWithImageRestoresBitExactly)
     const std::vector<int> prompt = restored.getPromptTokenIds();
     const int imageRows = (int)std::count_if(prompt.begin(), prompt.end(), [](int id) { return id < 0; });
     EXPECT_EQ(imageRows, a["image_tokens"].get<int>());
-    // LLaVA: the image is not fed again. (Gemma 3's window layers, window 8, do not hold what
+    // Without window layers: the image is not fed again. (Gemma 3's window layers, window 8, do not hold what
     // the turn's shorter common prefix would attend to: the prompt is fed again.)
     const int lastImageRow = (int)(std::find_if(prompt.rbegin(), prompt.rend(), [](int id) { return id < 0; }).base() -
                                    prompt.begin()) - 1;
-    if (std::string(GetParam().lm) == kLLaVA.lm)
+    if (!windows)
         EXPECT_LT(restored.getLastPrefillTokenCount(), (int)prompt.size() - lastImageRow - 1);
 
     TextGenerationModel again = load();
@@ -469,18 +477,17 @@ TEST_P(VisionWith, restoredSessionTellsImagesApart)
     reference.generate(prompt, {oracleImage(a)}, greedy(8));
     reference.generate(prompt, {oracleImage(a)}, greedy(8));
     EXPECT_EQ(reference.getGeneratedTokenIds(), a["greedy_ids"].get<std::vector<int>>());
-    if (std::string(GetParam().lm) == kLLaVA.lm)  // (Gemma 3's loaded window layers may need the prompt again)
+    if (!GetParam().windows)  // (Gemma 3's loaded window layers may need the prompt again)
+    {
         EXPECT_EQ(same.getLastPrefillTokenCount(), reference.getLastPrefillTokenCount());
+        EXPECT_EQ(same.getLastPrefillTokenCount(), 1);
+    }
     else
         EXPECT_GE(same.getLastPrefillTokenCount(), reference.getLastPrefillTokenCount());
-    if (std::string(GetParam().lm) == kLLaVA.lm)
-        EXPECT_EQ(same.getLastPrefillTokenCount(), 1);
 }
 
-INSTANTIATE_TEST_CASE_P(Vision, VisionWith, ::testing::Values(kLLaVA, kGemma3),
-                        [](const ::testing::TestParamInfo<VisionPair>& info) {
-                            return std::string(info.param.lm == std::string("lm.gguf") ? "llava" : "gemma3");
-                        });
+INSTANTIATE_TEST_CASE_P(Vision, VisionWith, ::testing::Values(kLLaVA, kGemma3, kIdefics3, kLlava16),
+                        [](const ::testing::TestParamInfo<VisionPair>& info) { return std::string(info.param.name); });
 
 // Two turns with an image each, saved after the second: the restored conversation holds both
 // images (by digest, with their embeddings), and its third turn is the saving model's.
@@ -778,6 +785,154 @@ TEST(VisionGemma3Errors, malformedAndMismatched)
     const std::string narrow = load("gemma3_mmproj_width128.gguf");
     EXPECT_NE(narrow.find("projects images to 128 features, but the language model's embeddings have 256"),
               std::string::npos) << narrow;
+}
+
+// Idefics3 (SmolVLM): libmtmd cuts the image into tiles (resized with Pillow's Lanczos so
+// that its longer side is clip.vision.preproc_image_size, then to whole 56 px tiles) and adds
+// the overview; each tile and the overview is one image chunk, with marker tokens between
+// them. The records hold every image chunk's embeddings in chunk order.
+const char* const kIdefics3Records[] = {"idefics3_56x56.json", "idefics3_80x48.json", "idefics3_1tile_80x48.json"};
+
+// The model pair a record was computed on (models.*.file), opened once.
+TextGenerationModel& recordModel(const nlohmann::json& ref)
+{
+    static std::map<std::string, std::unique_ptr<TextGenerationModel>> models;
+    const std::string lm = ref["models"]["lm"]["file"], mmproj = ref["models"]["mmproj"]["file"];
+    auto& m = models[lm + "+" + mmproj];
+    if (!m)
+        m.reset(new TextGenerationModel(visionModel(lm), visionModel(mmproj)));
+    return *m;
+}
+
+void expectEmbeddingsMatch(const char* name)
+{
+    const nlohmann::json ref = oracle(name);
+    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+    const Mat emb = recordModel(ref).getImageEmbeddings(image);
+    ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
+    ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
+    const Agreement a = compare(emb, ref["embeddings"]);
+    std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
+              << a.rms << std::endl;
+    EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
+    EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
+}
+
+// The prompt exactly as libmtmd's chunks (text ids; image rows as ids -1, -2, ... in the order
+// of getImageEmbeddings' rows, compared with libmtmd's chunk order by expectEmbeddingsMatch),
+// the number of image chunks (tiles + overview), and the greedy answer.
+void expectPromptAndAnswerMatch(const char* name, int expectedImageChunks)
+{
+    const nlohmann::json ref = oracle(name);
+    TextGenerationModel& model = recordModel(ref);
+    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+    const std::vector<int> expectedIds = ref["greedy_ids"];
+    model.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
+    std::vector<int> layout;
+    int row = 0, imageChunks = 0;
+    for (const auto& chunk : ref["chunks"])
+    {
+        if (chunk.contains("text"))
+            for (int id : chunk["text"])
+                layout.push_back(id);
+        else
+        {
+            imageChunks++;
+            EXPECT_EQ(chunk["n_pos"].get<int>(), chunk["image_tokens"].get<int>()) << name;
+            for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
+                layout.push_back(-1 - row++);
+        }
+    }
+    EXPECT_EQ(imageChunks, expectedImageChunks) << name << ": tiles + overview";
+    EXPECT_EQ(model.getPromptTokenIds(), layout) << name;
+    EXPECT_EQ(model.getGeneratedTokenIds(), expectedIds) << name;
+}
+
+// The same sources of difference as the llava test (F16 rounding of the patch embedding's
+// pixels and weights, and ggml_gelu's F16 table, reproduced; float32 summation order
+// remaining), over a SigLIP-style encoder with a post-LayerNorm and the pixel shuffle, and
+// the same resampling bit for bit (Pillow's Lanczos in 22-bit fixed point): a tile that were
+// resampled differently would be off by far more (Pillow's bicubic instead of Lanczos: 3e-2
+// rms, 0.3 max). Measured: 1.2e-4 .. 1.6e-4 max (4.3e-5 of the largest value, ~3.7), 1.2e-5 ..
+// 2.6e-5 rms (8.3e-6 of it). Allowed: the llava test's bounds, 3e-4 and 3e-5 of the largest value.
+TEST(VisionIdefics3, imageEmbeddingsMatchLlamaCpp)
+{
+    for (const char* name : kIdefics3Records)
+        expectEmbeddingsMatch(name);
+}
+
+// Idefics3's prompt: BOS, per tile "<fake_token_around_image><row_R_col_C>" and the tile's
+// rows, "\n" between rows of tiles, "\n\n<fake_token_around_image><global-img>", the
+// overview's rows, "<fake_token_around_image>", then the text.
+TEST(VisionIdefics3, promptAndGreedyAnswerMatchLlamaCpp)
+{
+    expectPromptAndAnswerMatch("idefics3_56x56.json", 3 * 3 + 1);
+    expectPromptAndAnswerMatch("idefics3_80x48.json", 2 * 3 + 1);
+    expectPromptAndAnswerMatch("idefics3_1tile_80x48.json", 1 + 1);
+}
+
+TEST(VisionIdefics3, secondTurnKeepsTheTilesInTheCache)
+{
+    const nlohmann::json ref = oracle("idefics3_80x48.json");
+    TextGenerationModel m(visionModel("lm_idefics3.gguf"), visionModel("mmproj_idefics3.gguf"));
+    m.setChatTemplate("chatml");
+    m.chat("<__media__>What is this?", std::vector<Mat>{drawTestImage(80, 48)}, greedy(3));
+    const int first = m.getLastPrefillTokenCount();
+    EXPECT_GT(first, ref["image_tokens"].get<int>());
+    m.chat("And the colours?", greedy(3));
+    EXPECT_LT(m.getLastPrefillTokenCount(), first);
+    const std::vector<int> prompt = m.getPromptTokenIds();
+    EXPECT_EQ(std::count_if(prompt.begin(), prompt.end(), [](int id) { return id < 0; }), ref["image_tokens"].get<int>());
+}
+
+TEST(VisionIdefics3, malformedFilesAndMismatchedPairs)
+{
+    const std::string lm = visionModel("lm_idefics3.gguf");
+    auto load = [&](const std::string& lmPath, const std::string& mmproj) {
+        return errorOf([&] { TextGenerationModel m(lmPath, visionModel(mmproj)); });
+    };
+    const std::string noFc = load(lm, "mmproj_idefics3_no_fc.gguf");
+    EXPECT_NE(noFc.find("missing tensor 'mm.model.fc.weight'"), std::string::npos) << noFc;
+    const std::string sf3 = load(lm, "mmproj_idefics3_sf3.gguf");
+    EXPECT_NE(sf3.find("clip.vision.projector.scale_factor 3 does not divide the 4 x 4 patch grid"), std::string::npos)
+        << sf3;
+    // lm.gguf's vocabulary has no <fake_token_around_image> (libmtmd would put LLAMA_TOKEN_NULL there).
+    const std::string vocab = load(visionModel("lm.gguf"), "mmproj_idefics3.gguf");
+    EXPECT_NE(vocab.find("needs the token \"<fake_token_around_image>\""), std::string::npos) << vocab;
+    EXPECT_NE(vocab.find("not a matching pair"), std::string::npos) << vocab;
+}
+
+// llava-1.6 (the mlp projector with clip.vision.image_grid_pinpoints): libmtmd fits an image
+// larger than one tile into the best pinpoint resolution (bicubic, centred on black), cuts it
+// into tiles and adds the overview (the image stretched to one tile) last, with no tokens
+// between them; a smaller image is the stretched overview alone. The encoder is llava's, so
+// the llava test's bounds apply. Measured: 4.1e-4 .. 1.05e-3 max (2.2e-4 of the largest value,
+// 4.7), 4.1e-5 .. 9.0e-5 rms (1.9e-5 of it): the tiles (high-contrast black borders) cross more
+// F16 rounding boundaries than the llava images. The tiles' pixels themselves are libmtmd's
+// exactly (tools/vision/mtmd_preprocess_check.cpp); a pixel one level off would move a tile's
+// embeddings by 1e-3 .. 3e-3.
+const char* const kLlava16Records[] = {"llava16_80x48.json", "llava16_120x100.json", "llava16_40x30.json"};
+
+TEST(VisionLLaVA16, imageEmbeddingsMatchLlamaCpp)
+{
+    for (const char* name : kLlava16Records)
+        expectEmbeddingsMatch(name);
+}
+
+TEST(VisionLLaVA16, promptAndGreedyAnswerMatchLlamaCpp)
+{
+    expectPromptAndAnswerMatch("llava16_80x48.json", 1 * 2 + 1);     // 112 x 56
+    expectPromptAndAnswerMatch("llava16_120x100.json", 2 * 2 + 1);   // 112 x 112
+    expectPromptAndAnswerMatch("llava16_40x30.json", 1);             // overview only
+}
+
+TEST(VisionLLaVA16, pinpointsThatAreNotWholeTilesAreRefused)
+{
+    const std::string e = errorOf([&] {
+        TextGenerationModel m(visionModel("lm.gguf"), visionModel("mmproj_llava16_bad.gguf"));
+    });
+    EXPECT_NE(e.find("clip.vision.image_grid_pinpoints 84 x 56 is not a positive multiple of clip.vision.image_size 56"),
+              std::string::npos) << e;
 }
 
 }  // namespace

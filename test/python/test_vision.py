@@ -166,3 +166,31 @@ def test_session_with_an_image_round_trips(tmp_path):
     text_only = cv.dnn.TextGenerationModel(str(MODELS / "lm.gguf"))
     with pytest.raises(cv.error, match="session with images"):
         text_only.loadSession(path)
+
+
+@pytest.mark.parametrize("record", ["idefics3_80x48.json", "llava16_120x100.json"])
+def test_tiles_prompt_and_answer_match_llama_cpp(record):
+    """SmolVLM's projector (2 x 3 tiles and the overview, libmtmd's markers around them) and
+    llava-1.6's tiling (2 x 2 tiles and the overview, no markers)."""
+    ref = json.loads((ORACLE / record).read_text())
+    if not (MODELS / ref["models"]["mmproj"]["file"]).exists():
+        pytest.skip("run the make_vision_models ctest fixture first")
+    m = cv.dnn.TextGenerationModel(str(MODELS / ref["models"]["lm"]["file"]), str(MODELS / ref["models"]["mmproj"]["file"]))
+    image = read_ppm(ORACLE / ref["image"])
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = len(ref["greedy_ids"])
+    config.ignoreEndOfGeneration = True
+    m.generate(ref["prompt"], [image], config)
+    assert list(m.getGeneratedTokenIds()) == ref["greedy_ids"]
+    layout, row = [], 0
+    for chunk in ref["chunks"]:
+        if "text" in chunk:
+            layout += chunk["text"]
+        else:
+            layout += [-1 - row - i for i in range(chunk["image_tokens"])]
+            row += chunk["image_tokens"]
+    assert list(m.getPromptTokenIds()) == layout
+    emb = m.getImageEmbeddings(image)
+    want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
+    assert emb.shape == want.shape
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp

@@ -15,6 +15,17 @@ embedding, v.post_ln.*, clip.use_gelu, image mean / std 0.5, clip.vision.project
 (--scale-factor; the pooling kernel, 4 when absent), all blocks used, and the projector
 mm.soft_emb_norm.weight (D) and mm.input_projection.weight (ggml dims [--text-embd, D]).
 
+--projector idefics3 writes SmolVLM's layout instead (llama.cpp's SigLIP graph): no class
+embedding and no pre-LayerNorm, v.post_ln.*, clip.use_gelu, mean / std 0.5, every block used,
+clip.vision.projector.scale_factor (--scale-factor, default 2) and clip.vision.preproc_image_size
+(--preproc-size, the longest side libmtmd resizes the image to before cutting image_size
+tiles), and the projector mm.model.fc.weight (PyTorch [--text-embd, embd * scale^2], no bias).
+
+    python3 tools/vision/make_synthetic_mmproj.py --projector idefics3 --out mmproj.gguf
+
+--grid-pinpoints W,H,... adds llava-1.6's clip.vision.image_grid_pinpoints to the mlp layout
+(libmtmd then tiles images larger than one tile).
+
 Variants for the error tests: --omit TENSOR drops a tensor, --projector NAME writes another
 projector type name (other than gemma3, its tensors are still the mlp ones), --truncate N cuts
 the file to N bytes, --bad-shape TENSOR writes that tensor with its last ggml dim one short.
@@ -49,13 +60,19 @@ def main(argv=None):
     ap.add_argument("--no-class-embd", action="store_true")
     ap.add_argument("--type", choices=("F32", "F16"), default="F32",
                     help="type of the matrices and the patch embedding (vectors stay F32, as llama.cpp's converter writes them)")
+    ap.add_argument("--grid-pinpoints", default="",
+                    help="mlp: clip.vision.image_grid_pinpoints, comma-separated width,height pairs (llava-1.6 tiling)")
+    ap.add_argument("--preproc-size", type=int, default=168, help="idefics3: clip.vision.preproc_image_size")
     ap.add_argument("--omit", action="append", default=[], help="leave this tensor out")
     ap.add_argument("--truncate", type=int, default=0, help="cut the written file to this many bytes")
     ap.add_argument("--scale-factor", type=int, default=0,
-                    help="gemma3: clip.vision.projector.scale_factor (0: not written, llama.cpp uses 4)")
+                    help="gemma3: clip.vision.projector.scale_factor (0: not written, llama.cpp uses 4); "
+                         "idefics3: the pixel shuffle factor (0: 2)")
     ap.add_argument("--bad-shape", action="append", default=[], help="write this tensor with its last ggml dim (first numpy axis) one short")
     args = ap.parse_args(argv)
 
+    if args.projector == "idefics3":
+        return write_idefics3(ap, args)
     rng = np.random.default_rng(args.seed)
     gemma3 = args.projector == "gemma3"
     if gemma3:
@@ -99,6 +116,8 @@ def main(argv=None):
     else:
         w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073], ValueType.FLOAT32)
         w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711], ValueType.FLOAT32)
+    if args.grid_pinpoints:
+        w.add_array("clip.vision.image_grid_pinpoints", [int(v) for v in args.grid_pinpoints.split(",")], ValueType.INT32)
 
     tensors = []
     # Conv weight [D, 3, P, P] (PyTorch) = ggml dims [P, P, 3, D].
@@ -132,6 +151,12 @@ def main(argv=None):
         tensors += [("mm.0.weight", mat(H, D)), ("mm.0.bias", vec(H)),
                     ("mm.2.weight", mat(T, H)), ("mm.2.bias", vec(T))]
 
+    finish(ap, args, w, tensors)
+    return 0
+
+
+def finish(ap, args, w, tensors):
+    """Adds the tensors (less --omit, matrices in --type) and writes / truncates the file."""
     names = {n for n, _ in tensors}
     for o in args.omit + args.bad_shape:
         if o not in names:
@@ -146,6 +171,60 @@ def main(argv=None):
     if args.truncate:
         with open(args.out, "r+b") as f:
             f.truncate(args.truncate)
+
+
+def write_idefics3(ap, args):
+    """SmolVLM's mmproj layout (llama.cpp's convert_hf_to_gguf.py for Idefics3 / SmolVLM)."""
+    rng = np.random.default_rng(args.seed)
+    D, F, P, S, T, SF = args.embd, args.ff, args.patch_size, args.image_size, args.text_embd, args.scale_factor or 2
+    n_pos = (S // P) ** 2
+
+    def mat(out_f, in_f):
+        return (rng.standard_normal((out_f, in_f)) / np.sqrt(in_f)).astype(np.float32)
+
+    def vec(n, scale=0.1, offset=0.0):
+        return (offset + rng.standard_normal(n) * scale).astype(np.float32)
+
+    w = GGUFWriter()
+    w.add_string("general.architecture", "clip")
+    w.add_string("general.name", "synthetic-idefics3-mmproj")
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_bool("clip.has_text_encoder", False)
+    w.add_string("clip.projector_type", "idefics3")
+    w.add_bool("clip.use_gelu", True)
+    w.add_uint32("clip.vision.image_size", S)
+    w.add_uint32("clip.vision.patch_size", P)
+    w.add_uint32("clip.vision.embedding_length", D)
+    w.add_uint32("clip.vision.feed_forward_length", F)
+    w.add_uint32("clip.vision.projection_dim", T)
+    w.add_uint32("clip.vision.attention.head_count", args.heads)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    w.add_uint32("clip.vision.block_count", args.layers)
+    w.add_uint32("clip.vision.projector.scale_factor", SF)
+    w.add_uint32("clip.vision.preproc_image_size", args.preproc_size)
+    w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5], ValueType.FLOAT32)
+    w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5], ValueType.FLOAT32)
+
+    tensors = [
+        ("v.patch_embd.weight", (rng.standard_normal((D, 3, P, P)) / np.sqrt(3 * P * P)).astype(np.float32)),
+        ("v.patch_embd.bias", vec(D)),
+        ("v.position_embd.weight", (rng.standard_normal((n_pos, D)) * 0.5).astype(np.float32)),
+    ]
+    for il in range(args.layers):
+        b = "v.blk.%d." % il
+        tensors += [
+            (b + "ln1.weight", vec(D, 0.1, 1.0)), (b + "ln1.bias", vec(D)),
+            (b + "attn_q.weight", mat(D, D)), (b + "attn_q.bias", vec(D)),
+            (b + "attn_k.weight", mat(D, D)), (b + "attn_k.bias", vec(D)),
+            (b + "attn_v.weight", mat(D, D)), (b + "attn_v.bias", vec(D)),
+            (b + "attn_out.weight", mat(D, D)), (b + "attn_out.bias", vec(D)),
+            (b + "ln2.weight", vec(D, 0.1, 1.0)), (b + "ln2.bias", vec(D)),
+            (b + "ffn_up.weight", mat(F, D)), (b + "ffn_up.bias", vec(F)),
+            (b + "ffn_down.weight", mat(D, F)), (b + "ffn_down.bias", vec(D)),
+        ]
+    tensors += [("v.post_ln.weight", vec(D, 0.1, 1.0)), ("v.post_ln.bias", vec(D)),
+                ("mm.model.fc.weight", mat(T, D * SF * SF))]
+    finish(ap, args, w, tensors)
     return 0
 
 

@@ -5,7 +5,8 @@
 // The llama.cpp side of the vision tests: loads a language model and its mmproj with libmtmd,
 // tokenizes a prompt holding <__media__> with one image (a binary PPM, P6), and prints as JSON
 // what libmtmd made of it: the chunks (text token ids, image token count), the image's
-// embeddings (mtmd_encode_chunk), the encoder's time, and the greedy ids of the answer
+// embeddings (mtmd_encode_chunk; of every image chunk in order when libmtmd tiles the image),
+// the encoder's time (all its chunks), and the greedy ids of the answer
 // (mtmd_helper_eval_chunks, then llama_decode one token at a time). With MODE "causal" the
 // chunks are decoded by hand instead, the image's embeddings with causal attention (what
 // libmtmd does NOT do for gemma3, whose image tokens attend to each other both ways): the
@@ -129,20 +130,24 @@ int main(int argc, char** argv)
         }
         else
         {
-            imageTokens = (int)mtmd_input_chunk_get_n_tokens(c);
-            chunkJson += "{\"image_tokens\": " + std::to_string(imageTokens) + ", \"n_pos\": " +
+            // One chunk per image, or per tile and overview (idefics3): their embeddings are
+            // concatenated in chunk order, their times (best of 5 each) added up.
+            const int n = (int)mtmd_input_chunk_get_n_tokens(c);
+            imageTokens += n;
+            chunkJson += "{\"image_tokens\": " + std::to_string(n) + ", \"n_pos\": " +
                          std::to_string(mtmd_input_chunk_get_n_pos(c)) + "}";
-            // Best of 5 for the time; the embeddings are the same each time.
+            double best = 0;
             for (int rep = 0; rep < 5; rep++)
             {
                 const auto t0 = std::chrono::steady_clock::now();
                 if (mtmd_encode_chunk(mctx, c) != 0)
                     fail("mtmd_encode_chunk failed");
                 const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-                encodeMs = rep == 0 ? ms : std::min(encodeMs, ms);
+                best = rep == 0 ? ms : std::min(best, ms);
             }
+            encodeMs += best;
             const float* e = mtmd_get_output_embd(mctx);
-            embd.assign(e, e + (size_t)imageTokens * nEmbd);
+            embd.insert(embd.end(), e, e + (size_t)n * nEmbd);
         }
     }
     chunkJson += "]";
@@ -156,6 +161,7 @@ int main(int argc, char** argv)
     else
     {
         const size_t nChunks = mtmd_input_chunks_size(chunks);
+        size_t embdOffset = 0;  // image chunks' embeddings, in chunk order
         for (size_t i = 0; i < nChunks; i++)
         {
             const mtmd_input_chunk* c = mtmd_input_chunks_get(chunks, i);
@@ -173,7 +179,8 @@ int main(int argc, char** argv)
             {
                 n = mtmd_input_chunk_get_n_tokens(c);
                 b = llama_batch_init((int)n, nEmbd, 1);
-                std::copy(embd.begin(), embd.end(), b.embd);
+                std::copy(embd.begin() + embdOffset, embd.begin() + embdOffset + n * nEmbd, b.embd);
+                embdOffset += n * nEmbd;
             }
             b.n_tokens = (int)n;
             for (size_t k = 0; k < n; k++)

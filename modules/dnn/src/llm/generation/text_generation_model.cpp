@@ -832,12 +832,13 @@ Net TextGenerationModel::getNetwork() const
 //   content bytes, content;
 //   version 2 only (a session with images; text sessions stay version 1, which older builds
 //   read): u32 image count, per image u32 digest bytes, digest (of the preprocessed pixels),
-//   u32 rows, u32 columns, rows x columns f32 embeddings; u32 count and that many u32 indices
+//   u32 rows, u32 columns, rows x columns f32 embeddings, u32 layout length, that many i32
+//   ids (the image's ids in a prompt: -1 - k for row k, wrapper tokens); u32 count and that many u32 indices
 //   into the images: the conversation's images in order; u32 count and indices: the images of
 //   the table the fed image ids (-1, -2, ...) refer to, in order.
 namespace {
 
-const uint32_t kMaxDigestBytes = 256;
+const uint32_t kMaxDigestBytes = 65536;  // tiled images: a digest per tile
 
 void putU32(std::vector<uchar>& out, uint32_t v)
 {
@@ -845,10 +846,12 @@ void putU32(std::vector<uchar>& out, uint32_t v)
         out.push_back((uchar)(v >> (8 * i)));
 }
 
+typedef llm::MultimodalPrompter::ImageEntry ImageEntry;
+
 struct SessionImages
 {
-    std::vector<std::pair<std::string, Mat>> images;  // digest, embeddings (CV_32F)
-    std::vector<uint32_t> conversation, table;         // indices into `images`
+    std::vector<ImageEntry> images;              // digest, embeddings (CV_32F), layout
+    std::vector<uint32_t> conversation, table;   // indices into `images`
 };
 
 std::vector<uchar> encodeSession(const std::vector<llm::ChatMessage>& conversation, const SessionImages* images)
@@ -865,12 +868,12 @@ std::vector<uchar> encodeSession(const std::vector<llm::ChatMessage>& conversati
     if (!images)
         return out;
     putU32(out, (uint32_t)images->images.size());
-    for (const auto& image : images->images)
+    for (const ImageEntry& image : images->images)
     {
-        putU32(out, (uint32_t)image.first.size());
-        out.insert(out.end(), image.first.begin(), image.first.end());
-        const Mat& rows = image.second;
-        CV_Assert(rows.type() == CV_32F && rows.isContinuous());
+        putU32(out, (uint32_t)image.digest.size());
+        out.insert(out.end(), image.digest.begin(), image.digest.end());
+        const Mat rows = image.rows.isContinuous() ? image.rows : image.rows.clone();
+        CV_Assert(rows.type() == CV_32F);
         putU32(out, (uint32_t)rows.rows);
         putU32(out, (uint32_t)rows.cols);
         for (size_t i = 0; i < rows.total(); i++)
@@ -879,6 +882,9 @@ std::vector<uchar> encodeSession(const std::vector<llm::ChatMessage>& conversati
             std::memcpy(&bits, rows.ptr<float>() + i, 4);
             putU32(out, bits);
         }
+        putU32(out, (uint32_t)image.layout.size());
+        for (int id : image.layout)
+            putU32(out, (uint32_t)id);
     }
     for (const std::vector<uint32_t>* list : {&images->conversation, &images->table})
     {
@@ -889,7 +895,8 @@ std::vector<uchar> encodeSession(const std::vector<llm::ChatMessage>& conversati
     return out;
 }
 
-std::vector<llm::ChatMessage> decodeSession(const std::vector<uchar>& in, const std::string& path, SessionImages& images)
+std::vector<llm::ChatMessage> decodeSession(const std::vector<uchar>& in, const std::string& path, int vocab,
+                                            SessionImages& images)
 {
     size_t pos = 0;
     auto u32 = [&](const char* field) {
@@ -944,10 +951,31 @@ std::vector<llm::ChatMessage> decodeSession(const std::vector<uchar>& in, const 
                 CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has %u x %u "
                                                       "embeddings, which the file does not hold", i, path.c_str(),
                                                       rows, cols));
-            Mat emb((int)rows, (int)cols, CV_32F);
-            std::memcpy(emb.ptr<float>(), in.data() + pos, (size_t)rows * cols * 4);  // little-endian hosts
+            ImageEntry e;
+            e.digest = digest;
+            e.rows.create((int)rows, (int)cols, CV_32F);
+            std::memcpy(e.rows.ptr<float>(), in.data() + pos, (size_t)rows * cols * 4);  // little-endian hosts
             pos += (size_t)rows * cols * 4;
-            images.images.emplace_back(digest, emb);
+            // The layout: rows -1 .. -rows once each, in order, among wrapper tokens of the vocabulary.
+            const uint32_t n2 = u32("an image's layout");
+            if ((uint64_t)n2 * 4 > (uint64_t)(in.size() - pos))
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
+                                                      "ends inside image %u's layout", path.c_str(), i));
+            int nextRow = 0;
+            for (uint32_t k = 0; k < n2; k++)
+            {
+                const int id = (int)u32("an image's layout");
+                if ((id < 0 && id != -1 - nextRow) || id >= vocab)
+                    CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has id %d "
+                                                          "at place %u of its layout (expected row id %d or a token "
+                                                          "below %d)", i, path.c_str(), id, k, -1 - nextRow, vocab));
+                nextRow += id < 0;
+                e.layout.push_back(id);
+            }
+            if (nextRow != (int)rows)
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has %u rows "
+                                                      "but its layout places %d", i, path.c_str(), rows, nextRow));
+            images.images.push_back(e);
         }
         for (std::vector<uint32_t>* list : {&images.conversation, &images.table})
         {
@@ -993,36 +1021,32 @@ void TextGenerationModel::saveSession(const String& path) const
     llm::MultimodalPrompter& v = *impl->vision;
     SessionImages images;
     std::map<std::string, uint32_t> indexOf;
-    auto add = [&](const std::string& digest, const Mat& rows) {
-        auto it = indexOf.find(digest);
+    auto add = [&](const ImageEntry& e) {
+        auto it = indexOf.find(e.digest);
         if (it != indexOf.end())
             return it->second;
         const uint32_t index = (uint32_t)images.images.size();
-        images.images.emplace_back(digest, rows.isContinuous() ? rows : rows.clone());
-        indexOf[digest] = index;
+        images.images.push_back(e);
+        indexOf[e.digest] = index;
         return index;
     };
     if (fedImages)
     {
-        const Mat& table = v.committedTable();
-        int row = 0;
-        for (const auto& image : v.committedImages())
+        int rows = 0;
+        for (const ImageEntry& e : v.committedEntries())
         {
-            CV_Assert(row + image.second <= table.rows);
-            images.table.push_back(add(image.first, table.rowRange(row, row + image.second)));
-            row += image.second;
+            images.table.push_back(add(e));
+            rows += e.rows.rows;
         }
         int lowest = 0;
         for (int t : impl->fed)
             lowest = std::min(lowest, t);
-        CV_CheckLE(-1 - lowest, row - 1, "TextGenerationModel::saveSession: a fed image row is not in the image table");
+        CV_CheckLE(-1 - lowest, rows - 1, "TextGenerationModel::saveSession: a fed image row is not in the image table");
     }
     for (size_t i = 0; i < impl->conversationImages.size(); i++)
     {
         const std::string known = i < impl->conversationDigests.size() ? impl->conversationDigests[i] : std::string();
-        std::string digest;
-        const Mat rows = v.embeddingsOf(impl->conversationImages[i], known, digest);
-        images.conversation.push_back(add(digest, rows));
+        images.conversation.push_back(add(v.entryOf(impl->conversationImages[i], known)));
     }
     impl->cache->saveSequence(0, path, impl->fed, encodeSession(impl->conversation, &images));
 }
@@ -1037,7 +1061,8 @@ int TextGenerationModel::loadSession(const String& path)
         CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' holds no token ids (saved by "
                                           "KVCache::saveSequence without them)", path.c_str()));
     SessionImages images;
-    std::vector<llm::ChatMessage> conversation = decodeSession(file.extra, path, images);
+    const int vocab = impl->tokenizer->vocabSize();
+    std::vector<llm::ChatMessage> conversation = decodeSession(file.extra, path, vocab, images);
     if (!images.images.empty())
     {
         if (!impl->vision)
@@ -1046,15 +1071,14 @@ int TextGenerationModel::loadSession(const String& path)
                                               "mmprojPath))", path.c_str()));
         const int width = impl->vision->encoder().outputEmbd();
         for (size_t i = 0; i < images.images.size(); i++)
-            if (images.images[i].second.cols != width)
+            if (images.images[i].rows.cols != width)
                 CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: image %zu of '%s' has embeddings "
                                                   "of width %d; this model's images have %d", i, path.c_str(),
-                                                  images.images[i].second.cols, width));
+                                                  images.images[i].rows.cols, width));
     }
     int tableRows = 0;
     for (uint32_t index : images.table)
-        tableRows += images.images[index].second.rows;
-    const int vocab = impl->tokenizer->vocabSize();
+        tableRows += images.images[index].rows.rows;
     for (int t : file.tokens)
     {
         if (t >= vocab)
@@ -1076,25 +1100,15 @@ int TextGenerationModel::loadSession(const String& path)
     if (impl->vision)
     {
         // The fed image ids mean the rows of the saved table; the conversation's images are
-        // known by digest, with their saved embeddings.
-        std::map<std::string, Mat> byDigest;
-        for (const auto& image : images.images)
-            byDigest[image.first] = image.second;
-        std::vector<Mat> rows;
-        std::vector<std::pair<std::string, int>> tableImages;
+        // known by digest, with their saved embeddings and layouts.
+        std::vector<ImageEntry> table;
         for (uint32_t index : images.table)
-        {
-            rows.push_back(images.images[index].second);
-            tableImages.emplace_back(images.images[index].first, images.images[index].second.rows);
-        }
-        Mat table;
-        if (!rows.empty())
-            vconcat(rows, table);
-        impl->vision->restore(table, tableImages, byDigest);
+            table.push_back(images.images[index]);
+        impl->vision->restore(table, images.images);
         for (uint32_t index : images.conversation)
         {
             impl->conversationImages.push_back(Mat());
-            impl->conversationDigests.push_back(images.images[index].first);
+            impl->conversationDigests.push_back(images.images[index].digest);
         }
     }
     impl->completion.reset();

@@ -29,7 +29,7 @@ struct WeightTypeTable
         {
             const GGMLTypeTraits& s = ggmlTypeTraits((uint32_t)id);
             rows[id] = {(GGMLType)id, s.name, s.blockSize, s.typeSize, s.dequantizable, s.toFloat,
-                        nullptr, nullptr, nullptr, nullptr, nullptr};
+                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
         }
         int count = 0;
         const WeightKernels* kernels = kernelTableOfThisCpu(count);
@@ -41,13 +41,14 @@ struct WeightTypeTable
             // Kernels come with a scalar decoder (the reference, and the float path's fallback),
             // the tile with the single-row dot, a layout with its kernel.
             CV_Assert(row.computable && (k.dotQ8 || !k.dotQ8Tile) && (k.dotQ8 || !k.dotQ8Interleaved8) &&
-                      !k.dotQ8Interleaved8 == !k.interleaved);
+                      !k.dotQ8Interleaved8 == !k.interleaved && (k.dotQ8Interleaved8 || !k.dotQ8Interleaved16));
             if (k.decodeRow)
                 row.decodeRow = k.decodeRow;
             row.dotQ8 = k.dotQ8;
             row.dotQ8Tile = k.dotQ8Tile;
             row.dotQ8Interleaved8 = k.dotQ8Interleaved8;
             row.dotF32 = k.dotF32;
+            row.dotQ8Interleaved16 = k.dotQ8Interleaved16;
             row.interleaved = k.interleaved;
         }
     }

@@ -145,3 +145,46 @@ static void interleaved8Rows(const uchar* group, const signed char* q, const flo
                                                sums + (size_t)r * blocks, blocks, out + r * outStride, outStride);
     });
 }
+
+#if CV_AVX512_CLX
+// Two groups' 32 bytes (the same chunk of each) as the low and high halves of one vector.
+static inline __m512i chunkPair(const void* a, const void* b)
+{
+    return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i*)a)),
+                              _mm256_loadu_si256((const __m256i*)b), 1);
+}
+
+// Two groups' 8 float16 (their rows' scales) as 16 floats.
+static inline __m512 halfsPair(const uint16_t* a, const uint16_t* b)
+{
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_zextsi128_si256(_mm_loadu_si128((const __m128i*)a)),
+                                                   _mm_loadu_si128((const __m128i*)b), 1));
+}
+
+// Two groups' 8 unsigned bytes (their rows' K-quant scales or mins) as 16 floats.
+static inline __m512 bytesPair(const uint8_t* a, const uint8_t* b)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i*)a),
+                                                                      _mm_loadl_epi64((const __m128i*)b))));
+}
+
+// 4 activation bytes broadcast to the 16 lanes.
+static inline __m512i broadcast4x16(const signed char* x)
+{
+    int v;
+    std::memcpy(&v, x, sizeof(v));
+    return _mm512_set1_epi32(v);
+}
+
+// The DotQ8Interleaved16Fn of a kernel on two consecutive groups (AVX-512): Tile::run16<R>.
+template <typename Tile>
+static void interleaved16Rows(const uchar* group, size_t groupBytes, const signed char* q, const float* d,
+                              const int* sums, int blocks, int rows, float* out, size_t outStride)
+{
+    const size_t qStride = (size_t)blocks * 32;
+    byRowTiles(rows, [&](auto R, int r) {
+        Tile::template run16<decltype(R)::value>(group, groupBytes, q + r * qStride, qStride, d + (size_t)r * blocks,
+                                                 sums + (size_t)r * blocks, blocks, out + r * outStride, outStride);
+    });
+}
+#endif

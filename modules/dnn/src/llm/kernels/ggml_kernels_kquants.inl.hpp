@@ -334,3 +334,121 @@ struct Q6KInterleaved8
             _mm256_storeu_ps(out + r * outStride, acc[r]);
     }
 };
+
+#if CV_AVX512_CLX
+// Q4_K on two consecutive interleaved groups at once: Q4KInterleaved8's per-lane arithmetic on
+// 512-bit vectors whose halves are the two groups (see LegacyInterleaved16).
+struct Q4KInterleaved16
+{
+    template <int R>
+    LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
+                                        const float* d, const int* sums, int blocks, float* out, size_t outStride)
+    {
+        const __m512i mask = _mm512_set1_epi8(0x0F);
+        __m512 acc[R];
+        for (int r = 0; r < R; r++)
+            acc[r] = _mm512_setzero_ps();
+        const block_q4_Kx8* a = reinterpret_cast<const block_q4_Kx8*>(group);
+        const block_q4_Kx8* b = reinterpret_cast<const block_q4_Kx8*>(group + groupBytes);
+        for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
+        {
+            const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
+            for (int j = 0; j < 4; j++)
+            {
+                __m512i s32[2][R];
+                for (int r = 0; r < R; r++)
+                    s32[0][r] = s32[1][r] = _mm512_setzero_si512();
+                const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
+                for (int c = 0; c < 8; c++)
+                {
+                    const __m512i v = chunkPair(a->qs[j][c], b->qs[j][c]);
+                    const __m512i wLo = _mm512_and_si512(v, mask), wHi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                    for (int r = 0; r < R; r++)
+                    {
+                        const signed char* x = q + r * qStride + (size_t)lo * 32 + 4 * c;
+                        s32[0][r] = _mm512_dpbusd_epi32(s32[0][r], wLo, broadcast4x16(x));
+                        s32[1][r] = _mm512_dpbusd_epi32(s32[1][r], wHi, broadcast4x16(x + 32));
+                    }
+                }
+                for (int h = 0; h < 2; h++)
+                {
+                    const int sub = 2 * j + h;
+                    const __m512 scale = _mm512_mul_ps(d16, bytesPair(a->scales[sub], b->scales[sub]));
+                    const __m512 minv = _mm512_mul_ps(dmin16, bytesPair(a->mins[sub], b->mins[sub]));
+                    for (int r = 0; r < R; r++)
+                    {
+                        const int ab = r * blocks + lo + h;
+                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[h][r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
+                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; r++)
+            _mm512_storeu_ps(out + r * outStride, acc[r]);
+    }
+};
+#endif
+
+#if CV_AVX512_CLX
+// Q6_K on two consecutive interleaved groups at once (the Q6_K tensors of Q4_K_M / Q5_K_M files):
+// Q6KInterleaved8's per-lane arithmetic on 512-bit vectors (VNNI: the q x and 32 x sums by two
+// vpdpbusd, their difference per 16-input group).
+struct Q6KInterleaved16
+{
+    template <int R>
+    LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
+                                        const float* d, const int*, int blocks, float* out, size_t outStride)
+    {
+        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3), bias = _mm512_set1_epi8(32);
+        __m512 acc[R];
+        for (int r = 0; r < R; r++)
+            acc[r] = _mm512_setzero_ps();
+        const block_q6_Kx8* a = reinterpret_cast<const block_q6_Kx8*>(group);
+        const block_q6_Kx8* b = reinterpret_cast<const block_q6_Kx8*>(group + groupBytes);
+        for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
+        {
+            const __m512 d16 = halfsPair(a->d, b->d);
+            for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4  // quarter picks a plane, a nibble half and a shift: constants when unrolled
+                for (int quarter = 0; quarter < 4; quarter++)
+                {
+                    const int block = 8 * sb + 4 * h + quarter;  // activation block
+                    for (int half = 0; half < 2; half++)
+                    {
+                        __m512i s32[R];
+                        for (int r = 0; r < R; r++)
+                            s32[r] = _mm512_setzero_si512();
+                        for (int c = 4 * half; c < 4 * half + 4; c++)
+                        {
+                            const block_q6_Kx8::Chunk& ca = a->chunks[h][c];
+                            const block_q6_Kx8::Chunk& cb = b->chunks[h][c];
+                            const __m512i nib = chunkPair(ca.ql[quarter & 1], cb.ql[quarter & 1]);
+                            const __m512i hi2 = chunkPair(ca.qh, cb.qh);
+                            const __m512i lowBits = quarter < 2 ? _mm512_and_si512(nib, low4)
+                                                                : _mm512_and_si512(_mm512_srli_epi16(nib, 4), low4);
+                            const __m512i highBits = _mm512_and_si512(_mm512_srli_epi16(hi2, 2 * quarter), two);
+                            const __m512i w = _mm512_or_si512(lowBits, _mm512_slli_epi16(highBits, 4));
+                            for (int r = 0; r < R; r++)
+                            {
+                                const __m512i x = broadcast4x16(q + r * qStride + (size_t)block * 32 + 4 * c);
+                                s32[r] = _mm512_sub_epi32(_mm512_dpbusd_epi32(s32[r], w, x),
+                                                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, x));
+                            }
+                        }
+                        const int sub = 8 * h + 2 * quarter + half;
+                        const __m512 scale = _mm512_mul_ps(d16, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(
+                            _mm_loadl_epi64((const __m128i*)a->scales[sub]), _mm_loadl_epi64((const __m128i*)b->scales[sub])))));
+                        for (int r = 0; r < R; r++)
+                        {
+                            const __m512 dot = _mm512_cvtepi32_ps(s32[r]);
+                            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
+                        }
+                    }
+                }
+        }
+        for (int r = 0; r < R; r++)
+            _mm512_storeu_ps(out + r * outStride, acc[r]);
+    }
+};
+#endif

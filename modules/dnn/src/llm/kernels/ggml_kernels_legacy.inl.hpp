@@ -310,3 +310,63 @@ struct Q5Interleaved8
             _mm256_storeu_ps(out + r * outStride, acc[r]);
     }
 };
+
+#if CV_AVX512_CLX
+// Q4_0 and Q8_0 on two consecutive interleaved groups at once: LegacyInterleaved8's per-lane
+// arithmetic (an exact integer dot per block, then one float multiply-add) on 512-bit vectors
+// whose halves are the two groups, so each instruction serves 16 weight rows: batched steps,
+// compute-bound, take half the instructions. Q4_0: vpdpbusd of the nibbles with the broadcast
+// activations, minus 8 sum x. Q8_0 (no byte sign instruction in AVX-512): vpdpbusd of w + 128
+// (unsigned), minus 128 sum x.
+template <int Type>
+struct LegacyInterleaved16
+{
+    template <int R>
+    LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
+                                        const float* d, const int* sums, int blocks, float* out, size_t outStride)
+    {
+        const bool q8 = Type == GGML_Q8_0;
+        typedef typename std::conditional<Type == GGML_Q8_0, block_q8_0x8, block_q4_0x8>::type Unit;
+        const __m512i mask = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8((char)0x80);
+        __m512 acc[R];
+        for (int r = 0; r < R; r++)
+            acc[r] = _mm512_setzero_ps();
+        const Unit* a = reinterpret_cast<const Unit*>(group);
+        const Unit* b = reinterpret_cast<const Unit*>(group + groupBytes);
+        for (int k = 0; k < blocks; k++, a++, b++)
+        {
+            const __m512 ws = halfsPair(a->d, b->d);
+            __m512i s32[R];
+            for (int r = 0; r < R; r++)
+                s32[r] = _mm512_setzero_si512();
+            if (q8)
+                for (int c = 0; c < 8; c++)
+                {
+                    const __m512i w = _mm512_xor_si512(chunkPair(a->qs[c], b->qs[c]), bias);
+                    for (int r = 0; r < R; r++)
+                        s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)k * 32 + 4 * c));
+                }
+            else
+                for (int c = 0; c < 4; c++)
+                {
+                    const __m512i v = chunkPair(a->qs[c], b->qs[c]);
+                    const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                    for (int r = 0; r < R; r++)
+                    {
+                        const signed char* x = q + r * qStride + (size_t)k * 32 + 4 * c;
+                        s32[r] = _mm512_dpbusd_epi32(s32[r], lo, broadcast4x16(x));
+                        s32[r] = _mm512_dpbusd_epi32(s32[r], hi, broadcast4x16(x + 16));
+                    }
+                }
+            for (int r = 0; r < R; r++)
+            {
+                const int ab = r * blocks + k;
+                const __m512i dot = _mm512_sub_epi32(s32[r], _mm512_set1_epi32((q8 ? 128 : 8) * sums[ab]));
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(ws, _mm512_set1_ps(d[ab])), acc[r]);
+            }
+        }
+        for (int r = 0; r < R; r++)
+            _mm512_storeu_ps(out + r * outStride, acc[r]);
+    }
+};
+#endif

@@ -169,15 +169,24 @@ private:
             for (int s = r.start; s < r.end; s++)
             {
                 const int begin = stripeBegin(s, integerUnits()), end = stripeBegin(s + 1, integerUnits());
-                for (int g = begin; g < std::min(end, groups); g++)
+                const int groupEnd = std::min(end, groups);
+                for (int g = begin; g < groupEnd;)
                 {
-                    self->traits_->dotQ8Interleaved8(self->interleaved_.ptr<uchar>(g), self->xq_.data(),
-                                                     self->xd_.data(), self->xs_.data(), blocks, rows, y + 8 * g,
-                                                     out);
+                    // Two groups at once where the CPU has a kernel for it (same results).
+                    const llm::WeightTypeTraits& traits = *self->traits_;
+                    const int pair = traits.dotQ8Interleaved16 && g + 1 < groupEnd ? 2 : 1;
+                    if (pair == 2)
+                        traits.dotQ8Interleaved16(self->interleaved_.ptr<uchar>(g), self->interleaved_.step[0],
+                                                  self->xq_.data(), self->xd_.data(), self->xs_.data(), blocks, rows,
+                                                  y + 8 * g, out);
+                    else
+                        traits.dotQ8Interleaved8(self->interleaved_.ptr<uchar>(g), self->xq_.data(), self->xd_.data(),
+                                                 self->xs_.data(), blocks, rows, y + 8 * g, out);
                     if (bias)
                         for (int t = 0; t < rows; t++)
-                            for (int j = 0; j < 8; j++)
+                            for (int j = 0; j < 8 * pair; j++)
                                 y[(size_t)t * out + 8 * g + j] += bias[8 * g + j];
+                    g += pair;
                 }
                 rowGemv(8 * groups + std::max(begin - groups, 0), 8 * groups + std::max(end - groups, 0));
             }

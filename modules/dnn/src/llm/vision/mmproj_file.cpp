@@ -56,9 +56,11 @@ void MMProjFile::readHyperParameters()
         hp_.projector = VisionProjector::Mlp;
     else if (hp_.projectorName == "gemma3")
         hp_.projector = VisionProjector::Gemma3;
+    else if (hp_.projectorName == "idefics3")
+        hp_.projector = VisionProjector::Idefics3;
     else
         CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': projector type '" + hp_.projectorName +
-                                           "' is not supported (supported: mlp, gemma3)");
+                                           "' is not supported (supported: mlp, gemma3, idefics3)");
 
     hp_.imageSize = u32("clip.vision.image_size", 1, 8192);
     hp_.patchSize = u32("clip.vision.patch_size", 1, 1024);
@@ -95,14 +97,20 @@ void MMProjFile::readHyperParameters()
     if (const GGUFValue* fl = f.find("clip.vision.feature_layer"))
         for (double v : fl->numbers)
             hp_.featureLayers.push_back((int)v);
-    if (f.find("clip.vision.image_grid_pinpoints"))
-        CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': image_grid_pinpoints (llava-1.6 tiling) "
-                                           "is not supported yet");
+    if (hp_.projector == VisionProjector::Idefics3)
+    {
+        readIdefics3HyperParameters();
+        return;
+    }
     if (hp_.projector == VisionProjector::Gemma3)
     {
+        if (f.find("clip.vision.image_grid_pinpoints"))
+            CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': image_grid_pinpoints with the gemma3 projector "
+                                               "is not supported");
         readGemma3HyperParameters();
         return;
     }
+    readGridPinpoints();
     // The deepest layer whose output is used (llama.cpp's clip_graph_llava): by default the
     // second to last block; a single clip.vision.feature_layer names it.
     if (hp_.featureLayers.empty())
@@ -114,6 +122,26 @@ void MMProjFile::readHyperParameters()
                                            "(stacked features, granite-vision) are not supported yet");
     if (hp_.layersRun < 0 || hp_.layersRun > hp_.nLayer)
         fail(format("clip.vision.feature_layer %d is outside [0, %d]", hp_.layersRun, hp_.nLayer));
+}
+
+// llava-1.6's tiling (clip.cpp: pairs of width, height into image_res_candidates). libmtmd cuts
+// the chosen resolution into image_size tiles, the last ones narrower when it is not a
+// multiple: the llava graph cannot take those, so such candidates are refused.
+void MMProjFile::readGridPinpoints()
+{
+    const GGUFValue* v = file_->find("clip.vision.image_grid_pinpoints");
+    if (!v)
+        return;
+    if (v->type != GGUF_ARRAY || !v->strings.empty() || !v->arrays.empty() || v->numbers.size() % 2 != 0)
+        fail("clip.vision.image_grid_pinpoints must hold an even number of integers (width, height pairs)");
+    for (size_t i = 0; i < v->numbers.size(); i += 2)
+    {
+        const int w = (int)v->numbers[i], h = (int)v->numbers[i + 1];
+        if (w <= 0 || h <= 0 || w > 65536 || h > 65536 || w % hp_.imageSize != 0 || h % hp_.imageSize != 0)
+            fail(format("clip.vision.image_grid_pinpoints %d x %d is not a positive multiple of clip.vision.image_size "
+                        "%d in both sides", w, h, hp_.imageSize));
+        hp_.gridPinpoints.push_back(Size(w, h));
+    }
 }
 
 const GGUFTensor& MMProjFile::tensor(const std::string& name, const std::vector<int64>& dims) const
@@ -153,12 +181,50 @@ Mat MMProjFile::vectorF32(const std::string& name, int n) const
     return toF32(tensor(name, {n}));
 }
 
+// llama.cpp's clip_graph_siglip for idefics3 runs every block (clip.vision.feature_layer is not
+// read), and its pixel shuffle needs clip.vision.projector.scale_factor > 1 (clip.cpp's
+// build_patch_merge_permute asserts it; without the key the factor is 1). libmtmd's idefics3
+// tiling needs clip.vision.preproc_image_size, the longest side the image is resized to
+// (older files without it are sliced another way, which we do not implement).
+void MMProjFile::readIdefics3HyperParameters()
+{
+    const GGUFModelFile& f = *file_;
+    hp_.layersRun = hp_.nLayer;
+    const GGUFValue* sf = f.find("clip.vision.projector.scale_factor");
+    if (!sf || sf->numbers.size() || sf->type == GGUF_STRING || sf->type == GGUF_ARRAY || sf->i < 2 || sf->i > 64)
+        fail("the idefics3 projector needs clip.vision.projector.scale_factor, an integer in [2, 64]");
+    hp_.scaleFactor = (int)sf->i;
+    if (hp_.patchesPerSide() % hp_.scaleFactor != 0)
+        fail(format("clip.vision.projector.scale_factor %d does not divide the %d x %d patch grid "
+                    "(clip.vision.image_size %d / clip.vision.patch_size %d)", hp_.scaleFactor, hp_.patchesPerSide(),
+                    hp_.patchesPerSide(), hp_.imageSize, hp_.patchSize));
+    const GGUFValue* edge = f.find("clip.vision.preproc_image_size");
+    if (!edge)
+        CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': an idefics3 mmproj without "
+                                           "clip.vision.preproc_image_size (older files) is not supported");
+    if (edge->numbers.size() || edge->type == GGUF_STRING || edge->type == GGUF_ARRAY || edge->i < 1 || edge->i > 65536)
+        fail("key clip.vision.preproc_image_size must be an integer in [1, 65536]");
+    hp_.longestEdge = (int)edge->i;
+    if (f.find("clip.vision.image_grid_pinpoints"))
+        fail("clip.vision.image_grid_pinpoints is for llava-1.6, not the idefics3 projector");
+}
+
+void MMProjFile::checkIdefics3Tensors()
+{
+    const int in = hp_.nEmbd * hp_.scaleFactor * hp_.scaleFactor;
+    const GGUFTensor* fc = file_->findTensor("mm.model.fc.weight");
+    if (!fc)
+        fail("missing tensor 'mm.model.fc.weight' (the idefics3 projector)");
+    hp_.outputEmbd = (int)fc->ne[1];
+    tensor("mm.model.fc.weight", {in, hp_.outputEmbd});  // no bias: llama.cpp's graph has none
+}
+
 void MMProjFile::checkTensors()
 {
     const int D = hp_.nEmbd, P = hp_.patchSize;
     tensor("v.patch_embd.weight", {P, P, 3, D});
-    // (llama.cpp's SigLIP graph, gemma3's, has no class token: a v.class_embd is not used)
-    hp_.classEmbedding = hp_.projector != VisionProjector::Gemma3 && file_->findTensor("v.class_embd") != nullptr;
+    // (llama.cpp's SigLIP graph, gemma3's and idefics3's, has no class token: a v.class_embd is not used)
+    hp_.classEmbedding = hp_.projector == VisionProjector::Mlp && file_->findTensor("v.class_embd") != nullptr;
     if (hp_.classEmbedding)
         tensor("v.class_embd", {D});
     tensor("v.position_embd.weight", {D, hp_.imageTokens() + (hp_.classEmbedding ? 1 : 0)});
@@ -186,6 +252,8 @@ void MMProjFile::checkTensors()
     }
     if (hp_.projector == VisionProjector::Gemma3)
         checkGemma3Tensors();
+    else if (hp_.projector == VisionProjector::Idefics3)
+        checkIdefics3Tensors();
     else
         checkMlpTensors();
 }

@@ -21,8 +21,9 @@ namespace llm {
 
 enum class VisionProjector
 {
-    Mlp,    // LLaVA 1.5 / BakLLaVA / ShareGPT4V: mm.0 -> GELU -> mm.2 (clip.projector_type "mlp")
-    Gemma3  // Gemma 3: SigLIP, average pooling, RMS norm (mm.soft_emb_norm), mm.input_projection
+    Mlp,     // LLaVA 1.5 / BakLLaVA / ShareGPT4V: mm.0 -> GELU -> mm.2 (clip.projector_type "mlp")
+    Gemma3,  // Gemma 3: SigLIP, average pooling, RMS norm (mm.soft_emb_norm), mm.input_projection
+    Idefics3 // SmolVLM / SmolVLM2: pixel shuffle -> mm.model.fc (clip.projector_type "idefics3")
 };
 
 //! The activation of the ViT's MLP, as clip.use_gelu / clip.use_silu choose it.
@@ -50,14 +51,18 @@ struct VisionHyperParameters
     int projectorHidden = 0;        //!< mm.0's output width
     int outputEmbd = 0;             //!< the projector's output width: the language model's n_embd
     int poolKernel = 1;             //!< gemma3: patches per side averaged into one token (clip.vision.projector.scale_factor, default 4)
+    int scaleFactor = 1;            //!< idefics3: clip.vision.projector.scale_factor (pixel shuffle)
+    int longestEdge = 0;            //!< idefics3: clip.vision.preproc_image_size (tiling's longest side)
+    std::vector<Size> gridPinpoints; //!< llava-1.6: clip.vision.image_grid_pinpoints (width, height pairs)
     int patchesPerSide() const { return imageSize / patchSize; }
     int imageTokens() const { return patchesPerSide() * patchesPerSide(); }
-    //! Rows an image becomes for the language model (gemma3: the patches after pooling).
+    //! Rows one image_size x image_size input becomes for the language model (gemma3: the
+    //! patches after pooling; idefics3: scale^2 patches merged into one row).
     int outputTokens() const
     {
         if (projector == VisionProjector::Gemma3)
             return (patchesPerSide() / poolKernel) * (patchesPerSide() / poolKernel);
-        return imageTokens();
+        return imageTokens() / (scaleFactor * scaleFactor);
     }
 };
 
@@ -88,6 +93,9 @@ private:
     void checkMlpTensors();
     void readGemma3HyperParameters();
     void checkGemma3Tensors();
+    void readIdefics3HyperParameters();
+    void checkIdefics3Tensors();
+    void readGridPinpoints();
 
     std::string path_;
     std::shared_ptr<GGUFModelFile> file_;

@@ -39,10 +39,33 @@ MultimodalPrompter::MultimodalPrompter(const std::string& mmprojPath, Net& langu
                                           mmprojPath.c_str(), encoder_.outputEmbd(), embedding_->embeddingLength()));
     if (!tokenizer_)
         CV_Error(Error::StsBadArg, "TextGenerationModel: images need the model's tokenizer");
+    if (encoder_.hparams().projector == VisionProjector::Idefics3)
+    {
+        // libmtmd's mtmd_context for PROJECTOR_TYPE_IDEFICS3
+        const int around = lookupToken("<fake_token_around_image>"), global = lookupToken("<global-img>");
+        idefics3OverviewStart_ = {lookupToken("\n\n"), around, global};
+        idefics3OverviewEnd_ = {around};
+        idefics3RowEnd_ = {lookupToken("\n")};
+    }
+}
+
+int MultimodalPrompter::lookupToken(const std::string& text) const
+{
+    for (int id = 0; id < tokenizer_->vocabSize(); id++)
+        if (tokenizer_->tokenToPiece(id, true) == text)
+            return id;
+    std::string shown;
+    for (char c : text)
+        shown += c == '\n' ? std::string("\\n") : std::string(1, c);
+    CV_Error(Error::StsBadArg, format("TextGenerationModel: the mmproj's projector (%s) needs the token \"%s\", which the "
+                                      "language model's vocabulary does not have: not a matching pair",
+                                      encoder_.hparams().projectorName.c_str(), shown.c_str()));
 }
 
 Mat MultimodalPrompter::embed(const Mat& bgr)
 {
+    if (tiled())
+        return tiledEntry(bgr).rows;  // tiles row by row, then the overview
     const int64 t0 = getTickCount();
     Mat rows = encoder_.encodeImage(bgr);
     lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
@@ -63,46 +86,130 @@ static std::string pixelDigest(const Mat& pixels)
     return format("%016llx%016llx:%zu", (unsigned long long)a, (unsigned long long)b, n);
 }
 
-Mat MultimodalPrompter::embeddingsOf(const Mat& bgr, const std::string& knownDigest, std::string& digest)
+MultimodalPrompter::ImageEntry MultimodalPrompter::tiledEntry(const Mat& bgr)
+{
+    const VisionHyperParameters& hp = encoder_.hparams();
+    const bool idefics3 = hp.projector == VisionProjector::Idefics3;
+    const ImageTiles tiles = idefics3 ? preprocessIdefics3(bgr, hp) : preprocessLlavaTiles(bgr, hp);
+    ImageEntry e;
+    std::string all;
+    for (const Mat& t : tiles.tiles)
+        all += pixelDigest(t);
+    e.digest = "tiles:" + pixelDigest(tiles.overview) + all;
+    for (const ImageEntry& r : recent_)
+        if (r.digest == e.digest)
+            return r;
+    const int64 t0 = getTickCount();
+    std::vector<Mat> rows;
+    for (const Mat& t : tiles.tiles)
+        rows.push_back(encoder_.encode(t));
+    rows.push_back(encoder_.encode(tiles.overview));
+    lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
+    vconcat(rows, e.rows);
+
+    // mtmd_tokenizer::add_media: tiles first (ov_img_first = false), row ends between rows of
+    // tiles only, then the overview; llava-1.6 has no marker tokens at all.
+    int row = 0;
+    auto addRows = [&](int n) {
+        for (int i = 0; i < n; i++)
+            e.layout.push_back(-1 - row++);
+    };
+    for (int y = 0; y < tiles.rows; y++)
+    {
+        for (int x = 0; x < tiles.cols; x++)
+        {
+            if (idefics3)
+            {
+                const std::vector<int> marker = tokenizer_->encode(
+                    format("<fake_token_around_image><row_%d_col_%d>", y + 1, x + 1), false, true);
+                e.layout.insert(e.layout.end(), marker.begin(), marker.end());
+            }
+            addRows(rows[y * tiles.cols + x].rows);
+        }
+        if (y != tiles.rows - 1)
+            e.layout.insert(e.layout.end(), idefics3RowEnd_.begin(), idefics3RowEnd_.end());
+    }
+    e.layout.insert(e.layout.end(), idefics3OverviewStart_.begin(), idefics3OverviewStart_.end());
+    addRows(rows.back().rows);
+    e.layout.insert(e.layout.end(), idefics3OverviewEnd_.begin(), idefics3OverviewEnd_.end());
+    return e;
+}
+
+MultimodalPrompter::ImageEntry MultimodalPrompter::entryOf(const Mat& bgr, const std::string& knownDigest)
 {
     if (!knownDigest.empty())
     {
-        digest = knownDigest;
-        const auto pinned = pinned_.find(digest);
-        if (pinned != pinned_.end())
-            return pinned->second;
-        for (const auto& r : recent_)
-            if (r.first == digest)
-                return r.second;
+        const auto it = restored_.find(knownDigest);
+        if (it != restored_.end())
+            return it->second;
+        for (const ImageEntry& r : recent_)
+            if (r.digest == knownDigest)
+                return r;
         if (bgr.empty())
             CV_Error(Error::StsError, "TextGenerationModel: an image of a loaded session is no longer known "
                                       "(its embeddings were not restored)");
     }
-    const Mat pixels = preprocessImage(bgr, encoder_.hparams());
-    digest = pixelDigest(pixels);
-    const auto pinned = pinned_.find(digest);
-    if (pinned != pinned_.end())
-        return pinned->second;
-    for (auto it = recent_.begin(); it != recent_.end(); ++it)
-        if (it->first == digest)
+    return entryOf(bgr);
+}
+
+void MultimodalPrompter::restore(const std::vector<ImageEntry>& committed, const std::vector<ImageEntry>& known)
+{
+    committedEntries_ = committed;
+    committed_.clear();
+    std::vector<Mat> rows;
+    for (const ImageEntry& e : committed)
+    {
+        committed_.emplace_back(e.digest, e.rows.rows);
+        rows.push_back(e.rows);
+    }
+    committedTable_.release();
+    if (!rows.empty())
+        vconcat(rows, committedTable_);
+    restored_.clear();
+    for (const ImageEntry& e : known)
+        restored_[e.digest] = e;
+}
+
+MultimodalPrompter::ImageEntry MultimodalPrompter::entryOf(const Mat& bgr)
+{
+    ImageEntry e;
+    if (tiled())
+        e = tiledEntry(bgr);
+    else
+    {
+        const Mat pixels = preprocessImage(bgr, encoder_.hparams());
+        e.digest = pixelDigest(pixels);
+        auto it = std::find_if(recent_.begin(), recent_.end(), [&](const ImageEntry& r) { return r.digest == e.digest; });
+        if (it != recent_.end())
+            e = *it;
+        else
         {
-            recent_.splice(recent_.begin(), recent_, it);
-            return it->second;
+            const int64 t0 = getTickCount();
+            e.rows = encoder_.encode(pixels);
+            lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
+            std::vector<int> before, after;  // gemma3's <start_of_image> / <end_of_image>
+            imageWrappers(before, after);
+            e.layout = before;
+            for (int i = 0; i < e.rows.rows; i++)
+                e.layout.push_back(-1 - i);
+            e.layout.insert(e.layout.end(), after.begin(), after.end());
         }
-    const int64 t0 = getTickCount();
-    const Mat rows = encoder_.encode(pixels);
-    lastEncodeMs_ = (getTickCount() - t0) * 1000.0 / getTickFrequency();
-    recent_.emplace_front(digest, rows);
+    }
+    auto it = std::find_if(recent_.begin(), recent_.end(), [&](const ImageEntry& r) { return r.digest == e.digest; });
+    if (it != recent_.end())
+        recent_.erase(it);
+    recent_.push_front(e);
     const size_t kKeep = 8;  // images whose embeddings are kept beyond the current prompt
     if (recent_.size() > kKeep)
         recent_.pop_back();
-    return rows;
+    return e;
 }
 
 std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpecial, bool parseSpecial)
 {
     std::vector<int> ids;
     std::vector<Mat> rows;
+    std::vector<ImageEntry> entries;
     std::vector<std::string> digests;
     int tableRows = 0;
     size_t start = 0;
@@ -120,17 +227,14 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
         if (rows.size() >= images_.size())
             CV_Error(Error::StsBadArg, format("TextGenerationModel: the prompt has more image markers (%s) than images (%zu)",
                                               marker_.c_str(), images_.size()));
-        std::string digest;
         const size_t k = rows.size();
-        rows.push_back(embeddingsOf(images_[k], k < digests_.size() ? digests_[k] : std::string(), digest));
-        digests.push_back(digest);
-        std::vector<int> before, after;
-        imageWrappers(before, after);
-        ids.insert(ids.end(), before.begin(), before.end());
-        for (int i = 0; i < rows.back().rows; i++)
-            ids.push_back(-1 - (tableRows + i));
-        tableRows += rows.back().rows;
-        ids.insert(ids.end(), after.begin(), after.end());
+        const ImageEntry e = entryOf(images_[k], k < digests_.size() ? digests_[k] : std::string());
+        entries.push_back(e);
+        rows.push_back(e.rows);
+        digests.push_back(e.digest);
+        for (int id : e.layout)
+            ids.push_back(id >= 0 ? id : id - tableRows);
+        tableRows += e.rows.rows;
         start = pos + marker_.size();
     }
     if (rows.size() != images_.size())
@@ -145,6 +249,7 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
     if (!rows.empty())
         vconcat(rows, table);
     table_ = table;
+    tableEntries_ = entries;
     table_digests_.clear();
     for (size_t i = 0; i < digests.size(); i++)
         table_digests_.emplace_back(digests[i], rows[i].rows);

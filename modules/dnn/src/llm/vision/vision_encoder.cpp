@@ -2,6 +2,11 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
+// Idefics3 (SmolVLM) is llama.cpp's SigLIP graph (tools/mtmd/models/siglip.cpp): the same
+// patch embedding (with its bias) and position embedding but no class token, no pre-LayerNorm
+// in the files, every block, the post-LayerNorm, then the pixel shuffle (VisionPixelShuffle)
+// and mm.model.fc.
+//
 // The encoder as llama.cpp's clip graph for llava builds it (tools/mtmd/models/llava.cpp):
 //   patch embedding (a P x P convolution with stride P) -> one token per patch, raster order,
 //   then the class embedding as the last token -> + position embedding (row i: position i)
@@ -38,6 +43,8 @@ void registerVisionLayers()
         LayerFactory::registerLayer("VisionRows", [](LayerParams& p) -> Ptr<Layer> { return VisionRowsLayer::create(p); });
         LayerFactory::registerLayer("VisionQuickGelu", [](LayerParams& p) -> Ptr<Layer> { return VisionQuickGeluLayer::create(p); });
         LayerFactory::registerLayer("VisionRoundF16", [](LayerParams& p) -> Ptr<Layer> { return VisionRoundF16Layer::create(p); });
+        LayerFactory::registerLayer("VisionGeluF16", [](LayerParams& p) -> Ptr<Layer> { return VisionGeluF16Layer::create(p); });
+        LayerFactory::registerLayer("VisionPixelShuffle", [](LayerParams& p) -> Ptr<Layer> { return VisionPixelShuffleLayer::create(p); });
         LayerFactory::registerLayer("VisionAvgPool", [](LayerParams& p) -> Ptr<Layer> { return VisionAvgPoolLayer::create(p); });
     });
 }
@@ -72,6 +79,11 @@ public:
             gemma3Projector(x);
             return;
         }
+        if (hp_.projector == VisionProjector::Idefics3)
+        {
+            idefics3Projector(x);
+            return;
+        }
         if (hp_.classEmbedding)
         {
             LayerParams lp = params("v.patches", "VisionRows");
@@ -86,6 +98,18 @@ public:
     }
 
 private:
+    // Idefics3 (llama.cpp's clip_graph_siglip): the pixel shuffle, then mm.model.fc without bias.
+    void idefics3Projector(LayerPin x)
+    {
+        const int s = hp_.scaleFactor, n = hp_.patchesPerSide();
+        LayerParams lp = params("mm.pixel_shuffle", "VisionPixelShuffle");
+        lp.set("grid_w", n);
+        lp.set("grid_h", n);
+        lp.set("scale", s);
+        x = addConnectedLayer(net_, lp, {x});
+        matmul("mm.model.fc", hp_.nEmbd * s * s, hp_.outputEmbd, x);
+    }
+
     LayerParams params(const std::string& name, const std::string& type) const
     {
         LayerParams lp;
@@ -191,8 +215,13 @@ private:
             LayerParams lp = params(b + "ffn_act", "VisionQuickGelu");
             h = addConnectedLayer(net_, lp, {h});
         }
+        else if (hp_.activation == VisionActivation::GeluTanh)
+        {
+            LayerParams lp = params(b + "ffn_act", "VisionGeluF16");  // ggml_gelu's F16 table
+            h = addConnectedLayer(net_, lp, {h});
+        }
         else
-            h = elementwise(b + "ffn_act", hp_.activation == VisionActivation::GeluTanh ? "gelu_tanh_f16" : "silu", h);
+            h = elementwise(b + "ffn_act", "silu", h);
         h = matmul(b + (hp_.swappedFFN ? "ffn_up" : "ffn_down"), F, D, h);
         return elementwise(b + "ffn_residual", "add", x, h);
     }

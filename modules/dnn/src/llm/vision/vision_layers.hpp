@@ -58,6 +58,24 @@ public:
     static Ptr<VisionRoundF16Layer> create(const LayerParams& params);
 };
 
+/** The tanh GELU as ggml_gelu computes it on the CPU (GGML_GELU_FP16): x rounded to half
+    precision indexes a table of half-precision results; 0 for x <= -10, x for x >= 10. The
+    values of LLMElementwise's "gelu_tanh_f16", by a table lookup. */
+class VisionGeluF16Layer : public Layer
+{
+public:
+    static Ptr<VisionGeluF16Layer> create(const LayerParams& params);
+};
+
+/** Idefics3's pixel shuffle (llama.cpp's build_patch_merge_permute): a `grid_h` x `grid_w`
+    raster of tokens x D becomes (grid_h/`scale`) x (grid_w/`scale`) tokens of D*scale*scale
+    features, each the scale x scale neighbours it covers, row by row. */
+class VisionPixelShuffleLayer : public Layer
+{
+public:
+    static Ptr<VisionPixelShuffleLayer> create(const LayerParams& params);
+};
+
 /** Gemma 3's pooling (ggml_pool_2d, GGML_OP_POOL_AVG): a tokens x D input holding a `grid` x
     `grid` patch grid in raster order, averaged over `kernel` x `kernel` windows with stride
     `kernel` (floor(grid / kernel) windows per side). Output: (grid / kernel)^2 x D, raster order. */

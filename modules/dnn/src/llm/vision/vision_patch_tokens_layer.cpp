@@ -123,6 +123,38 @@ static const std::vector<hfloat>& quickGeluF16Table()
     return table;
 }
 
+// ggml_table_gelu_f16: the F16 result of the tanh GELU for every F16 input.
+static const std::vector<hfloat>& geluTanhF16Table()
+{
+    static const std::vector<hfloat> table = [] {
+        std::vector<hfloat> t(65536);
+        for (int i = 0; i < 65536; i++)
+        {
+            const float v = llm::halfBitsToFloat((uint16_t)i);
+            t[i] = hfloat(0.5f * v * (1.f + std::tanh(0.7978845608028654f * v * (1.f + 0.044715f * v * v))));
+        }
+        return t;
+    }();
+    return table;
+}
+
+// As ggml's F16 activations: x rounded to F16 indexes a table of F16 results (both
+// conversions vectorized).
+static void lookupF16(const float* x, float* y, int len, const std::vector<hfloat>& table)
+{
+    Mat half;
+    Mat(1, len, CV_32F, (void*)x).convertTo(half, CV_16F);
+    hfloat* h = half.ptr<hfloat>();
+    for (int i = 0; i < len; i++)
+    {
+        ushort bits;
+        std::memcpy(&bits, &h[i], sizeof(bits));
+        h[i] = table[bits];
+    }
+    Mat dst(1, len, CV_32F, y);
+    half.convertTo(dst, CV_32F);
+}
+
 // What the element-wise vision layers share: one float input, an output of its shape.
 template <typename Base>
 class ElementwiseVisionLayer : public Base
@@ -171,19 +203,7 @@ public:
                     y[i] = x[i] * (1.f / (1.f + std::exp(-1.702f * x[i])));
                 return;
             }
-            // As ggml: x rounded to F16 indexes a table of F16 results (both conversions vectorized).
-            const int len = (int)(end - begin);
-            Mat half;
-            Mat(1, len, CV_32F, (void*)(x + begin)).convertTo(half, CV_16F);
-            hfloat* h = half.ptr<hfloat>();
-            for (int i = 0; i < len; i++)
-            {
-                ushort bits;
-                std::memcpy(&bits, &h[i], sizeof(bits));
-                h[i] = table[bits];
-            }
-            Mat dst(1, len, CV_32F, y + begin);
-            half.convertTo(dst, CV_32F);
+            lookupF16(x + begin, y + begin, (int)(end - begin), table);
         });
     }
 
@@ -194,6 +214,38 @@ private:
 Ptr<VisionQuickGeluLayer> VisionQuickGeluLayer::create(const LayerParams& params)
 {
     return makePtr<VisionQuickGeluLayerImpl>(params);
+}
+
+// The same values as LLMElementwise's "gelu_tanh_f16" (ggml_vec_gelu_f32 with GGML_GELU_FP16),
+// by a table lookup instead of a tanh per element.
+class VisionGeluF16LayerImpl CV_FINAL : public ElementwiseVisionLayer<VisionGeluF16Layer>
+{
+public:
+    explicit VisionGeluF16LayerImpl(const LayerParams& params) : ElementwiseVisionLayer(params) {}
+
+    void forward(InputArrayOfArrays inputs_arr, OutputArrayOfArrays outputs_arr, OutputArrayOfArrays) CV_OVERRIDE
+    {
+        const Mat in = inputs_arr.getMat(0);
+        Mat& out = outputs_arr.getMatRef(0);
+        const float* x = in.ptr<float>();
+        float* y = out.ptr<float>();
+        const size_t n = in.total();
+        const std::vector<hfloat>& table = geluTanhF16Table();
+        parallel_for_(Range(0, (int)((n + 4095) / 4096)), [&](const Range& r) {
+            const size_t begin = (size_t)r.start * 4096, end = std::min(n, (size_t)r.end * 4096);
+            lookupF16(x + begin, y + begin, (int)(end - begin), table);
+            for (size_t i = begin; i < end; i++)  // ggml saturates outside (-10, 10)
+                if (x[i] <= -10.f)
+                    y[i] = 0.f;
+                else if (x[i] >= 10.f)
+                    y[i] = x[i];
+        });
+    }
+};
+
+Ptr<VisionGeluF16Layer> VisionGeluF16Layer::create(const LayerParams& params)
+{
+    return makePtr<VisionGeluF16LayerImpl>(params);
 }
 
 class VisionRoundF16LayerImpl CV_FINAL : public ElementwiseVisionLayer<VisionRoundF16Layer>
