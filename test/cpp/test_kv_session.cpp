@@ -377,4 +377,32 @@ TEST(KVSession, chatConversationIsRestored)
     EXPECT_LT(restored.getLastPrefillTokenCount(), (int)restored.getPromptTokenIds().size() / 2);
 }
 
+// A loaded sequence's window layers hold only the rows the file saved (from the first position
+// its next token attended to); the earlier slots of that first page are zeros. A prompt that
+// resumes inside that page must be fed again, not continued over the zeros: across prompt
+// lengths (every offset in a page), the restored model generates what a fresh one does.
+TEST(KVSession, loadedWindowLayersAreNotResumedBeforeWhatTheyHold)
+{
+    const std::string model = llm_test::testModel("synthetic/synthetic_gemma2_Q8_0.gguf");  // window 4
+    TempFile file;
+    GenerationConfig config = greedy(6);
+    config.ignoreEndOfGeneration = true;
+    for (int n = 6; n < 30; n++)
+    {
+        const std::vector<int> prompt = promptIds(n);
+        auto run = [&](TextGenerationModel& m) {
+            m.startWithTokenIds(prompt, config);
+            while (!m.isDone())
+                m.next();
+            return m.getGeneratedTokenIds();
+        };
+        TextGenerationModel fresh(model), original(model), restored(model);
+        const std::vector<int> expected = run(fresh);
+        ASSERT_EQ(run(original), expected);
+        original.saveSession(file.path);
+        restored.loadSession(file.path);
+        EXPECT_EQ(run(restored), expected) << n << " prompt tokens";
+    }
+}
+
 } // namespace

@@ -103,6 +103,71 @@ def test_gemma3_malformed_mmproj_is_a_clear_error():
     assert "missing tensor 'mm.soft_emb_norm.weight'" in str(error)
 
 
+def _greedy(n, **kw):
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = n
+    config.ignoreEndOfGeneration = True
+    for k, v in kw.items():
+        setattr(config, k, v)
+    return config
+
+
+@pytest.mark.parametrize("lm,mmproj,names", [
+    ("lm.gguf", "mmproj.gguf", ["llava_mlp_56x56.json", "llava_mlp_80x48.json"]),
+    ("gemma3_lm.gguf", "gemma3_mmproj.gguf", ["gemma3_112x112.json", "gemma3_200x150.json"]),
+])
+def test_batch_with_images_equals_lone_runs(lm, mmproj, names):
+    # generateBatch(prompts, images, config): one list of images per prompt. Completion i is a
+    # lone generate() with seed + i; greedy, the two images' answers are libmtmd's.
+    if not (MODELS / mmproj).exists():
+        pytest.skip("run the make_vision_models ctest fixture first")
+    m = cv.dnn.TextGenerationModel(str(MODELS / lm), str(MODELS / mmproj))
+    refs = [json.loads((ORACLE / n).read_text()) for n in names]
+    images = [[read_ppm(ORACLE / r["image"])] for r in refs] + [[]]
+    prompts = [refs[0]["prompt"], refs[1]["prompt"], "Describe"]
+    texts = m.generateBatch(prompts, images, _greedy(8))
+    for text, prompt, imgs, ref in zip(texts, prompts, images, refs):
+        assert text == m.generate(prompt, imgs, _greedy(8))
+        assert list(m.getGeneratedTokenIds()) == ref["greedy_ids"]
+    sampled = _greedy(10, temperature=0.9, seed=4)
+    texts = m.generateBatch(prompts, images, sampled)
+    for i, (prompt, imgs) in enumerate(zip(prompts, images)):
+        lone = _greedy(10, temperature=0.9, seed=4 + i)
+        assert texts[i] == m.generate(prompt, imgs, lone)
+
+
+def test_prompt_lookup_with_an_image_keeps_the_greedy_answer(model):
+    ref = json.loads((ORACLE / "llava_mlp_56x56.json").read_text())
+    image = read_ppm(ORACLE / ref["image"])
+    model.generate(ref["prompt"], [image], _greedy(24))
+    plain = list(model.getGeneratedTokenIds())
+    model.generate(ref["prompt"], [image], _greedy(24, draftTokens=4, lookupNgram=2))
+    assert list(model.getGeneratedTokenIds()) == plain
+    assert plain[:len(ref["greedy_ids"])] == ref["greedy_ids"]
+
+
+def test_session_with_an_image_round_trips(tmp_path):
+    if not (MODELS / "mmproj.gguf").exists():
+        pytest.skip("run the make_vision_models ctest fixture first")
+    ref = json.loads((ORACLE / "llava_mlp_56x56.json").read_text())
+    image = read_ppm(ORACLE / ref["image"])
+    path = str(tmp_path / "session.kvseq")
+    models = [cv.dnn.TextGenerationModel(str(MODELS / "lm.gguf"), str(MODELS / "mmproj.gguf")) for _ in range(3)]
+    original, twin, restored = models
+    for m in models:
+        m.setChatTemplate("chatml")
+    for m in (original, twin):
+        m.chat("<__media__>What is this?", [image], _greedy(4))
+    original.saveSession(path)
+    assert restored.loadSession(path) > ref["image_tokens"]
+    assert restored.chat("And the colours?", _greedy(6)) == twin.chat("And the colours?", _greedy(6))
+    assert restored.getLastPrefillTokenCount() == twin.getLastPrefillTokenCount()
+    assert list(restored.getGeneratedTokenIds()) == list(twin.getGeneratedTokenIds())
+    text_only = cv.dnn.TextGenerationModel(str(MODELS / "lm.gguf"))
+    with pytest.raises(cv.error, match="session with images"):
+        text_only.loadSession(path)
+
+
 @pytest.mark.parametrize("record", ["idefics3_80x48.json", "llava16_120x100.json"])
 def test_tiles_prompt_and_answer_match_llama_cpp(record):
     """SmolVLM's projector (2 x 3 tiles and the overview, libmtmd's markers around them) and

@@ -133,6 +133,22 @@ public:
     completion i as they come and returns false to end that completion. */
     std::vector<String> generateBatch(const std::vector<String>& prompts, const GenerationConfig& config,
                                       const std::function<bool(int index, const String& piece)>& onPiece);
+    /** @brief generateBatch() with images (a model loaded with its mmproj): images[i] are the
+    images of prompt i, at its `<__media__>` markers as in generate(). Each prompt's image rows
+    belong to its own sequence, so completion i equals a lone generate(prompts[i], images[i])
+    with seed config.seed + i. Prompt lookup drafting (lookupNgram) works with images; a draft
+    model does not (it cannot see the images). */
+    CV_WRAP std::vector<String> generateBatch(const std::vector<String>& prompts,
+                                              const std::vector<std::vector<Mat> >& images,
+                                              const GenerationConfig& config = GenerationConfig());
+    //! Streaming form of generateBatch() with images.
+    std::vector<String> generateBatch(const std::vector<String>& prompts, const std::vector<std::vector<Mat> >& images,
+                                      const GenerationConfig& config,
+                                      const std::function<bool(int index, const String& piece)>& onPiece);
+    //! generateBatch() with images: the generated ids of each completion (stop tokens excluded; C++ only).
+    std::vector<std::vector<int> > generateBatchTokenIds(const std::vector<String>& prompts,
+                                                         const std::vector<std::vector<Mat> >& images,
+                                                         const GenerationConfig& config = GenerationConfig());
     //! generateBatch() on token ids: the generated ids of each completion (stop tokens excluded; C++ only).
     std::vector<std::vector<int> > generateBatchTokenIds(const std::vector<std::vector<int> >& promptIds,
                                                          const GenerationConfig& config = GenerationConfig());
@@ -197,7 +213,11 @@ public:
     generate(), the step API and chat(), on sequence 0 of the KV cache), their keys and values
     in the cache's storage type, and the chat conversation (its completed turns, as role and
     content; a reply still being generated is not part of it). The file is a KVCache sequence
-    file (KVCache::saveSequence()) and is written atomically. Throws when no token was fed yet. */
+    file (KVCache::saveSequence()) and is written atomically. Throws when no token was fed yet.
+    With images (a model loaded with its mmproj), the session also holds the embeddings of the
+    images its tokens and its conversation refer to, each named by a digest of its
+    preprocessed pixels: a loaded session's next chat turn reuses the cache's prefix without
+    the image being given or encoded again, and another image is never taken for it. */
     CV_WRAP void saveSession(const String& path) const;
     /** @brief Restores a session of saveSession(): the tokens, their keys and values and the
     conversation. A following generate() or chat() whose prompt starts with those tokens only

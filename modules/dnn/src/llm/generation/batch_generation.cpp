@@ -38,6 +38,8 @@ struct Active
     int length = 0;             // tokens the sequence held before the step
     int firstRow = 0;           // its first logit row in the step's output
     int drafted = 0, draftsKept = 0;
+    bool hasImages = false;
+    std::vector<int> context;   // the drafter's context when the prompt has image rows
 };
 
 // A prompt shared by several requests: prefilled once into a sequence of its own, then forked.
@@ -53,10 +55,11 @@ class BatchRun
 public:
     BatchRun(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer, const std::vector<std::vector<int>>& prompts,
              const GenerationConfig& config, int maxParallel, const std::function<bool(int, const String&)>& onPiece,
-             Drafter* drafter)
+             Drafter* drafter, const BatchImages* images)
         : net_(net), cache_(cache), tokenizer_(tokenizer), prompts_(prompts), config_(config),
-          maxParallel_(maxParallel), onPiece_(onPiece), drafter_(drafter), results_(prompts.size())
+          maxParallel_(maxParallel), onPiece_(onPiece), drafter_(drafter), images_(images), results_(prompts.size())
     {
+        CV_Assert(!images || images->keys.size() == prompts.size());
         CV_CheckGT(maxParallel, 0, "TextGenerationModel: the number of parallel sequences must be positive");
         const std::vector<int> used = cache.getSequenceIds();
         nextId_ = used.empty() ? 0 : used.back() + 1;
@@ -65,7 +68,7 @@ public:
             if ((int)prompts[i].size() >= cache.getMaxSequenceLength())
                 CV_Error(Error::StsOutOfRange, format("TextGenerationModel: prompt %zu has %zu tokens; the context holds %d",
                                                       i, prompts[i].size(), cache.getMaxSequenceLength()));
-            shared_[prompts[i]].usersLeft++;
+            shared_[keyOf((int)i)].usersLeft++;
             waiting_.push_back((int)i);
         }
     }
@@ -95,8 +98,17 @@ private:
         return (int)((tokens + cache_.getPageSize() - 1) / cache_.getPageSize());
     }
 
-    std::vector<float> forwardOne(const std::vector<int>& prompt, int sequenceId)
+    // Prompts are shared by their ids and, with images, what the images are.
+    std::pair<std::vector<int>, std::string> keyOf(int index) const
     {
+        return std::make_pair(prompts_[index], images_ ? images_->keys[index] : std::string());
+    }
+
+    std::vector<float> forwardOne(int index, int sequenceId)
+    {
+        const std::vector<int>& prompt = prompts_[index];
+        if (images_ && images_->prepare)
+            images_->prepare(index);
         const Mat out = forwardTokens(net_, prompt, std::vector<int>(prompt.size(), sequenceId), input_);
         return std::vector<float>(out.ptr<float>(), out.ptr<float>() + out.cols);
     }
@@ -109,7 +121,7 @@ private:
         {
             const int index = waiting_.front();
             const std::vector<int>& prompt = prompts_[index];
-            SharedPrompt& shared = shared_[prompt];
+            SharedPrompt& shared = shared_[keyOf(index)];
             const bool share = shared.usersLeft > 1 || shared.sequenceId >= 0;
             const size_t maxLength = std::min<size_t>(prompt.size() + config_.maxNewTokens, cache_.getMaxSequenceLength());
             const int needed = pagesFor(maxLength) + (share && shared.sequenceId < 0 ? pagesFor(prompt.size()) : 0);
@@ -128,13 +140,20 @@ private:
             a.sequenceId = nextId_++;
             GenerationConfig cfg = config_;
             cfg.seed = config_.seed + index;
-            a.completion.reset(new Completion(tokenizer_, prompt, cfg, std::vector<std::string>()));
+            // Image rows (negative ids) are not tokens to sample after: the completion sees the
+            // text, as TextGenerationModel's own start() does.
+            std::vector<int> text;
+            for (int id : prompt)
+                if (id >= 0 || !images_)  // without images, the completion refuses a negative id
+                    text.push_back(id);
+            a.hasImages = text.size() != prompt.size();
+            a.completion.reset(new Completion(tokenizer_, text.empty() ? prompt : text, cfg, std::vector<std::string>()));
             if (share)
             {
                 if (shared.sequenceId < 0)
                 {
                     shared.sequenceId = nextId_++;
-                    shared.logits = forwardOne(prompt, shared.sequenceId);
+                    shared.logits = forwardOne(index, shared.sequenceId);
                 }
                 cache_.forkSequence(shared.sequenceId, a.sequenceId);
                 a.logits = shared.logits;
@@ -147,7 +166,7 @@ private:
             else
             {
                 shared.usersLeft--;
-                a.logits = forwardOne(prompt, a.sequenceId);
+                a.logits = forwardOne(index, a.sequenceId);
             }
             active_.push_back(std::move(a));
         }
@@ -221,7 +240,16 @@ private:
             if (!drafter_ || wanted <= 0)
                 continue;
             draftIds_.push_back(a.sequenceId);
-            draftContexts_.push_back(&a.completion->history());
+            if (a.hasImages)  // the sequence as fed, image rows included (as a lone run's drafter sees it)
+            {
+                const std::vector<int>& prompt = prompts_[a.index];
+                const std::vector<int>& history = a.completion->history();
+                a.context.assign(prompt.begin(), prompt.end());
+                a.context.insert(a.context.end(), history.begin() + a.completion->prompt().size(), history.end());
+                draftContexts_.push_back(&a.context);
+            }
+            else
+                draftContexts_.push_back(&a.completion->history());
             draftLimits_.push_back(wanted);
             drafts_.push_back(&a.draft);
         }
@@ -302,11 +330,12 @@ private:
     int maxParallel_;
     std::function<bool(int, const String&)> onPiece_;
     Drafter* drafter_;
+    const BatchImages* images_;
     std::vector<BatchCompletion> results_;
     int nextId_ = 0;
     std::deque<int> waiting_;
     std::vector<Active> active_;
-    std::map<std::vector<int>, SharedPrompt> shared_;
+    std::map<std::pair<std::vector<int>, std::string>, SharedPrompt> shared_;
     std::vector<int> tokens_, sequenceIds_, logitTokens_;
     std::vector<int> draftIds_, draftLimits_;  // proposeDrafts()'s requests
     std::vector<const std::vector<int>*> draftContexts_;
@@ -320,9 +349,9 @@ std::vector<BatchCompletion> generateBatch(Net& net, PagedKVCache& cache, const 
                                            const std::vector<std::vector<int>>& prompts,
                                            const GenerationConfig& config, int maxParallel,
                                            const std::function<bool(int, const String&)>& onPiece,
-                                           Drafter* drafter)
+                                           Drafter* drafter, const BatchImages* images)
 {
-    return BatchRun(net, cache, tokenizer, prompts, config, maxParallel, onPiece, drafter).run();
+    return BatchRun(net, cache, tokenizer, prompts, config, maxParallel, onPiece, drafter, images).run();
 }
 
 }}} // namespace cv::dnn::llm

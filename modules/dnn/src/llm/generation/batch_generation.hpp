@@ -30,12 +30,22 @@ struct BatchCompletion
     Completion i samples with seed config.seed + i. onPiece(i, piece) (optional) streams;
     returning false ends completion i. Uses sequence ids the cache does not hold and removes
     them at the end; other sequences are left as they are. With a `drafter`, each sequence
-    drafts up to config.draftTokens tokens per step on its own and one forward checks them all. */
+    drafts up to config.draftTokens tokens per step on its own and one forward checks them all.
+    Prompts with images (negative ids: rows of an image table, per prompt) come with `images`:
+    prepare(i) readies the Net for prompt i's prefill (its table, its non-causal spans), and
+    keys[i] names its images, so that prompts with the same ids but other images are not
+    prefilled once and shared. Decode steps feed text tokens only. */
+struct BatchImages
+{
+    std::function<void(int)> prepare;
+    std::vector<std::string> keys;
+};
+
 std::vector<BatchCompletion> generateBatch(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer,
                                            const std::vector<std::vector<int>>& prompts,
                                            const GenerationConfig& config, int maxParallel,
                                            const std::function<bool(int, const String&)>& onPiece,
-                                           Drafter* drafter = nullptr);
+                                           Drafter* drafter = nullptr, const BatchImages* images = nullptr);
 
 /** Feeds `tokens` (token i continues sequence sequenceIds[i]) and returns one row of logits per
     distinct sequence, in order of first appearance, or one per token named in `logitTokens`.

@@ -31,6 +31,8 @@
 
 #include <atomic>
 #include <climits>
+#include <cstring>
+#include <map>
 
 namespace cv {
 namespace dnn {
@@ -93,6 +95,7 @@ struct TextGenerationModel::Impl
     // images of the conversation's turns, in order.
     std::shared_ptr<llm::MultimodalPrompter> vision;
     std::vector<Mat> conversationImages;
+    std::vector<std::string> conversationDigests;  // per image: its digest when it came from a loaded session
 
     std::vector<int> encodePrompt(const std::string& text, bool addSpecial, bool parseSpecial)
     {
@@ -199,8 +202,8 @@ struct TextGenerationModel::Impl
         cancel();  // an unfinished chat reply still joins the conversation
         std::vector<int> textIds = promptIds;  // image rows (negative ids) are not tokens to sample after
         textIds.erase(std::remove_if(textIds.begin(), textIds.end(), llm::MultimodalPrompter::isImageId), textIds.end());
-        if (textIds.size() != promptIds.size() && cfg.draftTokens > 0)
-            CV_Error(Error::StsNotImplemented, "TextGenerationModel: speculative decoding of prompts with images");
+        if (textIds.size() != promptIds.size())
+            refuseDraftModelWithImages(cfg);
         completion.reset(new llm::Completion(*tokenizer, textIds.empty() ? promptIds : textIds, cfg,
                                              std::vector<std::string>(extraStops.begin(), extraStops.end())));
         prompt = promptIds;
@@ -218,13 +221,27 @@ struct TextGenerationModel::Impl
         start(encodePrompt(text, true, false), cfg, std::vector<String>());
     }
 
+    // A draft model cannot see the images: the projector maps them into the target model's
+    // embedding space, which the draft model was not trained on even where its width is the
+    // same (llama.cpp's server refuses a draft model with an mmproj too). Its
+    // drafts of an image prompt would be guesses from the text alone, so it is refused by name
+    // rather than silently drafting blind; prompt lookup sees the image rows and skips them.
+    void refuseDraftModelWithImages(const GenerationConfig& cfg) const
+    {
+        if (cfg.draftTokens > 0 && cfg.lookupNgram == 0 && draftModel)
+            CV_Error(Error::StsNotImplemented, "TextGenerationModel: speculative decoding with a draft model "
+                                               "(setDraftModel) of a prompt with images is not supported: the draft "
+                                               "model cannot see the images; use prompt lookup (lookupNgram) instead");
+    }
+
     std::vector<llm::BatchCompletion> runBatch(const std::vector<std::vector<int>>& prompts, const GenerationConfig& cfg,
-                                               const std::function<bool(int, const String&)>& onPiece)
+                                               const std::function<bool(int, const String&)>& onPiece,
+                                               const llm::BatchImages* images = nullptr)
     {
         std::unique_ptr<llm::PromptLookupDrafter> batchLookup;  // the step API's stays as it is
         llm::Drafter* batchDrafter = drafterFor(cfg, batchLookup);
         std::vector<llm::BatchCompletion> results = llm::generateBatch(net, *cache, *tokenizer, prompts, cfg,
-                                                                       maxParallel, onPiece, batchDrafter);
+                                                                       maxParallel, onPiece, batchDrafter, images);
         drafted = draftsKept = 0;
         for (const llm::BatchCompletion& c : results)
         {
@@ -232,6 +249,60 @@ struct TextGenerationModel::Impl
             draftsKept += c.draftsKept;
         }
         return results;
+    }
+
+    /** generateBatch() with images: each prompt is encoded with its own images into a table of
+        its own (ids -1, -2, ... per prompt); before prompt i's prefill (a forward of its own)
+        the token-embedding layer gets prompt i's table and the planner its non-causal spans.
+        Decode steps feed sampled text tokens only, so the table matters at prefill alone. */
+    std::vector<llm::BatchCompletion> runBatchWithImages(const std::vector<String>& prompts,
+                                                         const std::vector<std::vector<Mat>>& images,
+                                                         const GenerationConfig& cfg,
+                                                         const std::function<bool(int, const String&)>& onPiece)
+    {
+        if (images.size() != prompts.size())
+            CV_Error(Error::StsBadArg, format("TextGenerationModel::generateBatch: %zu prompts but %zu lists of images "
+                                              "(one per prompt, empty for a prompt without images)",
+                                              prompts.size(), images.size()));
+        llm::MultimodalPrompter& v = *vision;
+        std::vector<std::vector<int>> ids;
+        std::vector<Mat> tables;
+        std::vector<std::vector<Range>> spans;
+        llm::BatchImages batchImages;
+        bool anyImage = false;
+        try
+        {
+            for (size_t i = 0; i < prompts.size(); i++)
+            {
+                v.setImages(images[i]);
+                ids.push_back(v.encode(prompts[i], true, false));
+                tables.push_back(v.table());
+                spans.push_back(v.nonCausalSpans(ids.back()));
+                std::string key;
+                for (const auto& image : v.tableImages())
+                    key += image.first + format("/%d;", image.second);
+                batchImages.keys.push_back(key);
+                anyImage = anyImage || !images[i].empty();
+            }
+        }
+        catch (...)
+        {
+            v.setImages(std::vector<Mat>());
+            throw;
+        }
+        v.setImages(std::vector<Mat>());
+        if (anyImage)
+            refuseDraftModelWithImages(cfg);
+        batchImages.prepare = [&](int i) {
+            v.useTable(tables[i]);
+            llm::setLLMNonCausalSpans(net, spans[i]);
+        };
+        struct RestoreTable  // the step API's rows again, whatever happens
+        {
+            llm::MultimodalPrompter& v;
+            ~RestoreTable() { v.useTable(v.committedTable()); }
+        } restore{v};
+        return runBatch(ids, cfg, onPiece, &batchImages);
     }
 
     void setDraftModel(const llm::ModelBundle& bundle)
@@ -414,7 +485,7 @@ struct TextGenerationModel::Impl
         if (tokenizer->addBos() && !bos.empty() && text.compare(0, bos.size(), bos) == 0)
             text.erase(0, bos.size());
         if (vision)
-            vision->setImages(conversationImages);
+            vision->setImages(conversationImages, conversationDigests);
         const std::vector<int> ids = encodePrompt(text, true, true);
         const std::vector<std::string> markers = llm::chatTemplateStopStrings(*tmpl);
         start(ids, cfg, std::vector<String>(markers.begin(), markers.end()));
@@ -518,6 +589,7 @@ String TextGenerationModel::chat(const String& userMessage, const std::vector<Ma
     (void)visionOf(impl);
     const size_t before = impl->conversationImages.size();
     impl->conversationImages.insert(impl->conversationImages.end(), images.begin(), images.end());
+    impl->conversationDigests.resize(impl->conversationImages.size());
     try
     {
         impl->startChat(userMessage, config);
@@ -525,6 +597,7 @@ String TextGenerationModel::chat(const String& userMessage, const std::vector<Ma
     catch (...)
     {
         impl->conversationImages.resize(before);
+        impl->conversationDigests.resize(before);
         throw;
     }
     return impl->run(onPiece);
@@ -572,6 +645,38 @@ std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>
     std::vector<String> out;
     for (const llm::BatchCompletion& c : impl->runBatch(ids, config, onPiece))
         out.push_back(c.text);
+    return out;
+}
+
+std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>& prompts,
+                                                       const std::vector<std::vector<Mat>>& images,
+                                                       const GenerationConfig& config)
+{
+    return generateBatch(prompts, images, config, nullptr);
+}
+
+std::vector<String> TextGenerationModel::generateBatch(const std::vector<String>& prompts,
+                                                       const std::vector<std::vector<Mat>>& images,
+                                                       const GenerationConfig& config,
+                                                       const std::function<bool(int, const String&)>& onPiece)
+{
+    Impl::Busy busy(*impl);
+    (void)visionOf(impl);
+    std::vector<String> out;
+    for (const llm::BatchCompletion& c : impl->runBatchWithImages(prompts, images, config, onPiece))
+        out.push_back(c.text);
+    return out;
+}
+
+std::vector<std::vector<int>> TextGenerationModel::generateBatchTokenIds(const std::vector<String>& prompts,
+                                                                         const std::vector<std::vector<Mat>>& images,
+                                                                         const GenerationConfig& config)
+{
+    Impl::Busy busy(*impl);
+    (void)visionOf(impl);
+    std::vector<std::vector<int>> out;
+    for (const llm::BatchCompletion& c : impl->runBatchWithImages(prompts, images, config, nullptr))
+        out.push_back(c.generated);
     return out;
 }
 
@@ -674,6 +779,7 @@ void TextGenerationModel::resetConversation(const String& systemMessage)
     impl->cancel();
     impl->conversation.clear();
     impl->conversationImages.clear();
+    impl->conversationDigests.clear();
     if (!systemMessage.empty())
         impl->conversation.push_back(llm::ChatMessage{"system", systemMessage});
 }
@@ -721,9 +827,18 @@ Net TextGenerationModel::getNetwork() const
 }
 
 // Sessions on disk: a KV sequence file (kv_cache/kv_sequence_file.hpp) of sequence 0 with the
-// tokens in `fed`; its extra data is the conversation: u32 version (1), u32 message count, then
-// per message u32 role bytes, role, u32 content bytes, content (little-endian).
+// tokens in `fed`; its extra data is the conversation (little-endian):
+//   u32 version (1 or 2), u32 message count, then per message u32 role bytes, role, u32
+//   content bytes, content;
+//   version 2 only (a session with images; text sessions stay version 1, which older builds
+//   read): u32 image count, per image u32 digest bytes, digest (of the preprocessed pixels),
+//   u32 rows, u32 columns, rows x columns f32 embeddings, u32 layout length, that many i32
+//   ids (the image's ids in a prompt: -1 - k for row k, wrapper tokens); u32 count and that many u32 indices
+//   into the images: the conversation's images in order; u32 count and indices: the images of
+//   the table the fed image ids (-1, -2, ...) refer to, in order.
 namespace {
+
+const uint32_t kMaxDigestBytes = 65536;  // tiled images: a digest per tile
 
 void putU32(std::vector<uchar>& out, uint32_t v)
 {
@@ -731,10 +846,18 @@ void putU32(std::vector<uchar>& out, uint32_t v)
         out.push_back((uchar)(v >> (8 * i)));
 }
 
-std::vector<uchar> encodeConversation(const std::vector<llm::ChatMessage>& conversation)
+typedef llm::MultimodalPrompter::ImageEntry ImageEntry;
+
+struct SessionImages
+{
+    std::vector<ImageEntry> images;              // digest, embeddings (CV_32F), layout
+    std::vector<uint32_t> conversation, table;   // indices into `images`
+};
+
+std::vector<uchar> encodeSession(const std::vector<llm::ChatMessage>& conversation, const SessionImages* images)
 {
     std::vector<uchar> out;
-    putU32(out, 1);
+    putU32(out, images ? 2 : 1);
     putU32(out, (uint32_t)conversation.size());
     for (const llm::ChatMessage& m : conversation)
         for (const std::string* text : {&m.role, &m.content})
@@ -742,10 +865,38 @@ std::vector<uchar> encodeConversation(const std::vector<llm::ChatMessage>& conve
             putU32(out, (uint32_t)text->size());
             out.insert(out.end(), text->begin(), text->end());
         }
+    if (!images)
+        return out;
+    putU32(out, (uint32_t)images->images.size());
+    for (const ImageEntry& image : images->images)
+    {
+        putU32(out, (uint32_t)image.digest.size());
+        out.insert(out.end(), image.digest.begin(), image.digest.end());
+        const Mat rows = image.rows.isContinuous() ? image.rows : image.rows.clone();
+        CV_Assert(rows.type() == CV_32F);
+        putU32(out, (uint32_t)rows.rows);
+        putU32(out, (uint32_t)rows.cols);
+        for (size_t i = 0; i < rows.total(); i++)
+        {
+            uint32_t bits;
+            std::memcpy(&bits, rows.ptr<float>() + i, 4);
+            putU32(out, bits);
+        }
+        putU32(out, (uint32_t)image.layout.size());
+        for (int id : image.layout)
+            putU32(out, (uint32_t)id);
+    }
+    for (const std::vector<uint32_t>* list : {&images->conversation, &images->table})
+    {
+        putU32(out, (uint32_t)list->size());
+        for (uint32_t index : *list)
+            putU32(out, index);
+    }
     return out;
 }
 
-std::vector<llm::ChatMessage> decodeConversation(const std::vector<uchar>& in, const std::string& path)
+std::vector<llm::ChatMessage> decodeSession(const std::vector<uchar>& in, const std::string& path, int vocab,
+                                            SessionImages& images)
 {
     size_t pos = 0;
     auto u32 = [&](const char* field) {
@@ -762,9 +913,9 @@ std::vector<llm::ChatMessage> decodeConversation(const std::vector<uchar>& in, c
         CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' is a KV sequence file without a "
                                           "session (saved by KVCache::saveSequence, not saveSession)", path.c_str()));
     const uint32_t version = u32("its version");
-    if (version != 1)
+    if (version != 1 && version != 2)
         CV_Error(Error::StsNotImplemented, format("TextGenerationModel::loadSession: the conversation in '%s' has "
-                                                  "version %u; this build reads version 1", path.c_str(), version));
+                                                  "version %u; this build reads versions 1 and 2", path.c_str(), version));
     const uint32_t count = u32("the message count");
     std::vector<llm::ChatMessage> conversation;
     for (uint32_t i = 0; i < count; i++)
@@ -780,6 +931,67 @@ std::vector<llm::ChatMessage> decodeConversation(const std::vector<uchar>& in, c
             pos += n;
         }
         conversation.push_back(m);
+    }
+    images = SessionImages();
+    if (version == 2)
+    {
+        const uint32_t imageCount = u32("the image count");
+        for (uint32_t i = 0; i < imageCount; i++)
+        {
+            const uint32_t n = u32("an image digest");
+            if (n == 0 || n > kMaxDigestBytes || in.size() - pos < n)
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has a digest "
+                                                      "of %u bytes (1 to %u, within the file)", i, path.c_str(), n,
+                                                      kMaxDigestBytes));
+            std::string digest((const char*)in.data() + pos, n);
+            pos += n;
+            const uint32_t rows = u32("an image's rows"), cols = u32("an image's columns");
+            if (rows == 0 || cols == 0 || rows > (uint32_t)INT_MAX || cols > (uint32_t)INT_MAX ||
+                (uint64_t)cols > (uint64_t)(in.size() - pos) / 4 / rows)
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has %u x %u "
+                                                      "embeddings, which the file does not hold", i, path.c_str(),
+                                                      rows, cols));
+            ImageEntry e;
+            e.digest = digest;
+            e.rows.create((int)rows, (int)cols, CV_32F);
+            std::memcpy(e.rows.ptr<float>(), in.data() + pos, (size_t)rows * cols * 4);  // little-endian hosts
+            pos += (size_t)rows * cols * 4;
+            // The layout: rows -1 .. -rows once each, in order, among wrapper tokens of the vocabulary.
+            const uint32_t n2 = u32("an image's layout");
+            if ((uint64_t)n2 * 4 > (uint64_t)(in.size() - pos))
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
+                                                      "ends inside image %u's layout", path.c_str(), i));
+            int nextRow = 0;
+            for (uint32_t k = 0; k < n2; k++)
+            {
+                const int id = (int)u32("an image's layout");
+                if ((id < 0 && id != -1 - nextRow) || id >= vocab)
+                    CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has id %d "
+                                                          "at place %u of its layout (expected row id %d or a token "
+                                                          "below %d)", i, path.c_str(), id, k, -1 - nextRow, vocab));
+                nextRow += id < 0;
+                e.layout.push_back(id);
+            }
+            if (nextRow != (int)rows)
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has %u rows "
+                                                      "but its layout places %d", i, path.c_str(), rows, nextRow));
+            images.images.push_back(e);
+        }
+        for (std::vector<uint32_t>* list : {&images.conversation, &images.table})
+        {
+            const uint32_t n = u32("a list of images");
+            if ((uint64_t)n * 4 > (uint64_t)(in.size() - pos))
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
+                                                      "ends inside a list of %u images", path.c_str(), n));
+            for (uint32_t k = 0; k < n; k++)
+            {
+                const uint32_t index = u32("a list of images");
+                if (index >= imageCount)
+                    CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: '%s' refers to image %u; "
+                                                          "it holds %u", path.c_str(), index, imageCount));
+                list->push_back(index);
+            }
+        }
     }
     if (pos != in.size())
         CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' has %zu "
@@ -797,10 +1009,46 @@ void TextGenerationModel::saveSession(const String& path) const
         CV_Error(Error::StsError, "TextGenerationModel::saveSession: no token was fed yet; there is no session to save");
     CV_CheckEQ((int)impl->fed.size(), impl->cache->getSequenceLength(0),
                "TextGenerationModel::saveSession: the KV cache's sequence 0 was changed outside the model");
-    if (std::any_of(impl->fed.begin(), impl->fed.end(), llm::MultimodalPrompter::isImageId))
-        CV_Error(Error::StsNotImplemented, "TextGenerationModel::saveSession: the session holds images; "
-                                           "sessions with images are not supported yet");
-    impl->cache->saveSequence(0, path, impl->fed, encodeConversation(impl->conversation));
+    const bool fedImages = std::any_of(impl->fed.begin(), impl->fed.end(), llm::MultimodalPrompter::isImageId);
+    if (!impl->vision || (!fedImages && impl->conversationImages.empty()))
+    {
+        impl->cache->saveSequence(0, path, impl->fed, encodeSession(impl->conversation, nullptr));
+        return;
+    }
+    // The images the session refers to, each once: those of the table the fed image ids mean
+    // (the last prompt fed), and the conversation's (encoded again if they left the cache of
+    // recent images).
+    llm::MultimodalPrompter& v = *impl->vision;
+    SessionImages images;
+    std::map<std::string, uint32_t> indexOf;
+    auto add = [&](const ImageEntry& e) {
+        auto it = indexOf.find(e.digest);
+        if (it != indexOf.end())
+            return it->second;
+        const uint32_t index = (uint32_t)images.images.size();
+        images.images.push_back(e);
+        indexOf[e.digest] = index;
+        return index;
+    };
+    if (fedImages)
+    {
+        int rows = 0;
+        for (const ImageEntry& e : v.committedEntries())
+        {
+            images.table.push_back(add(e));
+            rows += e.rows.rows;
+        }
+        int lowest = 0;
+        for (int t : impl->fed)
+            lowest = std::min(lowest, t);
+        CV_CheckLE(-1 - lowest, rows - 1, "TextGenerationModel::saveSession: a fed image row is not in the image table");
+    }
+    for (size_t i = 0; i < impl->conversationImages.size(); i++)
+    {
+        const std::string known = i < impl->conversationDigests.size() ? impl->conversationDigests[i] : std::string();
+        images.conversation.push_back(add(v.entryOf(impl->conversationImages[i], known)));
+    }
+    impl->cache->saveSequence(0, path, impl->fed, encodeSession(impl->conversation, &images));
 }
 
 int TextGenerationModel::loadSession(const String& path)
@@ -812,12 +1060,34 @@ int TextGenerationModel::loadSession(const String& path)
     if (!file.hasTokens)
         CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' holds no token ids (saved by "
                                           "KVCache::saveSequence without them)", path.c_str()));
-    std::vector<llm::ChatMessage> conversation = decodeConversation(file.extra, path);
+    SessionImages images;
     const int vocab = impl->tokenizer->vocabSize();
+    std::vector<llm::ChatMessage> conversation = decodeSession(file.extra, path, vocab, images);
+    if (!images.images.empty())
+    {
+        if (!impl->vision)
+            CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' is a session with images; load "
+                                              "it into a model made with its mmproj (TextGenerationModel(modelPath, "
+                                              "mmprojPath))", path.c_str()));
+        const int width = impl->vision->encoder().outputEmbd();
+        for (size_t i = 0; i < images.images.size(); i++)
+            if (images.images[i].rows.cols != width)
+                CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: image %zu of '%s' has embeddings "
+                                                  "of width %d; this model's images have %d", i, path.c_str(),
+                                                  images.images[i].rows.cols, width));
+    }
+    int tableRows = 0;
+    for (uint32_t index : images.table)
+        tableRows += images.images[index].rows.rows;
     for (int t : file.tokens)
-        if (t < 0 || t >= vocab)
+    {
+        if (t >= vocab)
             CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds token id %d; the "
                                                   "vocabulary has %d", path.c_str(), t, vocab));
+        if (t < 0 && -1 - (int64)t >= tableRows)
+            CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds image row id %d; its "
+                                                  "images have %d rows", path.c_str(), t, tableRows));
+    }
     if (file.length >= impl->contextLength)
         CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds %d tokens; the context "
                                               "holds %d and generation needs room for one more", path.c_str(),
@@ -825,6 +1095,22 @@ int TextGenerationModel::loadSession(const String& path)
     impl->cache->loadSequence(file, path, 0);
     impl->fed = file.tokens;
     impl->conversation = std::move(conversation);
+    impl->conversationImages.clear();
+    impl->conversationDigests.clear();
+    if (impl->vision)
+    {
+        // The fed image ids mean the rows of the saved table; the conversation's images are
+        // known by digest, with their saved embeddings and layouts.
+        std::vector<ImageEntry> table;
+        for (uint32_t index : images.table)
+            table.push_back(images.images[index]);
+        impl->vision->restore(table, images.images);
+        for (uint32_t index : images.conversation)
+        {
+            impl->conversationImages.push_back(Mat());
+            impl->conversationDigests.push_back(images.images[index].digest);
+        }
+    }
     impl->completion.reset();
     impl->prompt.clear();
     impl->logits.release();

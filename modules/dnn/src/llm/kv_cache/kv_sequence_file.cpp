@@ -489,6 +489,9 @@ void PagedKVCache::loadSequence(const KVSequenceFile& f, const std::string& path
         removeSequence(sequenceId);
     Sequence s = newSequence();
     s.length = f.length;
+    s.firstHeld.assign(groups_.size(), 0);
+    for (int l = 0; l < layers_; l++)
+        s.firstHeld[layerGroup_[l]] = f.firstSaved(l);
     for (size_t g = 0; g < groups_.size(); g++)
     {
         s.pages[g].assign(pagesFor(f.length), (int)kReleased);  // a value: kReleased has no definition to bind to

@@ -180,7 +180,8 @@ bool PagedKVCache::resumable(const Sequence& s, int length) const
     for (size_t g = 0; g < groups_.size(); g++)
     {
         const int first = firstAttended((int)g, length);
-        if (first < length && s.pages[g][first / pageSize_] == kReleased)
+        if (first < length && (s.pages[g][first / pageSize_] == kReleased ||
+                               (g < s.firstHeld.size() && first < s.firstHeld[g])))
             return false;
     }
     return true;
@@ -289,6 +290,8 @@ void PagedKVCache::shrink(Sequence& s, int length)
         pages.resize(pagesFor(length));
     }
     s.length = length;
+    if (length == 0)
+        s.firstHeld.clear();  // empty: whatever comes is written from position 0
 }
 
 void PagedKVCache::removeSequence(int sequenceId)

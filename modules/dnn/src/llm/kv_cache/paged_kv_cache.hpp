@@ -132,6 +132,9 @@ private:
     {
         std::vector<std::vector<int>> pages;  // per group, one entry per pageSize positions
         int length = 0;
+        // Per group, the first position whose rows the sequence holds (a loaded window group
+        // holds only what the file saved; its first page's earlier slots are zeros).
+        std::vector<int> firstHeld;
     };
 
     uchar* headRow(int group, int page, int layer, bool values, int kvHead, int slot) const

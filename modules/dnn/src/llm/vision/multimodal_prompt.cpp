@@ -135,6 +135,41 @@ MultimodalPrompter::ImageEntry MultimodalPrompter::tiledEntry(const Mat& bgr)
     return e;
 }
 
+MultimodalPrompter::ImageEntry MultimodalPrompter::entryOf(const Mat& bgr, const std::string& knownDigest)
+{
+    if (!knownDigest.empty())
+    {
+        const auto it = restored_.find(knownDigest);
+        if (it != restored_.end())
+            return it->second;
+        for (const ImageEntry& r : recent_)
+            if (r.digest == knownDigest)
+                return r;
+        if (bgr.empty())
+            CV_Error(Error::StsError, "TextGenerationModel: an image of a loaded session is no longer known "
+                                      "(its embeddings were not restored)");
+    }
+    return entryOf(bgr);
+}
+
+void MultimodalPrompter::restore(const std::vector<ImageEntry>& committed, const std::vector<ImageEntry>& known)
+{
+    committedEntries_ = committed;
+    committed_.clear();
+    std::vector<Mat> rows;
+    for (const ImageEntry& e : committed)
+    {
+        committed_.emplace_back(e.digest, e.rows.rows);
+        rows.push_back(e.rows);
+    }
+    committedTable_.release();
+    if (!rows.empty())
+        vconcat(rows, committedTable_);
+    restored_.clear();
+    for (const ImageEntry& e : known)
+        restored_[e.digest] = e;
+}
+
 MultimodalPrompter::ImageEntry MultimodalPrompter::entryOf(const Mat& bgr)
 {
     ImageEntry e;
@@ -174,6 +209,7 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
 {
     std::vector<int> ids;
     std::vector<Mat> rows;
+    std::vector<ImageEntry> entries;
     std::vector<std::string> digests;
     int tableRows = 0;
     size_t start = 0;
@@ -191,7 +227,9 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
         if (rows.size() >= images_.size())
             CV_Error(Error::StsBadArg, format("TextGenerationModel: the prompt has more image markers (%s) than images (%zu)",
                                               marker_.c_str(), images_.size()));
-        const ImageEntry e = entryOf(images_[rows.size()]);
+        const size_t k = rows.size();
+        const ImageEntry e = entryOf(images_[k], k < digests_.size() ? digests_[k] : std::string());
+        entries.push_back(e);
         rows.push_back(e.rows);
         digests.push_back(e.digest);
         for (int id : e.layout)
@@ -211,6 +249,7 @@ std::vector<int> MultimodalPrompter::encode(const std::string& text, bool addSpe
     if (!rows.empty())
         vconcat(rows, table);
     table_ = table;
+    tableEntries_ = entries;
     table_digests_.clear();
     for (size_t i = 0; i < digests.size(); i++)
         table_digests_.emplace_back(digests[i], rows[i].rows);
