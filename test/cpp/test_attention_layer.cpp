@@ -184,6 +184,9 @@ INSTANTIATE_TEST_CASE_P(Cases, AttentionMath, ::testing::Values(
     // head's largest element per value).
     AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 5}, {5, 6}, {6, 7}, {7, 8}}, CV_16F, 3e-3},
     AttentionCase{6, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 5}, {5, 6}, {6, 7}, {7, 8}}, CV_8S, 4e-2},
+    // Half-precision keys and values read in place by the kernels: a head of 64 (whole vectors
+    // at every width), four query heads per KV head, past a chunk and across pages.
+    AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_16F, 3e-3},
     // Gemma 2: scores soft-capped at 2 (most scores here are beyond it), a window of 5
     // positions shorter than the prefill and across pages as the sequence grows.
     AttentionCase{4, 2, 8, 8, true, 10000.f, 1.f, {}, {{0, 7}, {7, 8}, {8, 20}, {20, 21}, {21, 40}, {40, 41}},

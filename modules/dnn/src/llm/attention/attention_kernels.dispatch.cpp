@@ -31,4 +31,20 @@ void attentionAccumulate(const float* p, int group, int n, int ld, const float* 
                     CV_CPU_DISPATCH_MODES_ALL);
 }
 
+void attentionScores(const float* q, int group, int headDim, const hfloat* k, size_t kStride, int n,
+                     float scale, float* scores, int ld)
+{
+    CV_Assert(headDim <= kMaxHalfKernelHeadDim);
+    CV_CPU_DISPATCH(attentionScoresHalfSimd, (q, group, headDim, k, kStride, n, scale, scores, ld),
+                    CV_CPU_DISPATCH_MODES_ALL);
+}
+
+void attentionAccumulate(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
+                         float* acc, size_t accStride)
+{
+    CV_Assert(headDim <= kMaxHalfKernelHeadDim);
+    CV_CPU_DISPATCH(attentionAccumulateHalfSimd, (p, group, n, ld, v, vStride, headDim, acc, accStride),
+                    CV_CPU_DISPATCH_MODES_ALL);
+}
+
 }}} // namespace cv::dnn::llm

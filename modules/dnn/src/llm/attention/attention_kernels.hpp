@@ -20,6 +20,11 @@ namespace llm {
 void attentionScores(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
                      float scale, float* scores, int ld);
 
+/** attentionScores with keys stored in half precision: the same results as on the keys
+    converted to float (the conversion is exact), without a converted copy. */
+void attentionScores(const float* q, int group, int headDim, const hfloat* k, size_t kStride, int n,
+                     float scale, float* scores, int ld);
+
 /** For each of the `rows` rows of n scores (stride ld): subtracts the row's maximum, takes the
     exponentials in place, and returns the maximum and the sum of the exponentials. */
 void attentionSoftmaxRows(float* scores, int rows, int n, int ld, float* maxOut, float* sumOut);
@@ -28,6 +33,14 @@ void attentionSoftmaxRows(float* scores, int rows, int n, int ld, float* maxOut,
     i < headDim, j < n. */
 void attentionAccumulate(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
                          float* acc, size_t accStride);
+
+/** attentionAccumulate with values stored in half precision (same results as on the values
+    converted to float). */
+void attentionAccumulate(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
+                         float* acc, size_t accStride);
+
+//! Head sizes the half-precision kernels take (they convert a row at a time on the stack).
+static const int kMaxHalfKernelHeadDim = 512;
 
 }}} // namespace cv::dnn::llm
 

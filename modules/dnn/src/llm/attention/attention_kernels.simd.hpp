@@ -7,6 +7,9 @@
 
 #include <opencv2/core/hal/intrin.hpp>
 #include "../common/vector_ops.hpp"
+#include "attention_kernels.hpp"
+
+#include <type_traits>
 
 namespace cv {
 namespace dnn {
@@ -18,11 +21,44 @@ void attentionScoresSimd(const float* q, int group, int headDim, const float* k,
 void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* maxOut, float* sumOut);
 void attentionAccumulateSimd(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
                              float* acc, size_t accStride);
+void attentionScoresHalfSimd(const float* q, int group, int headDim, const hfloat* k, size_t kStride, int n,
+                             float scale, float* scores, int ld);
+void attentionAccumulateHalfSimd(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
+                                 float* acc, size_t accStride);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
-void attentionScoresSimd(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
-                         float scale, float* scores, int ld)
+// Keys and values are float rows or half-precision ones: a vector of either as floats (the
+// conversion is exact, so both give the same results), and a whole row as floats for the
+// scalar paths (half rows converted on the stack: headDim <= kMaxHalfKernelHeadDim).
+#if CV_SIMD
+static inline v_float32 loadFloats(const float* p) { return vx_load(p); }
+static inline v_float32 loadFloats(const hfloat* p) { return vx_load_expand(p); }
+#endif
+
+struct FloatRow
+{
+    const float* data;
+    explicit FloatRow(const float* row, int) : data(row) {}
+};
+
+struct HalfRow
+{
+    float buffer[kMaxHalfKernelHeadDim];
+    const float* data;
+    HalfRow(const hfloat* row, int n) : data(buffer)
+    {
+        for (int i = 0; i < n; i++)
+            buffer[i] = (float)row[i];
+    }
+};
+
+template <typename T>
+using RowAsFloats = typename std::conditional<std::is_same<T, float>::value, FloatRow, HalfRow>::type;
+
+template <typename T>
+static void attentionScoresOf(const float* q, int group, int headDim, const T* k, size_t kStride, int n, float scale,
+                              float* scores, int ld)
 {
     int j = 0;
 #if CV_SIMD
@@ -34,7 +70,7 @@ void attentionScoresSimd(const float* q, int group, int headDim, const float* k,
     {
         for (; j + 4 <= n; j += 4)
         {
-            const float* k0 = k + (size_t)j * kStride;
+            const T* k0 = k + (size_t)j * kStride;
             for (int h = 0; h < group; h++)
             {
                 const float* qh = q + (size_t)h * headDim;
@@ -42,10 +78,10 @@ void attentionScoresSimd(const float* q, int group, int headDim, const float* k,
                 for (int i = 0; i < headDim; i += lanes)
                 {
                     const v_float32 qv = vx_load(qh + i);
-                    s0 = v_fma(qv, vx_load(k0 + i), s0);
-                    s1 = v_fma(qv, vx_load(k0 + kStride + i), s1);
-                    s2 = v_fma(qv, vx_load(k0 + 2 * kStride + i), s2);
-                    s3 = v_fma(qv, vx_load(k0 + 3 * kStride + i), s3);
+                    s0 = v_fma(qv, loadFloats(k0 + i), s0);
+                    s1 = v_fma(qv, loadFloats(k0 + kStride + i), s1);
+                    s2 = v_fma(qv, loadFloats(k0 + 2 * kStride + i), s2);
+                    s3 = v_fma(qv, loadFloats(k0 + 3 * kStride + i), s3);
                 }
                 float sums[VTraits<v_float32>::max_nlanes];
                 v_store(sums, v_reduce_sum4(s0, s1, s2, s3));
@@ -61,9 +97,25 @@ void attentionScoresSimd(const float* q, int group, int headDim, const float* k,
     }
 #endif
     for (k += (size_t)j * kStride; j < n; j++, k += kStride)
+    {
+        const RowAsFloats<T> row(k, headDim);
         for (int h = 0; h < group; h++)
-            scores[h * ld + j] = dotF32(q + (size_t)h * headDim, k, headDim) * scale;
+            scores[h * ld + j] = dotF32(q + (size_t)h * headDim, row.data, headDim) * scale;
+    }
 }
+
+void attentionScoresSimd(const float* q, int group, int headDim, const float* k, size_t kStride, int n,
+                         float scale, float* scores, int ld)
+{
+    attentionScoresOf(q, group, headDim, k, kStride, n, scale, scores, ld);
+}
+
+void attentionScoresHalfSimd(const float* q, int group, int headDim, const hfloat* k, size_t kStride, int n,
+                             float scale, float* scores, int ld)
+{
+    attentionScoresOf(q, group, headDim, k, kStride, n, scale, scores, ld);
+}
+
 
 #if (CV_SIMD || CV_SIMD_SCALABLE)
 // exp(x) for x <= 0 (scores minus their maximum): 2^n * p(r), r = x - n ln2 in [-ln2/2, ln2/2],
@@ -131,8 +183,8 @@ void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* max
 #if CV_SIMD
 // acc[0, NV * lanes) += sum over j of p[j] * v[j * vStride + ...], the accumulators held in
 // registers over all n rows (the same fused multiply-adds in the same order as row by row).
-template <int NV>
-static inline void accumulateSlice(const float* p, int n, const float* v, size_t vStride, float* acc)
+template <int NV, typename T>
+static inline void accumulateSlice(const float* p, int n, const T* v, size_t vStride, float* acc)
 {
     const int lanes = VTraits<v_float32>::vlanes();
     v_float32 a[NV];
@@ -142,15 +194,16 @@ static inline void accumulateSlice(const float* p, int n, const float* v, size_t
     {
         const v_float32 w = vx_setall_f32(p[j]);
         for (int k = 0; k < NV; k++)
-            a[k] = v_fma(w, vx_load(v + k * lanes), a[k]);
+            a[k] = v_fma(w, loadFloats(v + k * lanes), a[k]);
     }
     for (int k = 0; k < NV; k++)
         v_store(acc + k * lanes, a[k]);
 }
 #endif
 
-void attentionAccumulateSimd(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
-                             float* acc, size_t accStride)
+template <typename T>
+static void attentionAccumulateOf(const float* p, int group, int n, int ld, const T* v, size_t vStride, int headDim,
+                                  float* acc, size_t accStride)
 {
 #if CV_SIMD
     // Per query head, slices of up to 8 vectors of the head's accumulator stay in registers over
@@ -181,6 +234,8 @@ void attentionAccumulateSimd(const float* p, int group, int n, int ld, const flo
     }
 #endif
     for (int j = 0; j < n; j++, v += vStride)
+    {
+        const RowAsFloats<T> row(v, headDim);
         for (int h = 0; h < group; h++)
         {
             const float w = p[h * ld + j];
@@ -190,11 +245,24 @@ void attentionAccumulateSimd(const float* p, int group, int n, int ld, const flo
             const int lanes = VTraits<v_float32>::vlanes();
             const v_float32 vw = vx_setall_f32(w);
             for (; i + lanes <= headDim; i += lanes)
-                v_store(a + i, v_fma(vw, vx_load(v + i), vx_load(a + i)));
+                v_store(a + i, v_fma(vw, vx_load(row.data + i), vx_load(a + i)));
 #endif
             for (; i < headDim; i++)
-                a[i] += w * v[i];
+                a[i] += w * row.data[i];
         }
+    }
+}
+
+void attentionAccumulateSimd(const float* p, int group, int n, int ld, const float* v, size_t vStride, int headDim,
+                             float* acc, size_t accStride)
+{
+    attentionAccumulateOf(p, group, n, ld, v, vStride, headDim, acc, accStride);
+}
+
+void attentionAccumulateHalfSimd(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
+                                 float* acc, size_t accStride)
+{
+    attentionAccumulateOf(p, group, n, ld, v, vStride, headDim, acc, accStride);
 }
 
 #endif // CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY

@@ -32,6 +32,7 @@ struct AttentionContext
     int layer, heads, group, headDim, pageSize, kvHeads;
     int pageGroup;             // the layer's page group in the cache and the plan
     int window;                // 0: every earlier position; else the last `window` ones
+    bool halfRows;             // half-precision keys and values read in place (no converted copy)
     float scale, softCap;
     const float* q;
     float* out;
@@ -68,8 +69,13 @@ struct AttentionContext
             const int page = pages[j / pageSize], slot = j % pageSize;
             const int count = std::min(pageSize - slot, end - j);
             size_t stride;
-            const float* k = cache->rows(layer, false, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
-            attentionScores(qHead, group, headDim, k, stride, count, scale, scores + (j - begin), n);
+            if (const hfloat* kh = halfRows ? cache->halfRows(layer, false, page, kvHead, &stride) : nullptr)
+                attentionScores(qHead, group, headDim, kh + slot * stride, stride, count, scale, scores + (j - begin), n);
+            else
+            {
+                const float* k = cache->rows(layer, false, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
+                attentionScores(qHead, group, headDim, k, stride, count, scale, scores + (j - begin), n);
+            }
             j += count;
         }
         if (softCap > 0.f)
@@ -93,8 +99,14 @@ struct AttentionContext
             const int page = pages[j / pageSize], slot = j % pageSize;
             const int count = std::min(pageSize - slot, end - j);
             size_t stride;
-            const float* v = cache->rows(layer, true, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
-            attentionAccumulate(scores + (j - begin), group, count, n, v, stride, headDim, partial + 2, partialStride);
+            if (const hfloat* vh = halfRows ? cache->halfRows(layer, true, page, kvHead, &stride) : nullptr)
+                attentionAccumulate(scores + (j - begin), group, count, n, vh + slot * stride, stride, headDim, partial + 2,
+                                    partialStride);
+            else
+            {
+                const float* v = cache->rows(layer, true, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
+                attentionAccumulate(scores + (j - begin), group, count, n, v, stride, headDim, partial + 2, partialStride);
+            }
             j += count;
         }
     }
@@ -180,6 +192,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     ctx.group = heads / ctx.kvHeads;
     CV_CheckLE(ctx.group, kMaxGroup, "LLMAttention: too many query heads per KV head");
     ctx.headDim = cache.headDim();
+    ctx.halfRows = cache.getStorageType() == CV_16F && ctx.headDim <= kMaxHalfKernelHeadDim;
     ctx.pageSize = cache.getPageSize();
     ctx.scale = scale;
     ctx.softCap = softCap;

@@ -101,6 +101,15 @@ public:
         head, as float rows of headDim with stride `*stride`: points into the page (float32
         storage) or decodes into `buffer` (pageSize * headDim floats). */
     const float* rows(int layer, bool values, int page, int kvHead, int count, float* buffer, size_t* stride) const;
+    /** The same rows in place when they are stored in half precision (stride `*stride`
+        elements), for attention kernels that read them directly; nullptr otherwise. */
+    const hfloat* halfRows(int layer, bool values, int page, int kvHead, size_t* stride) const
+    {
+        if (codec_.type() != CV_16F)
+            return nullptr;
+        *stride = codec_.rowBytes() / sizeof(hfloat);
+        return reinterpret_cast<const hfloat*>(headRow(layerGroup_[layer], page, layer, values, kvHead, 0));
+    }
 
     // Sequence files (kv_sequence_file.cpp).
     //! The identity of the Net whose cache this is (net_assembly.cpp sets it); sequence files record it.
