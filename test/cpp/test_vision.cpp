@@ -114,6 +114,72 @@ Agreement compare(const Mat& ours, const nlohmann::json& ref)
     return a;
 }
 
+// The model pair a record was computed on (models.*.file), opened once.
+TextGenerationModel& recordModel(const nlohmann::json& ref)
+{
+    static std::map<std::string, std::unique_ptr<TextGenerationModel>> models;
+    const std::string lm = ref["models"]["lm"]["file"], mmproj = ref["models"]["mmproj"]["file"];
+    auto& m = models[lm + "+" + mmproj];
+    if (!m)
+        m.reset(new TextGenerationModel(visionModel(lm), visionModel(mmproj)));
+    return *m;
+}
+
+// The image embeddings of a record's image against libmtmd's, within the bounds each projector's
+// test justifies (the same for all: 3e-4 of the largest value at any element, 3e-5 of it rms).
+void expectEmbeddingsMatch(TextGenerationModel& model, const char* name)
+{
+    const nlohmann::json ref = oracle(name);
+    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+    const Mat emb = model.getImageEmbeddings(image);
+    ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
+    ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
+    const Agreement a = compare(emb, ref["embeddings"]);
+    std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
+              << a.rms << std::endl;
+    EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
+    EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
+}
+
+// The prompt exactly as libmtmd's chunks (text ids; image rows as ids -1, -2, ... in the order
+// of getImageEmbeddings' rows, compared with libmtmd's chunk order by expectEmbeddingsMatch),
+// the number of image chunks (tiles + overview), and the greedy answer.
+void expectPromptAndAnswerMatch(TextGenerationModel& model, const char* name, int expectedImageChunks)
+{
+    const nlohmann::json ref = oracle(name);
+    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
+    const std::vector<int> expectedIds = ref["greedy_ids"];
+    model.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
+    std::vector<int> layout;
+    int row = 0, imageChunks = 0;
+    for (const auto& chunk : ref["chunks"])
+    {
+        if (chunk.contains("text"))
+            for (int id : chunk["text"])
+                layout.push_back(id);
+        else
+        {
+            imageChunks++;
+            EXPECT_EQ(chunk["n_pos"].get<int>(), chunk["image_tokens"].get<int>()) << name;
+            for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
+                layout.push_back(-1 - row++);
+        }
+    }
+    EXPECT_EQ(imageChunks, expectedImageChunks) << name << ": tiles + overview";
+    EXPECT_EQ(model.getPromptTokenIds(), layout) << name;
+    EXPECT_EQ(model.getGeneratedTokenIds(), expectedIds) << name;
+}
+
+void expectEmbeddingsMatch(const char* name)
+{
+    expectEmbeddingsMatch(recordModel(oracle(name)), name);
+}
+
+void expectPromptAndAnswerMatch(const char* name, int expectedImageChunks)
+{
+    expectPromptAndAnswerMatch(recordModel(oracle(name)), name, expectedImageChunks);
+}
+
 class VisionLLaVA : public ::testing::Test
 {
 protected:
@@ -146,48 +212,14 @@ TEST_F(VisionLLaVA, testImageIsTheOraclesImage)
 TEST_F(VisionLLaVA, imageEmbeddingsMatchLlamaCpp)
 {
     for (const char* name : {"llava_mlp_56x56.json", "llava_mlp_80x48.json"})
-    {
-        const nlohmann::json ref = oracle(name);
-        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-        const Mat emb = model().getImageEmbeddings(image);
-        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
-        ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
-        const Agreement a = compare(emb, ref["embeddings"]);
-        std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
-                  << a.rms << std::endl;
-        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
-        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
-    }
+        expectEmbeddingsMatch(model(), name);
 }
 
+// The prompt as libmtmd's chunks: text ids, the image's tokens (ours: ids -1, -2, ...), text ids.
 TEST_F(VisionLLaVA, promptAndGreedyAnswerMatchLlamaCpp)
 {
     for (const char* name : {"llava_mlp_56x56.json", "llava_mlp_80x48.json"})
-    {
-        const nlohmann::json ref = oracle(name);
-        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-        const std::vector<int> expectedIds = ref["greedy_ids"];
-        model().generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
-        // The prompt as libmtmd's chunks: text ids, the image's tokens (ours: ids -1, -2, ...), text ids.
-        const std::vector<int> prompt = model().getPromptTokenIds();
-        std::vector<int> layout;
-        for (const auto& chunk : ref["chunks"])
-        {
-            if (chunk.contains("text"))
-                for (int id : chunk["text"])
-                    layout.push_back(id);
-            else
-                for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
-                    layout.push_back(-1);
-        }
-        ASSERT_EQ(prompt.size(), layout.size()) << name;
-        for (size_t i = 0; i < prompt.size(); i++)
-            if (layout[i] >= 0)
-                EXPECT_EQ(prompt[i], layout[i]) << name << " prompt position " << i;
-            else
-                EXPECT_LT(prompt[i], 0) << name << " prompt position " << i << " should be an image row";
-        EXPECT_EQ(model().getGeneratedTokenIds(), expectedIds) << name;
-    }
+        expectPromptAndAnswerMatch(model(), name, 1);
 }
 
 TEST_F(VisionLLaVA, floatImagesMatch8Bit)
@@ -687,18 +719,7 @@ TEST_F(VisionGemma3, testImagesAreTheOraclesImages)
 TEST_F(VisionGemma3, imageEmbeddingsMatchLlamaCpp)
 {
     for (const char* name : {"gemma3_112x112.json", "gemma3_200x150.json"})
-    {
-        const nlohmann::json ref = oracle(name);
-        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-        const Mat emb = model().getImageEmbeddings(image);
-        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
-        ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
-        const Agreement a = compare(emb, ref["embeddings"]);
-        std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
-                  << a.rms << std::endl;
-        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
-        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
-    }
+        expectEmbeddingsMatch(model(), name);
 }
 
 // The prompt is libmtmd's: BOS <start_of_image> (16 image rows) <end_of_image> "Describe"; the
@@ -709,29 +730,8 @@ TEST_F(VisionGemma3, promptAndGreedyAnswerMatchLlamaCpp)
     for (const char* name : {"gemma3_112x112.json", "gemma3_200x150.json"})
     {
         const nlohmann::json ref = oracle(name);
-        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-        const std::vector<int> expectedIds = ref["greedy_ids"];
-        const std::vector<int> causalIds = ref["causal_greedy_ids"];
-        ASSERT_NE(expectedIds, causalIds) << name << ": the oracle does not tell causal from bidirectional";
-        model().generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
-        const std::vector<int> prompt = model().getPromptTokenIds();
-        std::vector<int> layout;
-        for (const auto& chunk : ref["chunks"])
-        {
-            if (chunk.contains("text"))
-                for (int id : chunk["text"])
-                    layout.push_back(id);
-            else
-                for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
-                    layout.push_back(-1);
-        }
-        ASSERT_EQ(prompt.size(), layout.size()) << name;
-        for (size_t i = 0; i < prompt.size(); i++)
-            if (layout[i] >= 0)
-                EXPECT_EQ(prompt[i], layout[i]) << name << " prompt position " << i;
-            else
-                EXPECT_LT(prompt[i], 0) << name << " prompt position " << i << " should be an image row";
-        EXPECT_EQ(model().getGeneratedTokenIds(), expectedIds) << name;
+        ASSERT_NE(ref["greedy_ids"], ref["causal_greedy_ids"]) << name << ": the oracle does not tell causal from bidirectional";
+        expectPromptAndAnswerMatch(model(), name, 1);
     }
 }
 
@@ -757,17 +757,9 @@ TEST(VisionGemma3Pooling, defaultKernelAndPartialGridMatchLlamaCpp)
     for (const auto& c : {std::make_pair("gemma3_mmproj_pool4.gguf", "gemma3_pool4_112x112.json"),
                           std::make_pair("gemma3_mmproj_56_pool3.gguf", "gemma3_56_pool3_56x56.json")})
     {
-        const nlohmann::json ref = oracle(c.second);
         TextGenerationModel m(visionModel("gemma3_lm.gguf"), visionModel(c.first));
-        const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-        const Mat emb = m.getImageEmbeddings(image);
-        ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << c.second;
-        const Agreement a = compare(emb, ref["embeddings"]);
-        EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << c.second;
-        EXPECT_LE(a.rms, 3e-5 * a.maxRef) << c.second;
-        const std::vector<int> expectedIds = ref["greedy_ids"];
-        m.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
-        EXPECT_EQ(m.getGeneratedTokenIds(), expectedIds) << c.second;
+        expectEmbeddingsMatch(m, c.second);
+        expectPromptAndAnswerMatch(m, c.second, 1);
     }
 }
 
@@ -792,61 +784,6 @@ TEST(VisionGemma3Errors, malformedAndMismatched)
 // the overview; each tile and the overview is one image chunk, with marker tokens between
 // them. The records hold every image chunk's embeddings in chunk order.
 const char* const kIdefics3Records[] = {"idefics3_56x56.json", "idefics3_80x48.json", "idefics3_1tile_80x48.json"};
-
-// The model pair a record was computed on (models.*.file), opened once.
-TextGenerationModel& recordModel(const nlohmann::json& ref)
-{
-    static std::map<std::string, std::unique_ptr<TextGenerationModel>> models;
-    const std::string lm = ref["models"]["lm"]["file"], mmproj = ref["models"]["mmproj"]["file"];
-    auto& m = models[lm + "+" + mmproj];
-    if (!m)
-        m.reset(new TextGenerationModel(visionModel(lm), visionModel(mmproj)));
-    return *m;
-}
-
-void expectEmbeddingsMatch(const char* name)
-{
-    const nlohmann::json ref = oracle(name);
-    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-    const Mat emb = recordModel(ref).getImageEmbeddings(image);
-    ASSERT_EQ(emb.rows, ref["image_tokens"].get<int>()) << name;
-    ASSERT_EQ(emb.cols, ref["n_embd"].get<int>()) << name;
-    const Agreement a = compare(emb, ref["embeddings"]);
-    std::cout << name << ": max |ours - llama.cpp| " << a.maxAbs << " (largest value " << a.maxRef << "), rms "
-              << a.rms << std::endl;
-    EXPECT_LE(a.maxAbs, 3e-4 * a.maxRef) << name;
-    EXPECT_LE(a.rms, 3e-5 * a.maxRef) << name;
-}
-
-// The prompt exactly as libmtmd's chunks (text ids; image rows as ids -1, -2, ... in the order
-// of getImageEmbeddings' rows, compared with libmtmd's chunk order by expectEmbeddingsMatch),
-// the number of image chunks (tiles + overview), and the greedy answer.
-void expectPromptAndAnswerMatch(const char* name, int expectedImageChunks)
-{
-    const nlohmann::json ref = oracle(name);
-    TextGenerationModel& model = recordModel(ref);
-    const Mat image = drawTestImage(ref["image_size"][0], ref["image_size"][1]);
-    const std::vector<int> expectedIds = ref["greedy_ids"];
-    model.generate(ref["prompt"].get<std::string>(), std::vector<Mat>{image}, greedy((int)expectedIds.size()));
-    std::vector<int> layout;
-    int row = 0, imageChunks = 0;
-    for (const auto& chunk : ref["chunks"])
-    {
-        if (chunk.contains("text"))
-            for (int id : chunk["text"])
-                layout.push_back(id);
-        else
-        {
-            imageChunks++;
-            EXPECT_EQ(chunk["n_pos"].get<int>(), chunk["image_tokens"].get<int>()) << name;
-            for (int i = 0; i < chunk["image_tokens"].get<int>(); i++)
-                layout.push_back(-1 - row++);
-        }
-    }
-    EXPECT_EQ(imageChunks, expectedImageChunks) << name << ": tiles + overview";
-    EXPECT_EQ(model.getPromptTokenIds(), layout) << name;
-    EXPECT_EQ(model.getGeneratedTokenIds(), expectedIds) << name;
-}
 
 // The same sources of difference as the llava test (F16 rounding of the patch embedding's
 // pixels and weights, and ggml_gelu's F16 table, reproduced; float32 summation order
