@@ -42,6 +42,24 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gguf_writer import GGUFWriter, ValueType  # noqa: E402
 
 
+def vit_block_tensors(layers, D, F, mat, vec):
+    """The ViT blocks' tensors (LayerNorms, attention and MLP with biases), drawn in this order."""
+    tensors = []
+    for il in range(layers):
+        b = "v.blk.%d." % il
+        tensors += [
+            (b + "ln1.weight", vec(D, 0.1, 1.0)), (b + "ln1.bias", vec(D)),
+            (b + "attn_q.weight", mat(D, D)), (b + "attn_q.bias", vec(D)),
+            (b + "attn_k.weight", mat(D, D)), (b + "attn_k.bias", vec(D)),
+            (b + "attn_v.weight", mat(D, D)), (b + "attn_v.bias", vec(D)),
+            (b + "attn_out.weight", mat(D, D)), (b + "attn_out.bias", vec(D)),
+            (b + "ln2.weight", vec(D, 0.1, 1.0)), (b + "ln2.bias", vec(D)),
+            (b + "ffn_up.weight", mat(F, D)), (b + "ffn_up.bias", vec(F)),
+            (b + "ffn_down.weight", mat(D, F)), (b + "ffn_down.bias", vec(D)),
+        ]
+    return tensors
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -128,18 +146,7 @@ def main(argv=None):
     tensors.append(("v.position_embd.weight", (rng.standard_normal((n_pos, D)) * 0.5).astype(np.float32)))
     tensors.append(("v.pre_ln.weight", vec(D, 0.1, 1.0)))
     tensors.append(("v.pre_ln.bias", vec(D)))
-    for il in range(args.layers):
-        b = "v.blk.%d." % il
-        tensors += [
-            (b + "ln1.weight", vec(D, 0.1, 1.0)), (b + "ln1.bias", vec(D)),
-            (b + "attn_q.weight", mat(D, D)), (b + "attn_q.bias", vec(D)),
-            (b + "attn_k.weight", mat(D, D)), (b + "attn_k.bias", vec(D)),
-            (b + "attn_v.weight", mat(D, D)), (b + "attn_v.bias", vec(D)),
-            (b + "attn_out.weight", mat(D, D)), (b + "attn_out.bias", vec(D)),
-            (b + "ln2.weight", vec(D, 0.1, 1.0)), (b + "ln2.bias", vec(D)),
-            (b + "ffn_up.weight", mat(F, D)), (b + "ffn_up.bias", vec(F)),
-            (b + "ffn_down.weight", mat(D, F)), (b + "ffn_down.bias", vec(D)),
-        ]
+    tensors += vit_block_tensors(args.layers, D, F, mat, vec)
     if gemma3:
         tensors += [("v.post_ln.weight", vec(D, 0.1, 1.0)), ("v.post_ln.bias", vec(D))]
         # The RMS-normed pooled features times a [D, T] matrix (ggml dims [T, D]): llama.cpp
@@ -210,18 +217,7 @@ def write_idefics3(ap, args):
         ("v.patch_embd.bias", vec(D)),
         ("v.position_embd.weight", (rng.standard_normal((n_pos, D)) * 0.5).astype(np.float32)),
     ]
-    for il in range(args.layers):
-        b = "v.blk.%d." % il
-        tensors += [
-            (b + "ln1.weight", vec(D, 0.1, 1.0)), (b + "ln1.bias", vec(D)),
-            (b + "attn_q.weight", mat(D, D)), (b + "attn_q.bias", vec(D)),
-            (b + "attn_k.weight", mat(D, D)), (b + "attn_k.bias", vec(D)),
-            (b + "attn_v.weight", mat(D, D)), (b + "attn_v.bias", vec(D)),
-            (b + "attn_out.weight", mat(D, D)), (b + "attn_out.bias", vec(D)),
-            (b + "ln2.weight", vec(D, 0.1, 1.0)), (b + "ln2.bias", vec(D)),
-            (b + "ffn_up.weight", mat(F, D)), (b + "ffn_up.bias", vec(F)),
-            (b + "ffn_down.weight", mat(D, F)), (b + "ffn_down.bias", vec(D)),
-        ]
+    tensors += vit_block_tensors(args.layers, D, F, mat, vec)
     tensors += [("v.post_ln.weight", vec(D, 0.1, 1.0)), ("v.post_ln.bias", vec(D)),
                 ("mm.model.fc.weight", mat(T, D * SF * SF))]
     finish(ap, args, w, tensors)
