@@ -294,6 +294,12 @@ struct VisionPair
     bool windows;         // the language model has sliding-window layers
 };
 
+// gtest prints a parameter without a printer as its bytes (pointers, different every run).
+void PrintTo(const VisionPair& p, std::ostream* os)
+{
+    *os << p.name;
+}
+
 const VisionPair kLLaVA{"llava", "lm.gguf", "mmproj.gguf", "llava_mlp_56x56.json", "llava_mlp_80x48.json", false};
 const VisionPair kGemma3{"gemma3", "gemma3_lm.gguf", "gemma3_mmproj.gguf", "gemma3_112x112.json", "gemma3_200x150.json", true};
 const VisionPair kIdefics3{"idefics3", "lm_idefics3.gguf", "mmproj_idefics3.gguf", "idefics3_56x56.json",

@@ -30,7 +30,7 @@ KEYS = {
     "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
                      "sequential", "threads"],
     "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions", "batch", "depth", "draft-tokens",
-                  "lookup-ngram", "draft-model", "draft-p-min", "prompt"],
+                  "lookup-ngram", "draft-model", "draft-p-min", "prompt", "kv-type"],
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
