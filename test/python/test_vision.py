@@ -23,6 +23,15 @@ def read_ppm(path):
     return np.ascontiguousarray(rgb[:, :, ::-1])  # BGR, as cv.imread gives
 
 
+def _greedy(n, **kw):
+    config = cv.dnn.GenerationConfig()
+    config.maxNewTokens = n
+    config.ignoreEndOfGeneration = True
+    for k, v in kw.items():
+        setattr(config, k, v)
+    return config
+
+
 @pytest.fixture(scope="module")
 def model():
     if not (MODELS / "mmproj.gguf").exists():
@@ -33,9 +42,7 @@ def model():
 def test_numpy_image_answer_matches_llama_cpp(model):
     ref = json.loads((ORACLE / "llava_mlp_56x56.json").read_text())
     image = read_ppm(ORACLE / ref["image"])
-    config = cv.dnn.GenerationConfig()
-    config.maxNewTokens = len(ref["greedy_ids"])
-    config.ignoreEndOfGeneration = True
+    config = _greedy(len(ref["greedy_ids"]))
     model.generate(ref["prompt"], [image], config)
     assert list(model.getGeneratedTokenIds()) == ref["greedy_ids"]
     emb = model.getImageEmbeddings(image)
@@ -78,9 +85,7 @@ def test_gemma3_answer_and_embeddings_match_llama_cpp(gemma3, name):
     ref = json.loads((ORACLE / name).read_text())
     assert ref["greedy_ids"] != ref["causal_greedy_ids"]
     image = read_ppm(ORACLE / ref["image"])
-    config = cv.dnn.GenerationConfig()
-    config.maxNewTokens = len(ref["greedy_ids"])
-    config.ignoreEndOfGeneration = True
+    config = _greedy(len(ref["greedy_ids"]))
     gemma3.generate(ref["prompt"], [image], config)
     assert list(gemma3.getGeneratedTokenIds()) == ref["greedy_ids"]
     prompt = list(gemma3.getPromptTokenIds())
@@ -101,15 +106,6 @@ def test_gemma3_malformed_mmproj_is_a_clear_error():
     error = info.value if isinstance(info.value, cv.error) else info.value.__cause__ or info.value.__context__
     assert isinstance(error, cv.error)
     assert "missing tensor 'mm.soft_emb_norm.weight'" in str(error)
-
-
-def _greedy(n, **kw):
-    config = cv.dnn.GenerationConfig()
-    config.maxNewTokens = n
-    config.ignoreEndOfGeneration = True
-    for k, v in kw.items():
-        setattr(config, k, v)
-    return config
 
 
 @pytest.mark.parametrize("lm,mmproj,names", [
@@ -177,9 +173,7 @@ def test_tiles_prompt_and_answer_match_llama_cpp(record):
         pytest.skip("run the make_vision_models ctest fixture first")
     m = cv.dnn.TextGenerationModel(str(MODELS / ref["models"]["lm"]["file"]), str(MODELS / ref["models"]["mmproj"]["file"]))
     image = read_ppm(ORACLE / ref["image"])
-    config = cv.dnn.GenerationConfig()
-    config.maxNewTokens = len(ref["greedy_ids"])
-    config.ignoreEndOfGeneration = True
+    config = _greedy(len(ref["greedy_ids"]))
     m.generate(ref["prompt"], [image], config)
     assert list(m.getGeneratedTokenIds()) == ref["greedy_ids"]
     layout, row = [], 0

@@ -42,6 +42,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gguf_writer import GGUFWriter, ValueType  # noqa: E402
 
 
+def add_vit_keys(w, args, S, P, D, F, T, eps):
+    """The encoder's clip.vision.* hyper-parameters, in the order every file here writes them."""
+    w.add_uint32("clip.vision.image_size", S)
+    w.add_uint32("clip.vision.patch_size", P)
+    w.add_uint32("clip.vision.embedding_length", D)
+    w.add_uint32("clip.vision.feed_forward_length", F)
+    w.add_uint32("clip.vision.projection_dim", T)
+    w.add_uint32("clip.vision.attention.head_count", args.heads)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", eps)
+    w.add_uint32("clip.vision.block_count", args.layers)
+
+
 def vit_block_tensors(layers, D, F, mat, vec):
     """The ViT blocks' tensors (LayerNorms, attention and MLP with biases), drawn in this order."""
     tensors = []
@@ -118,14 +130,7 @@ def main(argv=None):
         w.add_bool("clip.has_llava_projector", True)
     w.add_string("clip.projector_type", args.projector)
     w.add_bool("clip.use_gelu", bool(args.gelu))
-    w.add_uint32("clip.vision.image_size", S)
-    w.add_uint32("clip.vision.patch_size", P)
-    w.add_uint32("clip.vision.embedding_length", D)
-    w.add_uint32("clip.vision.feed_forward_length", F)
-    w.add_uint32("clip.vision.projection_dim", T)
-    w.add_uint32("clip.vision.attention.head_count", args.heads)
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6 if gemma3 else 1e-5)
-    w.add_uint32("clip.vision.block_count", args.layers)
+    add_vit_keys(w, args, S, P, D, F, T, 1e-6 if gemma3 else 1e-5)
     if gemma3:  # SigLIP's
         w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5], ValueType.FLOAT32)
         w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5], ValueType.FLOAT32)
@@ -199,14 +204,7 @@ def write_idefics3(ap, args):
     w.add_bool("clip.has_text_encoder", False)
     w.add_string("clip.projector_type", "idefics3")
     w.add_bool("clip.use_gelu", True)
-    w.add_uint32("clip.vision.image_size", S)
-    w.add_uint32("clip.vision.patch_size", P)
-    w.add_uint32("clip.vision.embedding_length", D)
-    w.add_uint32("clip.vision.feed_forward_length", F)
-    w.add_uint32("clip.vision.projection_dim", T)
-    w.add_uint32("clip.vision.attention.head_count", args.heads)
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
-    w.add_uint32("clip.vision.block_count", args.layers)
+    add_vit_keys(w, args, S, P, D, F, T, 1e-6)
     w.add_uint32("clip.vision.projector.scale_factor", SF)
     w.add_uint32("clip.vision.preproc_image_size", args.preproc_size)
     w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5], ValueType.FLOAT32)
