@@ -62,21 +62,22 @@ gtest_discover_tests(llm_tests
     ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
     FIXTURES_REQUIRED generated_test_data)
 
-# The kernels' baseline builds (CPUs without AVX2): the quantized-matmul, dequantization and
-# whole-model tests again with AVX2 and AVX-512 turned off in OpenCV's dispatch, so that the
-# baseline's decoders, float path and attention run on this machine too.
+# The kernels' baseline builds (CPUs without AVX2): the quantized-matmul, dequantization,
+# attention and whole-model tests again with AVX2 and AVX-512 turned off in OpenCV's dispatch, so
+# that the baseline's decoders, float path and attention run on this machine too.
 add_test(NAME llm_tests_without_avx2
-         COMMAND llm_tests "--gtest_filter=WithoutAVX2.*:QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:*BatchEqualsAlone*")
+         COMMAND llm_tests "--gtest_filter=WithoutAVX2.*:QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:*BatchEqualsAlone*:*AttentionMath*")
 set_tests_properties(llm_tests_without_avx2 PROPERTIES
   ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX,AVX2"
   FIXTURES_REQUIRED generated_test_data)
 
-# The weight kernels' AVX2 build on a CPU with AVX-512 VNNI (which the other runs take there): the
-# same tests with the AVX512_CLX level turned off. On CPUs without VNNI both runs take AVX2.
+# The kernels' AVX2 builds on a CPU with AVX-512 (which the other runs take there): the same tests
+# and attention with the AVX512_CLX (weights) and AVX512_SKX (attention, float GEMM) levels turned
+# off. On CPUs without AVX-512 both runs take AVX2.
 add_test(NAME llm_tests_without_vnni
-         COMMAND llm_tests "--gtest_filter=WithoutVNNI.*:QuantizedMatMul.*:GGUFSynthetic.*:*BatchEqualsAlone*")
+         COMMAND llm_tests "--gtest_filter=WithoutVNNI.*:QuantizedMatMul.*:GGUFSynthetic.*:*BatchEqualsAlone*:*AttentionMath*")
 set_tests_properties(llm_tests_without_vnni PROPERTIES
-  ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX"
+  ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX"
   FIXTURES_REQUIRED generated_test_data)
 
 # Heap allocations per decode step: a process of its own, since it replaces malloc. Not built

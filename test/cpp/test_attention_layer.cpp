@@ -187,6 +187,9 @@ INSTANTIATE_TEST_CASE_P(Cases, AttentionMath, ::testing::Values(
     // Half-precision keys and values read in place by the kernels: a head of 64 (whole vectors
     // at every width), four query heads per KV head, past a chunk and across pages.
     AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_16F, 3e-3},
+    // The same on float32 storage: the kernels' blocks of one vector's lanes of keys (a tree of
+    // shuffles sums a block's scores), with partial blocks at page and chunk ends.
+    AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_32F, 2e-5},
     // Gemma 2: scores soft-capped at 2 (most scores here are beyond it), a window of 5
     // positions shorter than the prefill and across pages as the sequence grows.
     AttentionCase{4, 2, 8, 8, true, 10000.f, 1.f, {}, {{0, 7}, {7, 8}, {8, 20}, {20, 21}, {21, 40}, {40, 41}},

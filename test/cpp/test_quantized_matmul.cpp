@@ -182,12 +182,15 @@ TEST(WithoutAVX2, dispatchIsOff)
     EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_CLX));  // the weight kernels' VNNI level
 }
 
-// The run of llm_tests_without_vnni (ctest only) takes the weight kernels' AVX2 build.
+// The run of llm_tests_without_vnni (ctest only) takes the kernels' AVX2 builds: the weights'
+// (AVX512_CLX off), the attention's and float GEMM's (AVX512_SKX off).
 TEST(WithoutVNNI, dispatchIsOff)
 {
     const char* disabled = std::getenv("OPENCV_CPU_DISABLE");
-    ASSERT_TRUE(disabled && std::strstr(disabled, "AVX512-CLX")) << "run with OPENCV_CPU_DISABLE=AVX512-CLX";
+    ASSERT_TRUE(disabled && std::strstr(disabled, "AVX512-CLX") && std::strstr(disabled, "AVX512-SKX"))
+        << "run with OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX";
     EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_CLX));
+    EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_SKX));
 }
 
 } // namespace

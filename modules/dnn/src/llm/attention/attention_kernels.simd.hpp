@@ -11,6 +11,13 @@
 
 #include <type_traits>
 
+#if CV_AVX512_SKX && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+// GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_*() and warn that it is
+// uninitialized (GCC bug 105593, fixed in GCC 13): not our code's values.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -28,14 +35,10 @@ void attentionAccumulateHalfSimd(const float* p, int group, int n, int ld, const
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
-// Keys and values are float rows or half-precision ones: a vector of either as floats (the
-// conversion is exact, so both give the same results), and a whole row as floats for the
-// scalar paths (half rows converted on the stack: headDim <= kMaxHalfKernelHeadDim).
-#if CV_SIMD
-static inline v_float32 loadFloats(const float* p) { return vx_load(p); }
-static inline v_float32 loadFloats(const hfloat* p) { return vx_load_expand(p); }
-#endif
-
+// Keys and values are float rows or half-precision ones. The vector paths take them in blocks
+// of one vector's lanes of rows, half rows converted once per block for all the query heads;
+// the scalar paths take a whole row as floats (half rows converted on the stack: headDim <=
+// kMaxHalfKernelHeadDim). The conversion is exact, so both storages give the same results.
 struct FloatRow
 {
     const float* data;
@@ -56,42 +59,100 @@ struct HalfRow
 template <typename T>
 using RowAsFloats = typename std::conditional<std::is_same<T, float>::value, FloatRow, HalfRow>::type;
 
+#if CV_SIMD
+static const int kBlockRows = VTraits<v_float32>::nlanes;
+
+//! Floats the block buffer of row type T holds: none for float rows (read in place).
+template <typename T>
+struct BlockBuffer
+{
+    static const int floats = std::is_same<T, float>::value ? 1 : kBlockRows * kMaxHalfKernelHeadDim;
+};
+
+// A block of `count` rows as floats: float rows in place (their own stride), half rows converted
+// into `buffer` (stride headDim).
+static inline const float* blockAsFloats(const float* rows, size_t stride, int, int, float*, size_t* floatStride)
+{
+    *floatStride = stride;
+    return rows;
+}
+
+static inline const float* blockAsFloats(const hfloat* rows, size_t stride, int count, int headDim, float* buffer,
+                                         size_t* floatStride)
+{
+    const int lanes = VTraits<v_float32>::vlanes();
+    for (int r = 0; r < count; r++)
+        for (int i = 0; i < headDim; i += lanes)
+            v_store(buffer + (size_t)r * headDim + i, vx_load_expand(rows + r * stride + i));
+    *floatStride = headDim;
+    return buffer;
+}
+
+// Lane t of the result: the sum of the lanes of s[t], for the kBlockRows vectors s.
+static inline v_float32 sumEachVector(const v_float32* s)
+{
+#if CV_SIMD512 && CV_AVX512_SKX
+    static_assert(VTraits<v_float32>::nlanes == 16, "512-bit vectors expected");
+    // A tree of shuffles and adds (256-bit halves, 128-bit blocks, pairs, lanes): 45
+    // instructions for 16 sums. It leaves sum t in lane order[t]; order is its own inverse, so
+    // taking the inputs in that order leaves the sums in order.
+    static const int order[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+    __m512 halves[8], quarters[4], pairs[2];
+    for (int t = 0; t < 8; t++)
+    {
+        const __m512 a = s[order[t]].val, b = s[order[t + 8]].val;
+        halves[t] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    }
+    for (int t = 0; t < 4; t++)
+        quarters[t] = _mm512_add_ps(_mm512_shuffle_f32x4(halves[t], halves[t + 4], 0x88),
+                                    _mm512_shuffle_f32x4(halves[t], halves[t + 4], 0xDD));
+    for (int t = 0; t < 2; t++)
+    {
+        const __m512d a = _mm512_castps_pd(quarters[t]), b = _mm512_castps_pd(quarters[t + 2]);
+        pairs[t] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    return v_float32(_mm512_add_ps(_mm512_shuffle_ps(pairs[0], pairs[1], 0x88), _mm512_shuffle_ps(pairs[0], pairs[1], 0xDD)));
+#elif CV_SIMD256
+    // AVX2: v_reduce_sum4 leaves each 128-bit half's sums of four vectors; the halves are added.
+    const v_float32 a = v_reduce_sum4(s[0], s[1], s[2], s[3]), b = v_reduce_sum4(s[4], s[5], s[6], s[7]);
+    return v_add(v_combine_low(a, b), v_combine_high(a, b));
+#else
+    static_assert(VTraits<v_float32>::nlanes == 4, "128-bit vectors expected");
+    return v_reduce_sum4(s[0], s[1], s[2], s[3]);
+#endif
+}
+#endif
+
 template <typename T>
 static void attentionScoresOf(const float* q, int group, int headDim, const T* k, size_t kStride, int n, float scale,
                               float* scores, int ld)
 {
     int j = 0;
 #if CV_SIMD
-    // Four keys at a time: four dot products share the query's loads and end in one
-    // v_reduce_sum4 (sums of each 4-lane group of the four accumulators), whose groups are then
-    // added: a quarter of the horizontal reductions of one dot product per key.
+    // One accumulator per key of a block: the block's scores come out of one tree of shuffles
+    // (sumEachVector) instead of a horizontal sum per key and head.
     const int lanes = VTraits<v_float32>::vlanes();
-    if (headDim % lanes == 0)
+    if (headDim % lanes == 0 && headDim <= kMaxHalfKernelHeadDim)
     {
-        for (; j + 4 <= n; j += 4)
+        float buffer[BlockBuffer<T>::floats];
+        const v_float32 vscale = vx_setall_f32(scale);
+        for (; j + kBlockRows <= n; j += kBlockRows)
         {
-            const T* k0 = k + (size_t)j * kStride;
+            size_t stride;
+            const float* block = blockAsFloats(k + (size_t)j * kStride, kStride, kBlockRows, headDim, buffer, &stride);
             for (int h = 0; h < group; h++)
             {
                 const float* qh = q + (size_t)h * headDim;
-                v_float32 s0 = vx_setzero_f32(), s1 = vx_setzero_f32(), s2 = vx_setzero_f32(), s3 = vx_setzero_f32();
+                v_float32 s[kBlockRows];
+                for (int t = 0; t < kBlockRows; t++)
+                    s[t] = vx_setzero_f32();
                 for (int i = 0; i < headDim; i += lanes)
                 {
                     const v_float32 qv = vx_load(qh + i);
-                    s0 = v_fma(qv, loadFloats(k0 + i), s0);
-                    s1 = v_fma(qv, loadFloats(k0 + kStride + i), s1);
-                    s2 = v_fma(qv, loadFloats(k0 + 2 * kStride + i), s2);
-                    s3 = v_fma(qv, loadFloats(k0 + 3 * kStride + i), s3);
+                    for (int t = 0; t < kBlockRows; t++)
+                        s[t] = v_fma(qv, vx_load(block + t * stride + i), s[t]);
                 }
-                float sums[VTraits<v_float32>::max_nlanes];
-                v_store(sums, v_reduce_sum4(s0, s1, s2, s3));
-                for (int t = 0; t < 4; t++)
-                {
-                    float dot = sums[t];
-                    for (int g = 4; g < lanes; g += 4)
-                        dot += sums[g + t];
-                    scores[h * ld + j + t] = dot * scale;
-                }
+                v_store(scores + (size_t)h * ld + j, v_mul(sumEachVector(s), vscale));
             }
         }
     }
@@ -180,11 +241,12 @@ void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* max
     }
 }
 
+
 #if CV_SIMD
 // acc[0, NV * lanes) += sum over j of p[j] * v[j * vStride + ...], the accumulators held in
-// registers over all n rows (the same fused multiply-adds in the same order as row by row).
-template <int NV, typename T>
-static inline void accumulateSlice(const float* p, int n, const T* v, size_t vStride, float* acc)
+// registers over the n rows (the same fused multiply-adds in the same order as row by row).
+template <int NV>
+static inline void accumulateSlice(const float* p, int n, const float* v, size_t vStride, float* acc)
 {
     const int lanes = VTraits<v_float32>::vlanes();
     v_float32 a[NV];
@@ -194,7 +256,7 @@ static inline void accumulateSlice(const float* p, int n, const T* v, size_t vSt
     {
         const v_float32 w = vx_setall_f32(p[j]);
         for (int k = 0; k < NV; k++)
-            a[k] = v_fma(w, loadFloats(v + k * lanes), a[k]);
+            a[k] = v_fma(w, vx_load(v + k * lanes), a[k]);
     }
     for (int k = 0; k < NV; k++)
         v_store(acc + k * lanes, a[k]);
@@ -206,28 +268,35 @@ static void attentionAccumulateOf(const float* p, int group, int n, int ld, cons
                                   float* acc, size_t accStride)
 {
 #if CV_SIMD
-    // Per query head, slices of up to 8 vectors of the head's accumulator stay in registers over
-    // the rows (instead of a load and a store per row and head).
+    // Per block of rows and query head, slices of up to 8 vectors of the head's accumulator stay
+    // in registers over the block's rows (instead of a load and a store per row and head).
     const int lanes = VTraits<v_float32>::vlanes();
-    if (headDim % lanes == 0)
+    if (headDim % lanes == 0 && headDim <= kMaxHalfKernelHeadDim)
     {
-        for (int h = 0; h < group; h++)
+        float buffer[BlockBuffer<T>::floats];
+        for (int j = 0; j < n; j += kBlockRows)
         {
-            const float* ph = p + (size_t)h * ld;
-            float* a = acc + (size_t)h * accStride;
-            int i = 0;
-            for (; i + 8 * lanes <= headDim; i += 8 * lanes)
-                accumulateSlice<8>(ph, n, v + i, vStride, a + i);
-            switch ((headDim - i) / lanes)
+            const int count = std::min(kBlockRows, n - j);
+            size_t stride;
+            const float* block = blockAsFloats(v + (size_t)j * vStride, vStride, count, headDim, buffer, &stride);
+            for (int h = 0; h < group; h++)
             {
-            case 7: accumulateSlice<7>(ph, n, v + i, vStride, a + i); break;
-            case 6: accumulateSlice<6>(ph, n, v + i, vStride, a + i); break;
-            case 5: accumulateSlice<5>(ph, n, v + i, vStride, a + i); break;
-            case 4: accumulateSlice<4>(ph, n, v + i, vStride, a + i); break;
-            case 3: accumulateSlice<3>(ph, n, v + i, vStride, a + i); break;
-            case 2: accumulateSlice<2>(ph, n, v + i, vStride, a + i); break;
-            case 1: accumulateSlice<1>(ph, n, v + i, vStride, a + i); break;
-            default: break;
+                const float* ph = p + (size_t)h * ld + j;
+                float* a = acc + (size_t)h * accStride;
+                int i = 0;
+                for (; i + 8 * lanes <= headDim; i += 8 * lanes)
+                    accumulateSlice<8>(ph, count, block + i, stride, a + i);
+                switch ((headDim - i) / lanes)
+                {
+                case 7: accumulateSlice<7>(ph, count, block + i, stride, a + i); break;
+                case 6: accumulateSlice<6>(ph, count, block + i, stride, a + i); break;
+                case 5: accumulateSlice<5>(ph, count, block + i, stride, a + i); break;
+                case 4: accumulateSlice<4>(ph, count, block + i, stride, a + i); break;
+                case 3: accumulateSlice<3>(ph, count, block + i, stride, a + i); break;
+                case 2: accumulateSlice<2>(ph, count, block + i, stride, a + i); break;
+                case 1: accumulateSlice<1>(ph, count, block + i, stride, a + i); break;
+                default: break;
+                }
             }
         }
         return;
