@@ -168,6 +168,11 @@ static inline __m512 bytesPair(const uint8_t* a, const uint8_t* b)
                                                                       _mm_loadl_epi64((const __m128i*)b))));
 }
 
+// An int32 k with |k| < 2^22 added to kFloatMagicBits reads as the float kFloatMagic + k
+// (1.5 * 2^23: k lands in the mantissa's low bits), so subtracting kFloatMagic converts it exactly.
+static const int kFloatMagicBits = 0x4B400000;
+static const float kFloatMagic = 12582912.f;
+
 // 4 activation bytes broadcast to the 16 lanes.
 static inline __m512i broadcast4x16(const signed char* x)
 {

@@ -336,9 +336,13 @@ struct LegacyInterleaved16
         for (int k = 0; k < blocks; k++, a++, b++)
         {
             const __m512 ws = halfsPair(a->d, b->d);
+            // The sums start at kFloatMagic minus the unsigned weights' offset times sum x, so
+            // that their bits read as a float are 12582912 + the dot product: a subtraction
+            // converts them (exactly, as a conversion would) on any port, leaving port 0 to
+            // the dot-product instructions.
             __m512i s32[R];
             for (int r = 0; r < R; r++)
-                s32[r] = _mm512_setzero_si512();
+                s32[r] = _mm512_set1_epi32(kFloatMagicBits - (q8 ? 128 : 8) * sums[r * blocks + k]);
             if (q8)
                 for (int c = 0; c < 8; c++)
                 {
@@ -360,9 +364,8 @@ struct LegacyInterleaved16
                 }
             for (int r = 0; r < R; r++)
             {
-                const int ab = r * blocks + k;
-                const __m512i dot = _mm512_sub_epi32(s32[r], _mm512_set1_epi32((q8 ? 128 : 8) * sums[ab]));
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(ws, _mm512_set1_ps(d[ab])), acc[r]);
+                const __m512 dot = _mm512_sub_ps(_mm512_castsi512_ps(s32[r]), _mm512_set1_ps(kFloatMagic));
+                acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(ws, _mm512_set1_ps(d[r * blocks + k])), acc[r]);
             }
         }
         for (int r = 0; r < R; r++)
