@@ -178,28 +178,6 @@ void attentionScoresHalfSimd(const float* q, int group, int headDim, const hfloa
 }
 
 
-#if (CV_SIMD || CV_SIMD_SCALABLE)
-// exp(x) for x <= 0 (scores minus their maximum): 2^n * p(r), r = x - n ln2 in [-ln2/2, ln2/2],
-// p a degree-6 polynomial (relative error ~2e-7); below -87 the result is 0.
-static inline v_float32 expNonPositive(const v_float32& x0)
-{
-    const v_float32 x = v_max(x0, vx_setall_f32(-87.f));
-    const v_float32 n = v_cvt_f32(v_round(v_mul(x, vx_setall_f32(1.44269504088896341f))));
-    v_float32 r = v_fma(n, vx_setall_f32(-0.693359375f), x);
-    r = v_fma(n, vx_setall_f32(2.12194440e-4f), r);
-    v_float32 p = vx_setall_f32(1.f / 720);
-    p = v_fma(p, r, vx_setall_f32(1.f / 120));
-    p = v_fma(p, r, vx_setall_f32(1.f / 24));
-    p = v_fma(p, r, vx_setall_f32(1.f / 6));
-    p = v_fma(p, r, vx_setall_f32(0.5f));
-    p = v_fma(p, r, vx_setall_f32(1.f));
-    p = v_fma(p, r, vx_setall_f32(1.f));
-    const v_int32 e = v_shl<23>(v_add(v_round(n), vx_setall_s32(127)));
-    const v_float32 y = v_mul(p, v_reinterpret_as_f32(e));
-    return v_select(v_lt(x0, vx_setall_f32(-87.f)), vx_setzero_f32(), y);
-}
-#endif
-
 void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* maxOut, float* sumOut)
 {
     for (int h = 0; h < rows; h++)

@@ -68,6 +68,37 @@ static inline void scaleF32(float alpha, float* y, int n)
         y[i] *= alpha;
 }
 
+#if (CV_SIMD || CV_SIMD_SCALABLE)
+// exp(x) for x <= 0 (attention scores minus their maximum, -|x| of SiLU): 2^n * p(r), r = x - n ln2
+// in [-ln2/2, ln2/2], p a degree-6 polynomial (relative error ~2e-7); below -87 the result is 0.
+static inline v_float32 expNonPositive(const v_float32& x0)
+{
+    const v_float32 x = v_max(x0, vx_setall_f32(-87.f));
+    const v_float32 n = v_cvt_f32(v_round(v_mul(x, vx_setall_f32(1.44269504088896341f))));
+    v_float32 r = v_fma(n, vx_setall_f32(-0.693359375f), x);
+    r = v_fma(n, vx_setall_f32(2.12194440e-4f), r);
+    v_float32 p = vx_setall_f32(1.f / 720);
+    p = v_fma(p, r, vx_setall_f32(1.f / 120));
+    p = v_fma(p, r, vx_setall_f32(1.f / 24));
+    p = v_fma(p, r, vx_setall_f32(1.f / 6));
+    p = v_fma(p, r, vx_setall_f32(0.5f));
+    p = v_fma(p, r, vx_setall_f32(1.f));
+    p = v_fma(p, r, vx_setall_f32(1.f));
+    const v_int32 e = v_shl<23>(v_add(v_round(n), vx_setall_s32(127)));
+    const v_float32 y = v_mul(p, v_reinterpret_as_f32(e));
+    return v_select(v_lt(x0, vx_setall_f32(-87.f)), vx_setzero_f32(), y);
+}
+
+//! x * sigmoid(x) (SiLU) of each lane; the sigmoid from e = exp(-|x|) <= 1 (1 / (1 + e) or
+//! e / (1 + e)), so nothing overflows.
+static inline v_float32 siluF32(const v_float32& x)
+{
+    const v_float32 e = expNonPositive(v_sub(vx_setzero_f32(), v_abs(x)));
+    const v_float32 r = v_div(vx_setall_f32(1.f), v_add(vx_setall_f32(1.f), e));
+    return v_mul(x, v_select(v_ge(x, vx_setzero_f32()), r, v_mul(e, r)));
+}
+#endif
+
 }}} // namespace cv::dnn::llm
 
 #endif

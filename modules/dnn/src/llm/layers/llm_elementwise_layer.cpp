@@ -10,6 +10,7 @@
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
+#include "../common/vector_ops.hpp"
 
 #include <cmath>
 
@@ -86,6 +87,32 @@ inline float unaryOp(ElementwiseOp op, float x)
     default: return -x;
     }
 }
+
+#if CV_SIMD
+// silu(a) * b (pb: SwiGLU) or silu(a) over [begin, end) in vectors; a last partial vector through
+// padded copies, so each element takes the same arithmetic wherever a stripe starts or ends (a
+// batch's rows equal lone runs'). ~4x the scalar std::exp loop at 128 bits.
+void siluVectors(const float* pa, const float* pb, float* py, int begin, int end)
+{
+    const int lanes = VTraits<v_float32>::vlanes();
+    int i = begin;
+    for (; i + lanes <= end; i += lanes)
+    {
+        const v_float32 y = llm::siluF32(vx_load(pa + i));
+        v_store(py + i, pb ? v_mul(y, vx_load(pb + i)) : y);
+    }
+    if (i < end)
+    {
+        float a[VTraits<v_float32>::max_nlanes] = {}, b[VTraits<v_float32>::max_nlanes] = {}, y[VTraits<v_float32>::max_nlanes];
+        std::copy(pa + i, pa + end, a);
+        if (pb)
+            std::copy(pb + i, pb + end, b);
+        const v_float32 s = llm::siluF32(vx_load(a));
+        v_store(y, pb ? v_mul(s, vx_load(b)) : s);
+        std::copy(y, y + (end - i), py + i);
+    }
+}
+#endif
 
 } // namespace
 
@@ -173,6 +200,13 @@ public:
 private:
     void run(const float* pa, const float* pb, float* py, int begin, int end) const
     {
+#if CV_SIMD
+        if ((op_ == ElementwiseOp::SwiGLU && pb) || op_ == ElementwiseOp::Silu)
+        {
+            siluVectors(pa, pb, py, begin, end);
+            return;
+        }
+#endif
         if (op_ == ElementwiseOp::SoftCap)
         {
             // c * tanh(x / c), as ggml_scale(1/c), ggml_tanh, ggml_scale(c) compute it (Gemma 2's logits)
