@@ -201,6 +201,7 @@ struct LegacyInterleaved8
             const block_q8_0x8* g = reinterpret_cast<const block_q8_0x8*>(group);
             for (int b = 0; b < blocks; b++, g++)
             {
+                prefetchAhead(g);
                 const __m256 ws = halfs8(g->d);
                 WideDotSum s32[R];
                 for (int c = 0; c < 8; c++)
@@ -225,6 +226,10 @@ struct LegacyInterleaved8
             {
                 const block_q4_0x8* g0 = reinterpret_cast<const block_q4_0x8*>(group);
                 const block_q4_1x8* g1 = reinterpret_cast<const block_q4_1x8*>(group);
+                if (q41)
+                    prefetchAhead(g1);
+                else
+                    prefetchAhead(g0);
                 const __m256 ws = halfs8(q41 ? g1->d : g0->d);
                 NarrowDotSum s16[R];
                 for (int c = 0; c < 4; c++)
@@ -335,6 +340,8 @@ struct LegacyInterleaved16
         const Unit* b = reinterpret_cast<const Unit*>(group + groupBytes);
         for (int k = 0; k < blocks; k++, a++, b++)
         {
+            prefetchAhead(a);
+            prefetchAhead(b);
             const __m512 ws = halfsPair(a->d, b->d);
             // The sums start at kFloatMagic minus the unsigned weights' offset times sum x, so
             // that their bits read as a float are 12582912 + the dot product: a subtraction
