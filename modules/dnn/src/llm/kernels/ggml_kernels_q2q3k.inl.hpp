@@ -148,6 +148,7 @@ struct Q3KInterleaved8
         const block_q3_Kx8* g = reinterpret_cast<const block_q3_Kx8*>(group);
         for (int sb = 0; sb < blocks / 8; sb++, g++)
         {
+            prefetchAhead(g);
             const __m256 d8 = halfs8(g->d);
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4  // j picks the shifts: constants when unrolled
@@ -197,6 +198,7 @@ struct Q2KInterleaved8
         const block_q2_Kx8* g = reinterpret_cast<const block_q2_Kx8*>(group);
         for (int sb = 0; sb < blocks / 8; sb++, g++)
         {
+            prefetchAhead(g);
             const __m256 d8 = halfs8(g->d), dmin8 = halfs8(g->dmin);
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4  // j picks the shift: a constant when unrolled
