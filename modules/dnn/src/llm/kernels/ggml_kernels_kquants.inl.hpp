@@ -353,12 +353,22 @@ struct Q4KInterleaved16
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
+            // The tokens' d * sum per activation block of the super-block, once for both groups'
+            // 16 rows (8 products per vector; the same float products as one by one).
+            alignas(32) float dxSum[R][8];
+            for (int r = 0; r < R; r++)
+            {
+                const size_t ab = (size_t)r * blocks + 8 * sb;
+                _mm256_store_ps(dxSum[r], _mm256_mul_ps(_mm256_loadu_ps(d + ab),
+                                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(sums + ab)))));
+            }
             for (int j = 0; j < 4; j++)
             {
                 __m512i s32[2][R];
                 for (int r = 0; r < R; r++)
                     s32[0][r] = s32[1][r] = _mm512_setzero_si512();
                 const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
+#pragma GCC unroll 8
                 for (int c = 0; c < 8; c++)
                 {
                     const __m512i v = chunkPair(a->qs[j][c], b->qs[j][c]);
@@ -379,7 +389,81 @@ struct Q4KInterleaved16
                     {
                         const int ab = r * blocks + lo + h;
                         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[h][r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
-                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; r++)
+            _mm512_storeu_ps(out + r * outStride, acc[r]);
+    }
+};
+#endif
+
+#if CV_AVX512_CLX
+// Bit c of every byte of `bits` moved to 0x10 (fifthBitsOfChunk on 512 bits).
+static inline __m512i fifthBitsOfChunk16(__m512i bits, int c)
+{
+    const __m512i moved = c <= 4 ? _mm512_slli_epi16(bits, 4 - c) : _mm512_srli_epi16(bits, c - 4);
+    return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
+}
+
+// Q5_K on two consecutive interleaved groups at once (the Q5_K tensors of Q5_K_M files):
+// Q5KInterleaved8's per-lane arithmetic on 512-bit vectors whose halves are the two groups, as
+// Q4KInterleaved16 with the fifth bits (VNNI sums in int32: no halves).
+struct Q5KInterleaved16
+{
+    template <int R>
+    LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
+                                        const float* d, const int* sums, int blocks, float* out, size_t outStride)
+    {
+        const __m512i mask = _mm512_set1_epi8(0x0F);
+        __m512 acc[R];
+        for (int r = 0; r < R; r++)
+            acc[r] = _mm512_setzero_ps();
+        const block_q5_Kx8* a = reinterpret_cast<const block_q5_Kx8*>(group);
+        const block_q5_Kx8* b = reinterpret_cast<const block_q5_Kx8*>(group + groupBytes);
+        for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
+        {
+            const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
+            alignas(32) float dxSum[R][8];  // as in Q4KInterleaved16
+            for (int r = 0; r < R; r++)
+            {
+                const size_t ab = (size_t)r * blocks + 8 * sb;
+                _mm256_store_ps(dxSum[r], _mm256_mul_ps(_mm256_loadu_ps(d + ab),
+                                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(sums + ab)))));
+            }
+            for (int j = 0; j < 4; j++)
+            {
+                __m512i s32[2][R];
+                for (int r = 0; r < R; r++)
+                    s32[0][r] = s32[1][r] = _mm512_setzero_si512();
+                const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
+                const __m512i bitsLo = chunkPair(a->qh[j][0], b->qh[j][0]), bitsHi = chunkPair(a->qh[j][1], b->qh[j][1]);
+#pragma GCC unroll 8  // c picks the fifth bits' shift
+                for (int c = 0; c < 8; c++)
+                {
+                    const __m512i v = chunkPair(a->qs[j][c], b->qs[j][c]);
+                    const __m512i wLo = _mm512_or_si512(_mm512_and_si512(v, mask), fifthBitsOfChunk16(bitsLo, c));
+                    const __m512i wHi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask),
+                                                        fifthBitsOfChunk16(bitsHi, c));
+                    for (int r = 0; r < R; r++)
+                    {
+                        const signed char* x = q + r * qStride + (size_t)lo * 32 + 4 * c;
+                        s32[0][r] = _mm512_dpbusd_epi32(s32[0][r], wLo, broadcast4x16(x));
+                        s32[1][r] = _mm512_dpbusd_epi32(s32[1][r], wHi, broadcast4x16(x + 32));
+                    }
+                }
+                for (int h = 0; h < 2; h++)
+                {
+                    const int sub = 2 * j + h;
+                    const __m512 scale = _mm512_mul_ps(d16, bytesPair(a->scales[sub], b->scales[sub]));
+                    const __m512 minv = _mm512_mul_ps(dmin16, bytesPair(a->mins[sub], b->mins[sub]));
+                    for (int r = 0; r < R; r++)
+                    {
+                        const int ab = r * blocks + lo + h;
+                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[h][r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
+                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
                     }
                 }
             }
