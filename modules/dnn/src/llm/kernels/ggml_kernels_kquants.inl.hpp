@@ -476,15 +476,30 @@ struct Q5KInterleaved16
 
 #if CV_AVX512_CLX
 // Q6_K on two consecutive interleaved groups at once (the Q6_K tensors of Q4_K_M / Q5_K_M files):
-// Q6KInterleaved8's per-lane arithmetic on 512-bit vectors (VNNI: the q x and 32 x sums by two
-// vpdpbusd, their difference per 16-input group).
+// Q6KInterleaved8's per-lane arithmetic on 512-bit vectors (VNNI). The -32 of q - 32 comes off
+// each 16-input group's integer dot as 32 sum x, computed per token and super-block once for
+// both groups (psadbw) instead of by a second vpdpbusd per chunk: the same exact integers.
 struct Q6KInterleaved16
 {
+    // xBias[4 g] = 32 * (sum of the 16 activations of group g), g = 0..15 of a super-block's 256
+    // (int32s: the low halves of 64-bit lanes).
+    static inline void groupBiases(const signed char* x, int* xBias)
+    {
+        const __m512i flip = _mm512_set1_epi8((char)0x80), offset = _mm512_set1_epi64(16 * 128);
+        for (int k = 0; k < 4; k++)
+        {
+            // Per 8 bytes sum (x + 128), then per 16 (both 64-bit halves of each 128-bit lane).
+            const __m512i s8 = _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(x + 64 * k), flip), _mm512_setzero_si512());
+            const __m512i s16 = _mm512_add_epi64(s8, _mm512_shuffle_epi32(s8, _MM_PERM_BADC));
+            _mm512_store_si512(xBias + 16 * k, _mm512_slli_epi64(_mm512_sub_epi64(s16, offset), 5));
+        }
+    }
+
     template <int R>
     LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
                                         const float* d, const int*, int blocks, float* out, size_t outStride)
     {
-        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3), bias = _mm512_set1_epi8(32);
+        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
         __m512 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm512_setzero_ps();
@@ -493,18 +508,24 @@ struct Q6KInterleaved16
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
             const __m512 d16 = halfsPair(a->d, b->d);
+            alignas(64) int xBias[R][64];
+            for (int r = 0; r < R; r++)
+                groupBiases(q + r * qStride + (size_t)sb * QK_K, xBias[r]);
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4  // quarter picks a plane, a nibble half and a shift: constants when unrolled
                 for (int quarter = 0; quarter < 4; quarter++)
                 {
                     const int block = 8 * sb + 4 * h + quarter;  // activation block
+#pragma GCC unroll 2
                     for (int half = 0; half < 2; half++)
                     {
                         __m512i s32[R];
                         for (int r = 0; r < R; r++)
                             s32[r] = _mm512_setzero_si512();
-                        for (int c = 4 * half; c < 4 * half + 4; c++)
+#pragma GCC unroll 4  // a loop here copies the accumulators each step
+                        for (int k = 0; k < 4; k++)
                         {
+                            const int c = 4 * half + k;
                             const block_q6_Kx8::Chunk& ca = a->chunks[h][c];
                             const block_q6_Kx8::Chunk& cb = b->chunks[h][c];
                             const __m512i nib = chunkPair(ca.ql[quarter & 1], cb.ql[quarter & 1]);
@@ -514,18 +535,14 @@ struct Q6KInterleaved16
                             const __m512i highBits = _mm512_and_si512(_mm512_srli_epi16(hi2, 2 * quarter), two);
                             const __m512i w = _mm512_or_si512(lowBits, _mm512_slli_epi16(highBits, 4));
                             for (int r = 0; r < R; r++)
-                            {
-                                const __m512i x = broadcast4x16(q + r * qStride + (size_t)block * 32 + 4 * c);
-                                s32[r] = _mm512_sub_epi32(_mm512_dpbusd_epi32(s32[r], w, x),
-                                                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, x));
-                            }
+                                s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }
-                        const int sub = 8 * h + 2 * quarter + half;
+                        const int sub = 8 * h + 2 * quarter + half;  // the 16-input group
                         const __m512 scale = _mm512_mul_ps(d16, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(
                             _mm_loadl_epi64((const __m128i*)a->scales[sub]), _mm_loadl_epi64((const __m128i*)b->scales[sub])))));
                         for (int r = 0; r < R; r++)
                         {
-                            const __m512 dot = _mm512_cvtepi32_ps(s32[r]);
+                            const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(s32[r], _mm512_set1_epi32(xBias[r][4 * sub])));
                             acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
                         }
                     }
