@@ -476,12 +476,12 @@ struct Q5KInterleaved16
 
 #if CV_AVX512_CLX
 // Q6_K on two consecutive interleaved groups at once (the Q6_K tensors of Q4_K_M / Q5_K_M files):
-// Q6KInterleaved8's per-lane arithmetic on 512-bit vectors (VNNI). The -32 of q - 32 comes off
-// each 16-input group's integer dot as 32 sum x, computed per token and super-block once for
-// both groups (psadbw) instead of by a second vpdpbusd per chunk: the same exact integers.
+// Q6KInterleaved8's per-lane arithmetic on 512-bit vectors (VNNI). The -32 of q - 32 is the
+// start of each 16-input group's integer dot, -32 sum x, computed per token and super-block once
+// for both groups (psadbw) instead of by a second vpdpbusd per chunk: the same exact integers.
 struct Q6KInterleaved16
 {
-    // xBias[4 g] = 32 * (sum of the 16 activations of group g), g = 0..15 of a super-block's 256
+    // xBias[4 g] = -32 * (sum of the 16 activations of group g), g = 0..15 of a super-block's 256
     // (int32s: the low halves of 64-bit lanes).
     static inline void groupBiases(const signed char* x, int* xBias)
     {
@@ -491,7 +491,7 @@ struct Q6KInterleaved16
             // Per 8 bytes sum (x + 128), then per 16 (both 64-bit halves of each 128-bit lane).
             const __m512i s8 = _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(x + 64 * k), flip), _mm512_setzero_si512());
             const __m512i s16 = _mm512_add_epi64(s8, _mm512_shuffle_epi32(s8, _MM_PERM_BADC));
-            _mm512_store_si512(xBias + 16 * k, _mm512_slli_epi64(_mm512_sub_epi64(s16, offset), 5));
+            _mm512_store_si512(xBias + 16 * k, _mm512_slli_epi64(_mm512_sub_epi64(offset, s16), 5));
         }
     }
 
@@ -519,9 +519,10 @@ struct Q6KInterleaved16
 #pragma GCC unroll 2
                     for (int half = 0; half < 2; half++)
                     {
+                        const int sub = 8 * h + 2 * quarter + half;  // the 16-input group
                         __m512i s32[R];
                         for (int r = 0; r < R; r++)
-                            s32[r] = _mm512_setzero_si512();
+                            s32[r] = _mm512_set1_epi32(xBias[r][4 * sub]);
 #pragma GCC unroll 4  // a loop here copies the accumulators each step
                         for (int k = 0; k < 4; k++)
                         {
@@ -537,13 +538,11 @@ struct Q6KInterleaved16
                             for (int r = 0; r < R; r++)
                                 s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }
-                        const int sub = 8 * h + 2 * quarter + half;  // the 16-input group
                         const __m512 scale = _mm512_mul_ps(d16, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(
                             _mm_loadl_epi64((const __m128i*)a->scales[sub]), _mm_loadl_epi64((const __m128i*)b->scales[sub])))));
                         for (int r = 0; r < R; r++)
                         {
-                            const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(s32[r], _mm512_set1_epi32(xBias[r][4 * sub])));
-                            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
+                            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
                         }
                     }
                 }
