@@ -337,14 +337,19 @@ struct Q6KInterleaved8
 
 #if CV_AVX512_CLX
 // Q4_K on two consecutive interleaved groups at once: Q4KInterleaved8's per-lane arithmetic on
-// 512-bit vectors whose halves are the two groups (see LegacyInterleaved16).
+// 512-bit vectors whose halves are the two groups (see LegacyInterleaved16). The high nibbles
+// stay in place (weights 16 q, no shift): their sums start at the bits of 1.5 * 2^19, whose
+// float ulp is 1/16, so that the float of the bits, minus 1.5 * 2^19, is the dot of q exactly
+// (|16 dot| < 2^22), as vcvtdq2ps of it.
 struct Q4KInterleaved16
 {
+    static constexpr int kHighNibbleStart = 0x49400000;
+    static constexpr float kHighNibbleStartValue = 786432.f;  // 1.5 * 2^19
     template <int R>
     LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
                                         const float* d, const int* sums, int blocks, float* out, size_t outStride)
     {
-        const __m512i mask = _mm512_set1_epi8(0x0F);
+        const __m512i mask = _mm512_set1_epi8(0x0F), highMask = _mm512_set1_epi8((char)0xF0);
         __m512 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm512_setzero_ps();
@@ -366,13 +371,16 @@ struct Q4KInterleaved16
             {
                 __m512i s32[2][R];
                 for (int r = 0; r < R; r++)
-                    s32[0][r] = s32[1][r] = _mm512_setzero_si512();
+                {
+                    s32[0][r] = _mm512_setzero_si512();
+                    s32[1][r] = _mm512_set1_epi32(kHighNibbleStart);
+                }
                 const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
 #pragma GCC unroll 8
                 for (int c = 0; c < 8; c++)
                 {
                     const __m512i v = chunkPair(a->qs[j][c], b->qs[j][c]);
-                    const __m512i wLo = _mm512_and_si512(v, mask), wHi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                    const __m512i wLo = _mm512_and_si512(v, mask), wHi = _mm512_and_si512(v, highMask);  // 16 q
                     for (int r = 0; r < R; r++)
                     {
                         const signed char* x = q + r * qStride + (size_t)lo * 32 + 4 * c;
@@ -388,7 +396,9 @@ struct Q4KInterleaved16
                     for (int r = 0; r < R; r++)
                     {
                         const int ab = r * blocks + lo + h;
-                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[h][r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
+                        const __m512 dot = h ? _mm512_sub_ps(_mm512_castsi512_ps(s32[1][r]), _mm512_set1_ps(kHighNibbleStartValue))
+                                             : _mm512_cvtepi32_ps(s32[0][r]);
+                        acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
                         acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
                     }
                 }
