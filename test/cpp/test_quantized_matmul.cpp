@@ -59,40 +59,59 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
 
         // 9 tokens: tiles of 8 activation rows (AVX-512) and 1. One thread, so that each of its
         // 16 stripes holds consecutive groups: the two-group kernels run where the CPU has them.
+        // Twice: uniform activations, and activations that 8 bits hold exactly (m / 128 with
+        // integer m, |m| = 127 somewhere in each block: scale 1 / 128, q = m), where the integer
+        // path is exact math up to float rounding (catches errors within the rounding bound).
         const int tokens = 9;
         const int threads = getNumThreads();
         setNumThreads(1);
-        Mat x(tokens, in, CV_32F);
         RNG rng(7);
-        rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
-        const Mat y = matmul(weights, (int)t["ggml_type"], in, out, x, true);
-        ASSERT_EQ(y.rows, tokens);
-        for (int r = 0; r < tokens; r++)
+        for (const bool exact8 : {false, true})
         {
-            // Each activation block is rounded to 8 bits (step max|x| / 127): the error of a
-            // dot is at most half a step times sum |w| over the block, plus float rounding.
-            for (int n = 0; n < out; n++)
-            {
-                double exact = 0, bound = 0, magnitude = 0;
-                for (int b = 0; b < in / 32; b++)
-                {
-                    double maxAbs = 0, wAbs = 0;
-                    for (int k = 32 * b; k < 32 * b + 32; k++)
+            SCOPED_TRACE(exact8 ? "activations exact in 8 bits" : "uniform activations");
+            Mat x(tokens, in, CV_32F);
+            if (!exact8)
+                rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
+            else
+                for (int r = 0; r < tokens; r++)
+                    for (int b = 0; b < in / 32; b++)
                     {
-                        const double w = decoded[(size_t)(n % vectors) * in + k], v = x.at<float>(r, k);
-                        exact += w * v;
-                        magnitude += std::fabs(w * v);
-                        maxAbs = std::max(maxAbs, std::fabs(v));
-                        wAbs += std::fabs(w);
+                        const int peak = rng.uniform(0, 32);
+                        for (int k = 0; k < 32; k++)
+                        {
+                            const int m = k == peak ? (rng.uniform(0, 2) ? 127 : -127) : rng.uniform(-127, 128);
+                            x.at<float>(r, 32 * b + k) = m / 128.f;
+                        }
                     }
-                    bound += wAbs * maxAbs / 127 / 2;
+            const Mat y = matmul(weights, (int)t["ggml_type"], in, out, x, true);
+            ASSERT_EQ(y.rows, tokens);
+            for (int r = 0; r < tokens; r++)
+            {
+                // Each activation block is rounded to 8 bits (step max|x| / 127): the error of a
+                // dot is at most half a step times sum |w| over the block, plus float rounding.
+                for (int n = 0; n < out; n++)
+                {
+                    double exact = 0, bound = 0, magnitude = 0;
+                    for (int b = 0; b < in / 32; b++)
+                    {
+                        double maxAbs = 0, wAbs = 0;
+                        for (int k = 32 * b; k < 32 * b + 32; k++)
+                        {
+                            const double w = decoded[(size_t)(n % vectors) * in + k], v = x.at<float>(r, k);
+                            exact += w * v;
+                            magnitude += std::fabs(w * v);
+                            maxAbs = std::max(maxAbs, std::fabs(v));
+                            wAbs += std::fabs(w);
+                        }
+                        bound += wAbs * maxAbs / 127 / 2;
+                    }
+                    bound = exact8 ? magnitude * 1e-5 + 1e-6 : bound * 1.001 + magnitude * 1e-5 + 1e-6;
+                    EXPECT_LE(std::fabs(y.at<float>(r, n) - exact), bound) << "token " << r << " row " << n;
                 }
-                bound = bound * 1.001 + magnitude * 1e-5 + 1e-6;
-                EXPECT_LE(std::fabs(y.at<float>(r, n) - exact), bound) << "token " << r << " row " << n;
+                // A token alone gets bit-identical results (interleaved groups and row kernels alike).
+                const Mat alone = matmul(weights, (int)t["ggml_type"], in, out, x.row(r), true);
+                EXPECT_EQ(cv::norm(alone, y.row(r), NORM_INF), 0.0) << "token " << r;
             }
-            // A token alone gets bit-identical results (interleaved groups and row kernels alike).
-            const Mat alone = matmul(weights, (int)t["ggml_type"], in, out, x.row(r), true);
-            EXPECT_EQ(cv::norm(alone, y.row(r), NORM_INF), 0.0) << "token " << r;
         }
         setNumThreads(threads);
         checked++;

@@ -203,7 +203,8 @@ static const WeightKernels kWeightKernels[] = {
      nullptr, nullptr},
     {GGML_Q4_K, decodeQ4_K, dotQ8Q4KQ5K<block_q4_K>, nullptr, interleaved8Rows<Q4KInterleaved8>, &kInterleavedQ4_K, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<Q4KInterleaved16>)},
-    {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, interleaved8Rows<Q5KInterleaved8>, &kInterleavedQ5_K, nullptr, nullptr},
+    {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, interleaved8Rows<Q5KInterleaved8>, &kInterleavedQ5_K, nullptr,
+     LLM_AVX512_ONLY(interleaved16Rows<Q5KInterleaved16>)},
     {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<Q6KInterleaved16>)},
 };

@@ -337,8 +337,91 @@ struct Q6KInterleaved8
 
 #if CV_AVX512_CLX
 // Q4_K on two consecutive interleaved groups at once: Q4KInterleaved8's per-lane arithmetic on
-// 512-bit vectors whose halves are the two groups (see LegacyInterleaved16).
+// 512-bit vectors whose halves are the two groups (see LegacyInterleaved16). The high nibbles
+// stay in place (weights 16 q, no shift): their sums start at the bits of 1.5 * 2^19, whose
+// float ulp is 1/16, so that the float of the bits, minus 1.5 * 2^19, is the dot of q exactly
+// (|16 dot| < 2^22), as vcvtdq2ps of it.
 struct Q4KInterleaved16
+{
+    static constexpr int kHighNibbleStart = 0x49400000;
+    static constexpr float kHighNibbleStartValue = 786432.f;  // 1.5 * 2^19
+    template <int R>
+    LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
+                                        const float* d, const int* sums, int blocks, float* out, size_t outStride)
+    {
+        const __m512i mask = _mm512_set1_epi8(0x0F), highMask = _mm512_set1_epi8((char)0xF0);
+        __m512 acc[R];
+        for (int r = 0; r < R; r++)
+            acc[r] = _mm512_setzero_ps();
+        const block_q4_Kx8* a = reinterpret_cast<const block_q4_Kx8*>(group);
+        const block_q4_Kx8* b = reinterpret_cast<const block_q4_Kx8*>(group + groupBytes);
+        for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
+        {
+            const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
+            // The tokens' d * sum per activation block of the super-block, once for both groups'
+            // 16 rows (8 products per vector; the same float products as one by one).
+            alignas(32) float dxSum[R][8];
+            for (int r = 0; r < R; r++)
+            {
+                const size_t ab = (size_t)r * blocks + 8 * sb;
+                _mm256_store_ps(dxSum[r], _mm256_mul_ps(_mm256_loadu_ps(d + ab),
+                                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(sums + ab)))));
+            }
+            for (int j = 0; j < 4; j++)
+            {
+                __m512i s32[2][R];
+                for (int r = 0; r < R; r++)
+                {
+                    s32[0][r] = _mm512_setzero_si512();
+                    s32[1][r] = _mm512_set1_epi32(kHighNibbleStart);
+                }
+                const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; c++)
+                {
+                    const __m512i v = chunkPair(a->qs[j][c], b->qs[j][c]);
+                    const __m512i wLo = _mm512_and_si512(v, mask), wHi = _mm512_and_si512(v, highMask);  // 16 q
+                    for (int r = 0; r < R; r++)
+                    {
+                        const signed char* x = q + r * qStride + (size_t)lo * 32 + 4 * c;
+                        s32[0][r] = _mm512_dpbusd_epi32(s32[0][r], wLo, broadcast4x16(x));
+                        s32[1][r] = _mm512_dpbusd_epi32(s32[1][r], wHi, broadcast4x16(x + 32));
+                    }
+                }
+                for (int h = 0; h < 2; h++)
+                {
+                    const int sub = 2 * j + h;
+                    const __m512 scale = _mm512_mul_ps(d16, bytesPair(a->scales[sub], b->scales[sub]));
+                    const __m512 minv = _mm512_mul_ps(dmin16, bytesPair(a->mins[sub], b->mins[sub]));
+                    for (int r = 0; r < R; r++)
+                    {
+                        const int ab = r * blocks + lo + h;
+                        const __m512 dot = h ? _mm512_sub_ps(_mm512_castsi512_ps(s32[1][r]), _mm512_set1_ps(kHighNibbleStartValue))
+                                             : _mm512_cvtepi32_ps(s32[0][r]);
+                        acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
+                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; r++)
+            _mm512_storeu_ps(out + r * outStride, acc[r]);
+    }
+};
+#endif
+
+#if CV_AVX512_CLX
+// Bit c of every byte of `bits` moved to 0x10 (fifthBitsOfChunk on 512 bits).
+static inline __m512i fifthBitsOfChunk16(__m512i bits, int c)
+{
+    const __m512i moved = c <= 4 ? _mm512_slli_epi16(bits, 4 - c) : _mm512_srli_epi16(bits, c - 4);
+    return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
+}
+
+// Q5_K on two consecutive interleaved groups at once (the Q5_K tensors of Q5_K_M files):
+// Q5KInterleaved8's per-lane arithmetic on 512-bit vectors whose halves are the two groups, as
+// Q4KInterleaved16 with the fifth bits (VNNI sums in int32: no halves).
+struct Q5KInterleaved16
 {
     template <int R>
     LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
@@ -348,21 +431,32 @@ struct Q4KInterleaved16
         __m512 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm512_setzero_ps();
-        const block_q4_Kx8* a = reinterpret_cast<const block_q4_Kx8*>(group);
-        const block_q4_Kx8* b = reinterpret_cast<const block_q4_Kx8*>(group + groupBytes);
+        const block_q5_Kx8* a = reinterpret_cast<const block_q5_Kx8*>(group);
+        const block_q5_Kx8* b = reinterpret_cast<const block_q5_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
+            alignas(32) float dxSum[R][8];  // as in Q4KInterleaved16
+            for (int r = 0; r < R; r++)
+            {
+                const size_t ab = (size_t)r * blocks + 8 * sb;
+                _mm256_store_ps(dxSum[r], _mm256_mul_ps(_mm256_loadu_ps(d + ab),
+                                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(sums + ab)))));
+            }
             for (int j = 0; j < 4; j++)
             {
                 __m512i s32[2][R];
                 for (int r = 0; r < R; r++)
                     s32[0][r] = s32[1][r] = _mm512_setzero_si512();
                 const int lo = 8 * sb + 2 * j;  // activation block of the low nibbles; +1: high
+                const __m512i bitsLo = chunkPair(a->qh[j][0], b->qh[j][0]), bitsHi = chunkPair(a->qh[j][1], b->qh[j][1]);
+#pragma GCC unroll 8  // c picks the fifth bits' shift
                 for (int c = 0; c < 8; c++)
                 {
                     const __m512i v = chunkPair(a->qs[j][c], b->qs[j][c]);
-                    const __m512i wLo = _mm512_and_si512(v, mask), wHi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                    const __m512i wLo = _mm512_or_si512(_mm512_and_si512(v, mask), fifthBitsOfChunk16(bitsLo, c));
+                    const __m512i wHi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask),
+                                                        fifthBitsOfChunk16(bitsHi, c));
                     for (int r = 0; r < R; r++)
                     {
                         const signed char* x = q + r * qStride + (size_t)lo * 32 + 4 * c;
@@ -379,7 +473,7 @@ struct Q4KInterleaved16
                     {
                         const int ab = r * blocks + lo + h;
                         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[h][r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
-                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(d[ab] * (float)sums[ab]), acc[r]);
+                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
                     }
                 }
             }
@@ -392,15 +486,30 @@ struct Q4KInterleaved16
 
 #if CV_AVX512_CLX
 // Q6_K on two consecutive interleaved groups at once (the Q6_K tensors of Q4_K_M / Q5_K_M files):
-// Q6KInterleaved8's per-lane arithmetic on 512-bit vectors (VNNI: the q x and 32 x sums by two
-// vpdpbusd, their difference per 16-input group).
+// Q6KInterleaved8's per-lane arithmetic on 512-bit vectors (VNNI). The -32 of q - 32 is the
+// start of each 16-input group's integer dot, -32 sum x, computed per token and super-block once
+// for both groups (psadbw) instead of by a second vpdpbusd per chunk: the same exact integers.
 struct Q6KInterleaved16
 {
+    // xBias[4 g] = -32 * (sum of the 16 activations of group g), g = 0..15 of a super-block's 256
+    // (int32s: the low halves of 64-bit lanes).
+    static inline void groupBiases(const signed char* x, int* xBias)
+    {
+        const __m512i flip = _mm512_set1_epi8((char)0x80), offset = _mm512_set1_epi64(16 * 128);
+        for (int k = 0; k < 4; k++)
+        {
+            // Per 8 bytes sum (x + 128), then per 16 (both 64-bit halves of each 128-bit lane).
+            const __m512i s8 = _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(x + 64 * k), flip), _mm512_setzero_si512());
+            const __m512i s16 = _mm512_add_epi64(s8, _mm512_shuffle_epi32(s8, _MM_PERM_BADC));
+            _mm512_store_si512(xBias + 16 * k, _mm512_slli_epi64(_mm512_sub_epi64(offset, s16), 5));
+        }
+    }
+
     template <int R>
     LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
                                         const float* d, const int*, int blocks, float* out, size_t outStride)
     {
-        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3), bias = _mm512_set1_epi8(32);
+        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
         __m512 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm512_setzero_ps();
@@ -409,18 +518,25 @@ struct Q6KInterleaved16
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
             const __m512 d16 = halfsPair(a->d, b->d);
+            alignas(64) int xBias[R][64];
+            for (int r = 0; r < R; r++)
+                groupBiases(q + r * qStride + (size_t)sb * QK_K, xBias[r]);
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4  // quarter picks a plane, a nibble half and a shift: constants when unrolled
                 for (int quarter = 0; quarter < 4; quarter++)
                 {
                     const int block = 8 * sb + 4 * h + quarter;  // activation block
+#pragma GCC unroll 2
                     for (int half = 0; half < 2; half++)
                     {
+                        const int sub = 8 * h + 2 * quarter + half;  // the 16-input group
                         __m512i s32[R];
                         for (int r = 0; r < R; r++)
-                            s32[r] = _mm512_setzero_si512();
-                        for (int c = 4 * half; c < 4 * half + 4; c++)
+                            s32[r] = _mm512_set1_epi32(xBias[r][4 * sub]);
+#pragma GCC unroll 4  // a loop here copies the accumulators each step
+                        for (int k = 0; k < 4; k++)
                         {
+                            const int c = 4 * half + k;
                             const block_q6_Kx8::Chunk& ca = a->chunks[h][c];
                             const block_q6_Kx8::Chunk& cb = b->chunks[h][c];
                             const __m512i nib = chunkPair(ca.ql[quarter & 1], cb.ql[quarter & 1]);
@@ -430,19 +546,13 @@ struct Q6KInterleaved16
                             const __m512i highBits = _mm512_and_si512(_mm512_srli_epi16(hi2, 2 * quarter), two);
                             const __m512i w = _mm512_or_si512(lowBits, _mm512_slli_epi16(highBits, 4));
                             for (int r = 0; r < R; r++)
-                            {
-                                const __m512i x = broadcast4x16(q + r * qStride + (size_t)block * 32 + 4 * c);
-                                s32[r] = _mm512_sub_epi32(_mm512_dpbusd_epi32(s32[r], w, x),
-                                                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, x));
-                            }
+                                s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }
-                        const int sub = 8 * h + 2 * quarter + half;
                         const __m512 scale = _mm512_mul_ps(d16, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(
                             _mm_loadl_epi64((const __m128i*)a->scales[sub]), _mm_loadl_epi64((const __m128i*)b->scales[sub])))));
                         for (int r = 0; r < R; r++)
                         {
-                            const __m512 dot = _mm512_cvtepi32_ps(s32[r]);
-                            acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
+                            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
                         }
                     }
                 }
