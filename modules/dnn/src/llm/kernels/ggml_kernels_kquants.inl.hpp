@@ -185,6 +185,7 @@ struct Q4KInterleaved8
         const block_q4_Kx8* g = reinterpret_cast<const block_q4_Kx8*>(group);
         for (int sb = 0; sb < blocks / 8; sb++, g++)
         {
+            prefetchAhead(g);
             const __m256 d8 = halfs8(g->d), dmin8 = halfs8(g->dmin);
             for (int j = 0; j < 4; j++)
             {
@@ -241,6 +242,7 @@ struct Q5KInterleaved8
         const block_q5_Kx8* g = reinterpret_cast<const block_q5_Kx8*>(group);
         for (int sb = 0; sb < blocks / 8; sb++, g++)
         {
+            prefetchAhead(g);
             const __m256 d8 = halfs8(g->d), dmin8 = halfs8(g->dmin);
             for (int j = 0; j < 4; j++)
 #pragma GCC unroll 2  // h picks the nibble half and the bit word: constants when unrolled (~10% at R = 4)
@@ -298,6 +300,7 @@ struct Q6KInterleaved8
         const block_q6_Kx8* g = reinterpret_cast<const block_q6_Kx8*>(group);
         for (int sb = 0; sb < blocks / 8; sb++, g++)
         {
+            prefetchAhead(g);
             const __m256 d8 = halfs8(g->d);
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4  // quarter picks a plane, a nibble half and a shift: constants when unrolled (~15% at R = 4)
@@ -357,6 +360,8 @@ struct Q4KInterleaved16
         const block_q4_Kx8* b = reinterpret_cast<const block_q4_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
+            prefetchAhead(a);
+            prefetchAhead(b);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
             // The tokens' d * sum per activation block of the super-block, once for both groups'
             // 16 rows (8 products per vector; the same float products as one by one).
@@ -435,6 +440,8 @@ struct Q5KInterleaved16
         const block_q5_Kx8* b = reinterpret_cast<const block_q5_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
+            prefetchAhead(a);
+            prefetchAhead(b);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
             alignas(32) float dxSum[R][8];  // as in Q4KInterleaved16
             for (int r = 0; r < R; r++)
@@ -517,6 +524,8 @@ struct Q6KInterleaved16
         const block_q6_Kx8* b = reinterpret_cast<const block_q6_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
+            prefetchAhead(a);
+            prefetchAhead(b);
             const __m512 d16 = halfsPair(a->d, b->d);
             alignas(64) int xBias[R][64];
             for (int r = 0; r < R; r++)
