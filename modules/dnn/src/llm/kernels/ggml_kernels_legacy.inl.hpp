@@ -285,6 +285,7 @@ struct Q5Interleaved8
         const Group* g = reinterpret_cast<const Group*>(group);
         for (int b = 0; b < blocks; b++, g++)
         {
+            prefetchAhead(g);
             const __m256 ws = halfs8(g->d);
             NarrowDotSum sLo[R], sHi[R];
             for (int c = 0; c < 4; c++)
