@@ -352,6 +352,7 @@ struct LegacyInterleaved16
             for (int r = 0; r < R; r++)
                 s32[r] = _mm512_set1_epi32(kFloatMagicBits - (q8 ? 128 : 8) * sums[r * blocks + k]);
             if (q8)
+#pragma GCC unroll 8  // rolled, GCC copies the accumulators around each pass
                 for (int c = 0; c < 8; c++)
                 {
                     const __m512i w = _mm512_xor_si512(chunkPair(a->qs[c], b->qs[c]), bias);
@@ -359,6 +360,7 @@ struct LegacyInterleaved16
                         s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)k * 32 + 4 * c));
                 }
             else
+#pragma GCC unroll 4
                 for (int c = 0; c < 4; c++)
                 {
                     const __m512i v = chunkPair(a->qs[c], b->qs[c]);
