@@ -74,7 +74,9 @@ const char* const kRepeatPrompt =
     "fence. Lily was sad, but a kind dog brought the ball back. They said thank you and went home happy.\n"
     "Say it again.\nLily and Tom went to the park.";
 
-// Read bandwidth of main memory: sums a buffer much larger than the caches with all threads.
+// Read bandwidth of main memory: sums a buffer much larger than the caches with all threads,
+// asking for each line 2048 bytes ahead as the weight kernels do (without it one thread's
+// plain sequential read reached ~75% of what the kernels read).
 double measureReadBandwidth()
 {
     const size_t n = (size_t)256 << 20;  // 1 GiB of floats
@@ -91,9 +93,14 @@ double measureReadBandwidth()
             {
                 const size_t begin = buf.size() * s / stripes, end = buf.size() * (s + 1) / stripes;
                 float acc[8] = {0};
-                for (size_t i = begin; i + 8 <= end; i += 8)
-                    for (int k = 0; k < 8; k++)
-                        acc[k] += buf[i + k];
+                for (size_t i = begin; i + 16 <= end; i += 16)
+                {
+#if defined(__GNUC__)
+                    __builtin_prefetch(buf.data() + std::min(i + 512, end - 1));
+#endif
+                    for (int k = 0; k < 16; k++)
+                        acc[k % 8] += buf[i + k];
+                }
                 partial[s] = std::accumulate(acc, acc + 8, 0.0);
             }
         }, stripes);

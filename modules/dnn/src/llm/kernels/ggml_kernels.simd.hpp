@@ -139,14 +139,21 @@ static float dotHalfF32(const uchar* w, const float* x, int n)
 #if CV_AVX512_CLX
     __m512 wide[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (; i + 64 <= n; i += 64)
+    {
+        // The two lines 2048 bytes ahead (the next row's first ones near the end of a row; a
+        // prefetch never faults), as the interleaved kernels do (prefetchAhead).
+        _mm_prefetch((const char*)w + 2 * i + 2048, _MM_HINT_T0);
+        _mm_prefetch((const char*)w + 2 * i + 2048 + 64, _MM_HINT_T0);
         for (int k = 0; k < 4; k++)
             wide[k] = _mm512_fmadd_ps(Elements::load16(w + 2 * (i + 16 * k)), _mm512_loadu_ps(x + i + 16 * k), wide[k]);
+    }
     const __m512 all = _mm512_add_ps(_mm512_add_ps(wide[0], wide[1]), _mm512_add_ps(wide[2], wide[3]));
     acc = _mm256_add_ps(_mm512_castps512_ps256(all), _mm512_extractf32x8_ps(all, 1));
 #else
     __m256 more[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (; i + 32 <= n; i += 32)
     {
+        _mm_prefetch((const char*)w + 2 * i + 2048, _MM_HINT_T0);
         acc = _mm256_fmadd_ps(Elements::load8(w + 2 * i), _mm256_loadu_ps(x + i), acc);
         for (int k = 0; k < 3; k++)
             more[k] = _mm256_fmadd_ps(Elements::load8(w + 2 * (i + 8 + 8 * k)), _mm256_loadu_ps(x + i + 8 + 8 * k), more[k]);
