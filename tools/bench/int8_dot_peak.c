@@ -32,6 +32,7 @@ static double dpbusd512(int* sink)
     const double t0 = seconds();
     for (long i = 0; i < kIterations; i++)
     {
+#pragma GCC unroll 12  /* the accumulators stay in registers only when unrolled */
         for (int k = 0; k < kChains; k++)
             acc[k] = _mm512_dpbusd_epi32(acc[k], w, x);
         __asm__ volatile("" : "+v"(w), "+v"(x));
@@ -50,6 +51,7 @@ static double dpbusd256(int* sink)
     const double t0 = seconds();
     for (long i = 0; i < kIterations; i++)
     {
+#pragma GCC unroll 12  /* the accumulators stay in registers only when unrolled */
         for (int k = 0; k < kChains; k++)
             acc[k] = _mm256_dpbusd_epi32(acc[k], w, x);
         __asm__ volatile("" : "+v"(w), "+v"(x));
@@ -68,6 +70,7 @@ static double fma512(int* sink)
     const double t0 = seconds();
     for (long i = 0; i < kIterations; i++)
     {
+#pragma GCC unroll 12  /* the accumulators stay in registers only when unrolled */
         for (int k = 0; k < kChains; k++)
             acc[k] = _mm512_fmadd_ps(acc[k], m, m);
         __asm__ volatile("" : "+v"(m));
