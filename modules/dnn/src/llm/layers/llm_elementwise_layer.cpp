@@ -91,7 +91,7 @@ inline float unaryOp(ElementwiseOp op, float x)
 #if CV_SIMD
 // silu(a) * b (pb: SwiGLU) or silu(a) over [begin, end) in vectors; a last partial vector through
 // padded copies, so each element takes the same arithmetic wherever a stripe starts or ends (a
-// batch's rows equal lone runs'). ~4x the scalar std::exp loop at 128 bits.
+// batch's rows equal lone runs'). A batched step spent ~5% in the scalar std::exp loop, ~2% here.
 void siluVectors(const float* pa, const float* pb, float* py, int begin, int end)
 {
     const int lanes = VTraits<v_float32>::vlanes();
