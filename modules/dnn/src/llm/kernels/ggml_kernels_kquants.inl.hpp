@@ -339,6 +339,37 @@ struct Q6KInterleaved8
 };
 
 #if CV_AVX512_CLX
+// The tokens' d * sum per activation block of super-block sb (Q4_K / Q5_K mins), once for both
+// groups' 16 rows: 8 products per vector, the same float products as one by one.
+template <int R>
+static inline void tokensDxSum(const float* d, const int* sums, int blocks, int sb, float (*dxSum)[8])
+{
+    for (int r = 0; r < R; r++)
+    {
+        const size_t ab = (size_t)r * blocks + 8 * sb;
+        _mm256_store_ps(dxSum[r], _mm256_mul_ps(_mm256_loadu_ps(d + ab),
+                                                _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(sums + ab)))));
+    }
+}
+
+// The float step of Q4_K / Q5_K sub-block `sub` of two groups (a, b) for R tokens:
+// acc += dot * (d sc) * dx - (dmin m) * dx sum x; d points at token 0's activation block of the
+// sub-block (token r's: d[r * blocks]).
+template <int R, typename Unit>
+static inline void addSubBlock16(__m512* acc, const __m512* dots, const Unit& a, const Unit& b, __m512 d16,
+                                 __m512 dmin16, int sub, const float* d, int blocks, const float (*dxSum)[8])
+{
+    const __m512 scale = _mm512_mul_ps(d16, bytesPair(a.scales[sub], b.scales[sub]));
+    const __m512 minv = _mm512_mul_ps(dmin16, bytesPair(a.mins[sub], b.mins[sub]));
+    for (int r = 0; r < R; r++)
+    {
+        acc[r] = _mm512_fmadd_ps(dots[r], _mm512_mul_ps(scale, _mm512_set1_ps(d[(size_t)r * blocks])), acc[r]);
+        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
+    }
+}
+#endif
+
+#if CV_AVX512_CLX
 // Q4_K on two consecutive interleaved groups at once: Q4KInterleaved8's per-lane arithmetic on
 // 512-bit vectors whose halves are the two groups (see LegacyInterleaved16). The high nibbles
 // stay in place (weights 16 q, no shift): their sums start at the bits of 1.5 * 2^19, whose
@@ -363,15 +394,8 @@ struct Q4KInterleaved16
             prefetchAhead(a);
             prefetchAhead(b);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
-            // The tokens' d * sum per activation block of the super-block, once for both groups'
-            // 16 rows (8 products per vector; the same float products as one by one).
             alignas(32) float dxSum[R][8];
-            for (int r = 0; r < R; r++)
-            {
-                const size_t ab = (size_t)r * blocks + 8 * sb;
-                _mm256_store_ps(dxSum[r], _mm256_mul_ps(_mm256_loadu_ps(d + ab),
-                                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(sums + ab)))));
-            }
+            tokensDxSum<R>(d, sums, blocks, sb, dxSum);
             for (int j = 0; j < 4; j++)
             {
                 __m512i s32[2][R];
@@ -393,20 +417,14 @@ struct Q4KInterleaved16
                         s32[1][r] = _mm512_dpbusd_epi32(s32[1][r], wHi, broadcast4x16(x + 32));
                     }
                 }
-                for (int h = 0; h < 2; h++)
+                __m512 dots[2][R];
+                for (int r = 0; r < R; r++)
                 {
-                    const int sub = 2 * j + h;
-                    const __m512 scale = _mm512_mul_ps(d16, bytesPair(a->scales[sub], b->scales[sub]));
-                    const __m512 minv = _mm512_mul_ps(dmin16, bytesPair(a->mins[sub], b->mins[sub]));
-                    for (int r = 0; r < R; r++)
-                    {
-                        const int ab = r * blocks + lo + h;
-                        const __m512 dot = h ? _mm512_sub_ps(_mm512_castsi512_ps(s32[1][r]), _mm512_set1_ps(kHighNibbleStartValue))
-                                             : _mm512_cvtepi32_ps(s32[0][r]);
-                        acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
-                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
-                    }
+                    dots[0][r] = _mm512_cvtepi32_ps(s32[0][r]);
+                    dots[1][r] = _mm512_sub_ps(_mm512_castsi512_ps(s32[1][r]), _mm512_set1_ps(kHighNibbleStartValue));
                 }
+                for (int h = 0; h < 2; h++)
+                    addSubBlock16<R>(acc, dots[h], *a, *b, d16, dmin16, 2 * j + h, d + lo + h, blocks, dxSum);
             }
         }
         for (int r = 0; r < R; r++)
@@ -443,13 +461,8 @@ struct Q5KInterleaved16
             prefetchAhead(a);
             prefetchAhead(b);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
-            alignas(32) float dxSum[R][8];  // as in Q4KInterleaved16
-            for (int r = 0; r < R; r++)
-            {
-                const size_t ab = (size_t)r * blocks + 8 * sb;
-                _mm256_store_ps(dxSum[r], _mm256_mul_ps(_mm256_loadu_ps(d + ab),
-                                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(sums + ab)))));
-            }
+            alignas(32) float dxSum[R][8];
+            tokensDxSum<R>(d, sums, blocks, sb, dxSum);
             for (int j = 0; j < 4; j++)
             {
                 __m512i s32[2][R];
@@ -473,15 +486,10 @@ struct Q5KInterleaved16
                 }
                 for (int h = 0; h < 2; h++)
                 {
-                    const int sub = 2 * j + h;
-                    const __m512 scale = _mm512_mul_ps(d16, bytesPair(a->scales[sub], b->scales[sub]));
-                    const __m512 minv = _mm512_mul_ps(dmin16, bytesPair(a->mins[sub], b->mins[sub]));
+                    __m512 dots[R];
                     for (int r = 0; r < R; r++)
-                    {
-                        const int ab = r * blocks + lo + h;
-                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[h][r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[ab])), acc[r]);
-                        acc[r] = _mm512_fnmadd_ps(minv, _mm512_set1_ps(dxSum[r][sub]), acc[r]);
-                    }
+                        dots[r] = _mm512_cvtepi32_ps(s32[h][r]);
+                    addSubBlock16<R>(acc, dots, *a, *b, d16, dmin16, 2 * j + h, d + lo + h, blocks, dxSum);
                 }
             }
         }
