@@ -57,7 +57,7 @@ set_tests_properties(make_onnx_llm_error_models PROPERTIES FIXTURES_SETUP genera
 
 gtest_discover_tests(llm_tests
   DISCOVERY_MODE PRE_TEST
-  TEST_FILTER "-WithoutAVX2.*:WithoutVNNI.*"  # only meaningful in the runs below
+  TEST_FILTER "-WithoutAVX2.*:WithoutVNNI.*:WithoutAMX.*"  # only meaningful in the runs below
   PROPERTIES
     ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT}"  # one variable: gtest_discover_tests splits lists
     FIXTURES_REQUIRED generated_test_data)
@@ -78,6 +78,15 @@ add_test(NAME llm_tests_without_vnni
          COMMAND llm_tests "--gtest_filter=WithoutVNNI.*:QuantizedMatMul.*:GGUFSynthetic.*:*BatchEqualsAlone*:*AttentionMath*")
 set_tests_properties(llm_tests_without_vnni PROPERTIES
   ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX"
+  FIXTURES_REQUIRED generated_test_data)
+
+# The AVX-512 kernels on batches where the CPU has AMX tiles (which the other runs take there
+# from 5 activation rows on): the same tests with the tiles turned off. Without AMX it repeats
+# the default run's kernels.
+add_test(NAME llm_tests_without_amx
+         COMMAND llm_tests "--gtest_filter=WithoutAMX.*:QuantizedMatMul.*:GGUFSynthetic.*:*BatchEqualsAlone*")
+set_tests_properties(llm_tests_without_amx PROPERTIES
+  ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_DNN_LLM_AMX=0"
   FIXTURES_REQUIRED generated_test_data)
 
 # Heap allocations per decode step: a process of its own, since it replaces malloc. Not built

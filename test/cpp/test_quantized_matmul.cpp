@@ -11,8 +11,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "test_common.hpp"
+#include "../../modules/dnn/src/llm/kernels/amx_tiles.hpp"
 
 using namespace cv;
 using namespace cv::dnn;
@@ -50,19 +53,27 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
         const std::vector<char> raw = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["bin"]));
         const std::vector<char> decodedBytes = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["f32"]));
         const float* decoded = reinterpret_cast<const float*>(decodedBytes.data());
-        // One row per block (Q4_0 / Q4_1 / Q5_x / Q8_0: 32 inputs) or super-block (K types: 256 inputs):
-        // 21 rows, repeated 9 times: 23 interleaved groups of 8 and 5 rows for the row kernels.
-        const int in = kQuant ? 256 : 32, vectors = (int)t["n_elements"] / in, out = 9 * vectors;
+        // 21 vectors of one block (Q4_0 / Q4_1 / Q5_x / Q8_0: 32 inputs) or super-block (K types:
+        // 256 inputs). Rows of 5 of them (block j of row n: vector (n + 3 j) % 21, so that a
+        // kernel taking the wrong block fails), 189 rows: 23 interleaved groups of 8 and 5 rows
+        // for the row kernels.
+        const int unit = kQuant ? 256 : 32, vectors = (int)t["n_elements"] / unit, units = 5;
+        const int in = units * unit, out = 9 * vectors;
         ASSERT_EQ(vectors, 21);
-        Mat weights;
-        repeat(Mat(vectors, (int)raw.size() / vectors, CV_8U, (void*)raw.data()), 9, 1, weights);
+        const size_t unitBytes = raw.size() / vectors;
+        auto vectorOf = [&](int n, int k) { return (n + 3 * (k / unit)) % vectors; };  // row n, input k
+        Mat weights(out, (int)(units * unitBytes), CV_8U);
+        for (int n = 0; n < out; n++)
+            for (int j = 0; j < units; j++)
+                std::memcpy(weights.ptr(n) + j * unitBytes, raw.data() + vectorOf(n, j * unit) * unitBytes, unitBytes);
 
-        // 9 tokens: tiles of 8 activation rows (AVX-512) and 1. One thread, so that each of its
-        // 16 stripes holds consecutive groups: the two-group kernels run where the CPU has them.
-        // Twice: uniform activations, and activations that 8 bits hold exactly (m / 128 with
-        // integer m, |m| = 127 somewhere in each block: scale 1 / 128, q = m), where the integer
-        // path is exact math up to float rounding (catches errors within the rounding bound).
-        const int tokens = 9;
+        // 21 tokens: the AMX kernels' passes of 16 and 5 rows, the AVX-512 kernels' tiles of 8, 4
+        // and 1. One thread, so that each of its 16 stripes holds consecutive groups: the
+        // two-group kernels run where the CPU has them. Twice: uniform activations, and
+        // activations that 8 bits hold exactly (m / 128 with integer m, |m| = 127 somewhere in
+        // each block: scale 1 / 128, q = m), where the integer path is exact math up to float
+        // rounding (catches errors within the rounding bound).
+        const int tokens = 21;
         const int threads = getNumThreads();
         setNumThreads(1);
         RNG rng(7);
@@ -97,7 +108,7 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
                         double maxAbs = 0, wAbs = 0;
                         for (int k = 32 * b; k < 32 * b + 32; k++)
                         {
-                            const double w = decoded[(size_t)(n % vectors) * in + k], v = x.at<float>(r, k);
+                            const double w = decoded[(size_t)vectorOf(n, k) * unit + k % unit], v = x.at<float>(r, k);
                             exact += w * v;
                             magnitude += std::fabs(w * v);
                             maxAbs = std::max(maxAbs, std::fabs(v));
@@ -210,6 +221,35 @@ TEST(WithoutVNNI, dispatchIsOff)
         << "run with OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX";
     EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_CLX));
     EXPECT_FALSE(checkHardwareSupport(CV_CPU_AVX512_SKX));
+}
+
+// The AMX kernels run where the CPU has AMX-TILE and AMX-INT8 (Linux lists amx_tile / amx_int8
+// in /proc/cpuinfo only when it also supports their state) unless OPENCV_DNN_LLM_AMX=0: then the
+// Q4_0 / Q8_0 cases above with 5 or more tokens took them, and a token alone (checked
+// bit-identical) the AVX-512 kernels.
+TEST(QuantizedMatMul, amxTilesGrantedWhereTheCpuHasThem)
+{
+    bool tile = false, int8 = false;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);)
+        if (line.compare(0, 5, "flags") == 0)
+        {
+            line += ' ';
+            tile = line.find(" amx_tile ") != std::string::npos;
+            int8 = line.find(" amx_int8 ") != std::string::npos;
+            break;
+        }
+    const char* amx = std::getenv("OPENCV_DNN_LLM_AMX");
+    const bool off = amx && std::strcmp(amx, "0") == 0;
+    EXPECT_EQ(cv::dnn::llm::amxTilesGranted(), tile && int8 && !off) << "amx_tile " << tile << ", amx_int8 " << int8;
+}
+
+// The run of llm_tests_without_amx (ctest only) takes the AVX-512 kernels for batches too.
+TEST(WithoutAMX, tilesAreOff)
+{
+    const char* amx = std::getenv("OPENCV_DNN_LLM_AMX");
+    ASSERT_TRUE(amx && std::strcmp(amx, "0") == 0) << "run with OPENCV_DNN_LLM_AMX=0";
+    EXPECT_FALSE(cv::dnn::llm::amxTilesGranted());
 }
 
 } // namespace

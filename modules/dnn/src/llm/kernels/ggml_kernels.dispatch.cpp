@@ -4,6 +4,7 @@
 
 #include "../../precomp.hpp"
 #include "ggml_kernels.hpp"
+#include "amx_tiles.hpp"
 
 #include "ggml_kernels.simd.hpp"
 #include "llm/kernels/ggml_kernels.simd_declarations.hpp"
@@ -29,7 +30,7 @@ struct WeightTypeTable
         {
             const GGMLTypeTraits& s = ggmlTypeTraits((uint32_t)id);
             rows[id] = {(GGMLType)id, s.name, s.blockSize, s.typeSize, s.dequantizable, s.toFloat,
-                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
         }
         int count = 0;
         const WeightKernels* kernels = kernelTableOfThisCpu(count);
@@ -49,6 +50,9 @@ struct WeightTypeTable
             row.dotQ8Interleaved8 = k.dotQ8Interleaved8;
             row.dotF32 = k.dotF32;
             row.dotQ8Interleaved16 = k.dotQ8Interleaved16;
+            // Only the AVX512_CLX build has tile kernels; they run only where granted.
+            CV_Assert(k.dotQ8Interleaved16 || !k.dotQ8InterleavedAmx);
+            row.dotQ8InterleavedAmx = k.dotQ8InterleavedAmx && amxTilesGranted() ? k.dotQ8InterleavedAmx : nullptr;
             row.interleaved = k.interleaved;
         }
     }

@@ -47,6 +47,12 @@ typedef void (*DotQ8Interleaved8Fn)(const uchar* group, const signed char* q, co
 typedef void (*DotQ8Interleaved16Fn)(const uchar* group, size_t groupBytes, const signed char* q, const float* d,
                                      const int* sums, int blocks, int rows, float* out, size_t outStride);
 
+/** DotQ8Interleaved16Fn's results on AMX tiles for `pairs` consecutive pairs of groups (2 * pairs
+    groups from `group` on, groupBytes apart): out[r * outStride + 16 p + j] for pair p. The tile
+    state is set up and handed back once per call. */
+typedef void (*DotQ8InterleavedAmxFn)(const uchar* group, size_t groupBytes, int pairs, const signed char* q,
+                                      const float* d, int blocks, int rows, float* out, size_t outStride);
+
 /** Dot product of one weight row (n elements) with float activations, decoding on the fly: the
     float path of types whose elements are floats already (F16, BF16), without a decoded copy. */
 typedef float (*DotF32Fn)(const uchar* w, const float* x, int n);
@@ -62,6 +68,7 @@ struct WeightKernels
     const InterleavedLayout* interleaved;   //!< ... and that layout (its packer)
     DotF32Fn dotF32;                        //!< fused float-path dot (decode + dot in one pass)
     DotQ8Interleaved16Fn dotQ8Interleaved16;  //!< two groups of the layout at once (optional)
+    DotQ8InterleavedAmxFn dotQ8InterleavedAmx;  //!< the same on AMX tiles (optional; amx_tiles.hpp)
 };
 
 //! A weight type as the layers see it on this CPU.
@@ -79,9 +86,15 @@ struct WeightTypeTraits
     const InterleavedLayout* interleaved;
     DotF32Fn dotF32;        //!< nullptr: the float path decodes a row, then dotF32Fast
     DotQ8Interleaved16Fn dotQ8Interleaved16;  //!< nullptr: groups one by one
+    //! nullptr: no AMX tiles here; else the same results as dotQ8Interleaved16, faster from
+    //! kAmxMinRows activation rows on (one tile multiply per block serves up to 16 rows)
+    DotQ8InterleavedAmxFn dotQ8InterleavedAmx;
 
     bool integerDot() const { return dotQ8 != nullptr; }
 };
+
+//! Activation rows from which the AMX kernels beat the AVX-512 ones (measured: doc/performance.md).
+static const int kAmxMinRows = 5;
 
 //! This CPU's row for a type (any id: unknown ones are not computable).
 const WeightTypeTraits& weightTypeTraits(GGMLType type);

@@ -166,30 +166,48 @@ private:
         void integerGemv(const Range& r) const
         {
             const int blocks = self->in_ / 32, out = self->out_, groups = self->groups_;
+            const llm::WeightTypeTraits& traits = *self->traits_;
+            const size_t groupBytes = self->interleaved_.step[0];
+            // From a few activation rows on, AMX tiles take the stripe's pairs of groups in one call.
+            const bool tiles = traits.dotQ8InterleavedAmx && rows >= llm::kAmxMinRows;
             for (int s = r.start; s < r.end; s++)
             {
                 const int begin = stripeBegin(s, integerUnits()), end = stripeBegin(s + 1, integerUnits());
                 const int groupEnd = std::min(end, groups);
-                for (int g = begin; g < groupEnd;)
+                int g = begin;
+                if (tiles && groupEnd - g >= 2)
+                {
+                    const int pairs = (groupEnd - g) / 2;
+                    traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, self->xq_.data(),
+                                               self->xd_.data(), blocks, rows, y + 8 * g, out);
+                    addBias(8 * g, 16 * pairs);
+                    g += 2 * pairs;
+                }
+                while (g < groupEnd)
                 {
                     // Two groups at once where the CPU has a kernel for it (same results).
-                    const llm::WeightTypeTraits& traits = *self->traits_;
                     const int pair = traits.dotQ8Interleaved16 && g + 1 < groupEnd ? 2 : 1;
                     if (pair == 2)
-                        traits.dotQ8Interleaved16(self->interleaved_.ptr<uchar>(g), self->interleaved_.step[0],
-                                                  self->xq_.data(), self->xd_.data(), self->xs_.data(), blocks, rows,
-                                                  y + 8 * g, out);
+                        traits.dotQ8Interleaved16(self->interleaved_.ptr<uchar>(g), groupBytes, self->xq_.data(),
+                                                  self->xd_.data(), self->xs_.data(), blocks, rows, y + 8 * g, out);
                     else
                         traits.dotQ8Interleaved8(self->interleaved_.ptr<uchar>(g), self->xq_.data(), self->xd_.data(),
                                                  self->xs_.data(), blocks, rows, y + 8 * g, out);
-                    if (bias)
-                        for (int t = 0; t < rows; t++)
-                            for (int j = 0; j < 8 * pair; j++)
-                                y[(size_t)t * out + 8 * g + j] += bias[8 * g + j];
+                    addBias(8 * g, 8 * pair);
                     g += pair;
                 }
                 rowGemv(8 * groups + std::max(begin - groups, 0), 8 * groups + std::max(end - groups, 0));
             }
+        }
+
+        // Output rows [first, first + count) of every token get their bias.
+        void addBias(int first, int count) const
+        {
+            if (!bias)
+                return;
+            for (int t = 0; t < rows; t++)
+                for (int j = first; j < first + count; j++)
+                    y[(size_t)t * self->out_ + j] += bias[j];
         }
 
         // Output rows [begin, end) with the row kernels (two weight rows at a time where the
