@@ -51,7 +51,8 @@ typedef void (*DotQ8Interleaved16Fn)(const uchar* group, size_t groupBytes, cons
     groups from `group` on, groupBytes apart): out[r * outStride + 16 p + j] for pair p. The tile
     state is set up and handed back once per call. */
 typedef void (*DotQ8InterleavedAmxFn)(const uchar* group, size_t groupBytes, int pairs, const signed char* q,
-                                      const float* d, int blocks, int rows, float* out, size_t outStride);
+                                      const float* d, const int* sums, int blocks, int rows, float* out,
+                                      size_t outStride);
 
 /** Dot product of one weight row (n elements) with float activations, decoding on the fly: the
     float path of types whose elements are floats already (F16, BF16), without a decoded copy. */

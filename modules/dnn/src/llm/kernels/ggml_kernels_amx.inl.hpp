@@ -2,27 +2,27 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// AMX tile kernels (Intel Sapphire Rapids and later) for batched steps: Q4_0 and Q8_0 on two
-// consecutive interleaved groups (16 weight rows) with up to 16 tokens per pass over the
-// weights. Part of the AVX512_CLX build of ggml_kernels.simd.hpp, which patch 0010 compiles with
-// the AMX flags; the weight-type table offers them only where amxTilesGranted() (amx_tiles.hpp).
+// AMX tile kernels (Intel Sapphire Rapids and later) for batched steps and prompts: Q4_0, Q8_0,
+// Q4_K and Q5_K on two consecutive interleaved groups (16 weight rows) with up to 16 tokens per
+// pass over the weights. Part of the AVX512_CLX build of ggml_kernels.simd.hpp, which patch 0010
+// compiles with the AMX flags; the weight-type table offers them only where amxTilesGranted()
+// (amx_tiles.hpp).
 //
-// Per 32-input block one tile multiply (tdpbssd: tokens x 32 int8 activations times 32 x 16
-// int8 weights) gives the 16 rows' exact integer dots with every token, where
-// LegacyInterleaved16 issues 8 vpdpbusd per token. The blocks' scales differ, so each block's
-// dots are stored and added to the float sums with LegacyInterleaved16's step (the same integer,
-// converted, times the same scale product, one multiply-add): results bit-identical to it, and
-// so to a token alone.
+// Per 32 inputs one tile multiply (tdpbssd / tdpbsud: tokens x 32 int8 activations times 32 x 16
+// weights) gives the 16 rows' exact integer dots with every token, where the AVX-512 kernels
+// issue 8 vpdpbusd per token. The blocks' (sub-blocks') scales differ, so each step's dots are
+// stored and taken into the float sums by the AVX-512 kernel's own float step (the same
+// integers, converted, the same multiply-adds in the same order): results bit-identical to
+// those kernels, and so to a token alone.
 //
 // Two things make it fast (5632 x 2048 Q4_0, 8 tokens: 0.55 ms against the VNNI kernel's 0.86
 // in the same run; unpacking a block just before its multiply: 1.09 ms): a tile load of bytes
-// just stored waits until the stores reach the cache, so the weights are unpacked (nibbles - 8,
-// the two groups side by side: the tile's layout, 4 inputs of 16 rows per 64-byte row) kAhead
-// blocks ahead into a ring; and two tile sets alternate between blocks, since the tile registers
-// are not renamed (a load into a tile waits for the multiply still reading it).
+// just stored waits until the stores reach the cache, so the weights are unpacked (the two
+// groups side by side: the tile's layout, 4 inputs of 16 rows per 64-byte row) kAhead steps
+// ahead into a ring; and two tile sets alternate between steps, since the tile registers are
+// not renamed (a load into a tile waits for the multiply still reading it).
 
 #if CV_AVX512_CLX && defined(__AMX_TILE__) && defined(__AMX_INT8__)
-#define LLM_HAVE_AMX_KERNELS 1
 
 //! LDTILECFG's operand (palette 1): the rows and bytes per row of each of the 8 tiles.
 struct AmxTileConfig
@@ -40,13 +40,119 @@ static inline void amxCompilerBarrier()
     __asm__ volatile("" ::: "memory");
 }
 
+// The weight side of the tile kernels, one struct per type family, each for two groups a and b:
+// Unit, whether the tile weights are unsigned (tdpbsud) or signed (tdpbssd), prefetch(k) and
+// unpack(k, ring) of step k (32 inputs: activation block k) into its weight tile (8 rows of 4
+// inputs x 16 weight rows) ring[k & 7], and accumulate<M>(k, dots, acc, ...): the float step of
+// the AVX-512 kernel for that type, on step k's M x 16 integer dots.
+
+// Q4_0 (nibbles - 8) and Q8_0: LegacyInterleaved16's float step.
 template <int Type>
-struct LegacyAmx16
+struct LegacyTileWeights
 {
     typedef typename std::conditional<Type == GGML_Q8_0, block_q8_0x8, block_q4_0x8>::type Unit;
-    static const int kAhead = 4;  // blocks unpacked ahead of their multiply (2 to 4 as fast; 1 slower)
+    static const bool kUnsigned = false;
+    const Unit *a, *b;
 
-    // Tiles 0-2 and 3-5 (configure<M>() before run<M>()): dots (M tokens x 16 int32), activations (M x 32 int8), weights (8 rows
+    void prefetch(int k) const
+    {
+        prefetchAhead(a + k);
+        prefetchAhead(b + k);
+    }
+
+    void unpack(int k, int8_t (*ring)[8][64]) const
+    {
+        int8_t (*w)[64] = ring[k & 7];
+        if constexpr (Type == GGML_Q8_0)
+            for (int c = 0; c < 8; c++)
+                _mm512_store_si512(w[c], chunkPair(a[k].qs[c], b[k].qs[c]));
+        else
+        {
+            const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+            for (int c = 0; c < 4; c++)
+            {
+                // Chunk c holds inputs 4c..4c+3 (low nibbles) and 16+4c.. (high) of each row.
+                const __m512i v = chunkPair(a[k].qs[c], b[k].qs[c]);
+                _mm512_store_si512(w[c], _mm512_sub_epi8(_mm512_and_si512(v, mask), eight));
+                _mm512_store_si512(w[4 + c], _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight));
+            }
+        }
+    }
+
+    template <int M>
+    void accumulate(int k, const __m512* dots, __m512* acc, const float* d, const int* /*sums*/, int blocks)
+    {
+        const __m512 ws = halfsPair(a[k].d, b[k].d);
+        for (int r = 0; r < M; r++)
+            acc[r] = _mm512_fmadd_ps(dots[r], _mm512_mul_ps(ws, _mm512_set1_ps(d[r * blocks + k])), acc[r]);
+    }
+};
+
+// Q4_K and Q5_K (q = nibble, plus the fifth bit: 0..31, unsigned): step k is sub-block k % 8 of
+// super-block k / 8; Q4KInterleaved16's / Q5KInterleaved16's float step (addSubBlock16), with
+// each super-block's d x sum x per token taken at its first sub-block.
+template <typename UnitType>
+struct KQuantTileWeights
+{
+    typedef UnitType Unit;
+    static const bool kUnsigned = true;
+    const Unit *a, *b;
+    alignas(32) float dxSum[16][8];
+
+    void prefetch(int k) const
+    {
+        if (k % 8 == 0)
+        {
+            prefetchAhead(a + k / 8);
+            prefetchAhead(b + k / 8);
+        }
+    }
+
+    // Both sub-blocks of 64 inputs at step 2j (low nibbles: step 2j, high: 2j + 1) from one read.
+    void unpack(int k, int8_t (*ring)[8][64]) const
+    {
+        if (k % 2)
+            return;
+        const Unit& ua = a[k / 8];
+        const Unit& ub = b[k / 8];
+        const int j = k % 8 / 2;
+        int8_t (*low)[64] = ring[k & 7];
+        int8_t (*high)[64] = ring[(k + 1) & 7];
+        const __m512i mask = _mm512_set1_epi8(0x0F);
+        for (int c = 0; c < 8; c++)
+        {
+            const __m512i v = chunkPair(ua.qs[j][c], ub.qs[j][c]);
+            __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+            if constexpr (std::is_same<Unit, block_q5_Kx8>::value)
+            {
+                lo = _mm512_or_si512(lo, fifthBitsOfChunk16(chunkPair(ua.qh[j][0], ub.qh[j][0]), c));
+                hi = _mm512_or_si512(hi, fifthBitsOfChunk16(chunkPair(ua.qh[j][1], ub.qh[j][1]), c));
+            }
+            _mm512_store_si512(low[c], lo);
+            _mm512_store_si512(high[c], hi);
+        }
+    }
+
+    template <int M>
+    void accumulate(int k, const __m512* dots, __m512* acc, const float* d, const int* sums, int blocks)
+    {
+        const int sb = k / 8;
+        if (k % 8 == 0)
+            tokensDxSum<M>(d, sums, blocks, sb, dxSum);
+        addSubBlock16<M>(acc, dots, a[sb], b[sb], halfsPair(a[sb].d, b[sb].d), halfsPair(a[sb].dmin, b[sb].dmin),
+                         k % 8, d + k, blocks, dxSum);
+    }
+};
+
+// The tile kernel on two groups for M tokens (configure<M>() first): per step, one tile
+// multiply of the M tokens' activation block with the unpacked weights, its dots stored and
+// taken into the float sums one step later.
+template <typename Weights>
+struct AmxTiles16
+{
+    static const int kAhead = 4;  // steps unpacked ahead of their multiply (2 to 4 as fast; 1 slower)
+
+    // Tiles 0-2 and 3-5: dots (M tokens x 16 int32), activations (M x 32 int8), weights (8 rows
     // of 4 inputs x 16 weight rows).
     template <int M>
     static void configure()
@@ -66,62 +172,63 @@ struct LegacyAmx16
         _tile_loadconfig(&cfg);
     }
 
+    // q: the M tokens' activations by block (block k's M x 32 bytes at q + 32 M k), so that a
+    // tile load reads consecutive bytes (rows 2 KB or more apart stalled it).
     template <int M>
-    LLM_TILE_NOINLINE static void run(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
-                                      const float* d, int blocks, float* out, size_t outStride)
+    LLM_TILE_NOINLINE static void run(const uchar* group, size_t groupBytes, const signed char* q, const float* d,
+                                      const int* sums, int blocks, float* out, size_t outStride)
     {
-        const Unit* a = reinterpret_cast<const Unit*>(group);
-        const Unit* b = reinterpret_cast<const Unit*>(group + groupBytes);
-        alignas(64) int8_t weights[8][8][64];   // ring of unpacked blocks (k & 7)
-        alignas(64) int32_t dots[4][M][16];     // ring of blocks' integer dots (k & 3)
+        typedef typename Weights::Unit Unit;
+        Weights weights;
+        weights.a = reinterpret_cast<const Unit*>(group);
+        weights.b = reinterpret_cast<const Unit*>(group + groupBytes);
+        alignas(64) int8_t tiles[8][8][64];    // ring of unpacked steps (k & 7)
+        alignas(64) int32_t dots[4][M][16];    // ring of steps' integer dots (k & 3)
         __m512 acc[M];
         for (int r = 0; r < M; r++)
             acc[r] = _mm512_setzero_ps();
-        const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
         auto unpack = [&](int k) {
-            prefetchAhead(a + k);
-            prefetchAhead(b + k);
-            int8_t (*w)[64] = weights[k & 7];
-            if constexpr (Type == GGML_Q8_0)
-                for (int c = 0; c < 8; c++)
-                    _mm512_store_si512(w[c], chunkPair(a[k].qs[c], b[k].qs[c]));
-            else
-                for (int c = 0; c < 4; c++)
-                {
-                    // Chunk c holds inputs 4c..4c+3 (low nibbles) and 16+4c.. (high) of each row.
-                    const __m512i v = chunkPair(a[k].qs[c], b[k].qs[c]);
-                    _mm512_store_si512(w[c], _mm512_sub_epi8(_mm512_and_si512(v, mask), eight));
-                    _mm512_store_si512(w[4 + c], _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight));
-                }
+            weights.prefetch(k);
+            weights.unpack(k, tiles);
         };
         auto multiply = [&](int k) {
             amxCompilerBarrier();
             if (k & 1)
             {
-                _tile_loadd(4, q + (size_t)k * 32, qStride);
-                _tile_loadd(5, weights[k & 7], 64);
+                _tile_loadd(4, q + (size_t)k * 32 * M, 32);
+                _tile_loadd(5, tiles[k & 7], 64);
                 _tile_zero(3);
-                _tile_dpbssd(3, 4, 5);
-                _tile_stored(3, dots[k & 3], 64);
+                if constexpr (Weights::kUnsigned)
+                    _tile_dpbsud(3, 4, 5);
+                else
+                    _tile_dpbssd(3, 4, 5);
             }
             else
             {
-                _tile_loadd(1, q + (size_t)k * 32, qStride);
-                _tile_loadd(2, weights[k & 7], 64);
+                _tile_loadd(1, q + (size_t)k * 32 * M, 32);
+                _tile_loadd(2, tiles[k & 7], 64);
                 _tile_zero(0);
-                _tile_dpbssd(0, 1, 2);
-                _tile_stored(0, dots[k & 3], 64);
+                if constexpr (Weights::kUnsigned)
+                    _tile_dpbsud(0, 1, 2);
+                else
+                    _tile_dpbssd(0, 1, 2);
             }
+        };
+        auto storeDots = [&](int k) {
+            if (k & 1)
+                _tile_stored(3, dots[k & 3], 64);
+            else
+                _tile_stored(0, dots[k & 3], 64);
             amxCompilerBarrier();
         };
         auto accumulate = [&](int k) {
-            const __m512 ws = halfsPair(a[k].d, b[k].d);
+            __m512 dotsF[M];
             for (int r = 0; r < M; r++)
-            {
-                const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots[k & 3][r]));
-                acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(ws, _mm512_set1_ps(d[r * blocks + k])), acc[r]);
-            }
+                dotsF[r] = _mm512_cvtepi32_ps(_mm512_load_si512(dots[k & 3][r]));
+            weights.template accumulate<M>(k, dotsF, acc, d, sums, blocks);
         };
+        // A step's dots are stored once the next step's multiply is under way (a store waits
+        // for its multiply to finish), and taken into the sums a step after that.
         for (int k = 0; k < std::min(kAhead, blocks); k++)
             unpack(k);
         for (int k = 0; k < blocks; k++)
@@ -129,10 +236,14 @@ struct LegacyAmx16
             if (k + kAhead < blocks)
                 unpack(k + kAhead);
             multiply(k);
-            if (k > 0)
-                accumulate(k - 1);  // the previous block's dots: their store has had a block's time
+            if (k >= 1)
+                storeDots(k - 1);
+            if (k >= 2)
+                accumulate(k - 2);
         }
-        accumulate(blocks - 1);
+        storeDots(blocks - 1);
+        for (int k = std::max(0, blocks - 2); k < blocks; k++)
+            accumulate(k);
         for (int r = 0; r < M; r++)
             _mm512_storeu_ps(out + r * outStride, acc[r]);
     }
@@ -149,20 +260,28 @@ static inline void withTokenCount(int m, F f)
 }
 
 // The DotQ8InterleavedAmxFn of a tile kernel: passes of up to 16 tokens (a tile's rows) over
-// the pairs (configured once per pass: the stripe's weights stay in the cache between passes),
-// then the tile state handed back (a thread using it saves 8 KB more per context switch).
-template <typename Tile>
+// the pairs, each with the pass's activations regrouped by block once (a per-thread buffer that
+// only grows) and the tiles configured once (the stripe's weights stay in the cache between
+// passes), then the tile state handed back (a thread using it saves 8 KB more per context switch).
+template <typename Weights>
 static void interleavedPairsAmx(const uchar* group, size_t groupBytes, int pairs, const signed char* q, const float* d,
-                                int blocks, int rows, float* out, size_t outStride)
+                                const int* sums, int blocks, int rows, float* out, size_t outStride)
 {
     const size_t qStride = (size_t)blocks * 32;
+    static thread_local std::vector<signed char> byBlock;
+    if (byBlock.size() < 16 * qStride)
+        byBlock.resize(16 * qStride);
     for (int r = 0; r < rows; r += 16)
         withTokenCount<16>(std::min(16, rows - r), [&](auto M) {
-            Tile::template configure<decltype(M)::value>();
+            constexpr int m = decltype(M)::value;
+            for (int k = 0; k < blocks; k++)
+                for (int t = 0; t < m; t++)
+                    std::memcpy(&byBlock[((size_t)k * m + t) * 32], q + (r + t) * qStride + (size_t)k * 32, 32);
+            AmxTiles16<Weights>::template configure<m>();
             for (int p = 0; p < pairs; p++)
-                Tile::template run<decltype(M)::value>(group + 2 * p * groupBytes, groupBytes, q + r * qStride, qStride,
-                                                       d + (size_t)r * blocks, blocks, out + r * outStride + 16 * p,
-                                                       outStride);
+                AmxTiles16<Weights>::template run<m>(group + 2 * p * groupBytes, groupBytes, byBlock.data(),
+                                                     d + (size_t)r * blocks, sums + (size_t)r * blocks, blocks,
+                                                     out + r * outStride + 16 * p, outStride);
         });
     _tile_release();
 }

@@ -179,7 +179,7 @@ private:
                 {
                     const int pairs = (groupEnd - g) / 2;
                     traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, self->xq_.data(),
-                                               self->xd_.data(), blocks, rows, y + 8 * g, out);
+                                               self->xd_.data(), self->xs_.data(), blocks, rows, y + 8 * g, out);
                     addBias(8 * g, 16 * pairs);
                     g += 2 * pairs;
                 }
