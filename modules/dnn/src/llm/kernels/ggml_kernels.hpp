@@ -47,9 +47,9 @@ typedef void (*DotQ8Interleaved8Fn)(const uchar* group, const signed char* q, co
 typedef void (*DotQ8Interleaved16Fn)(const uchar* group, size_t groupBytes, const signed char* q, const float* d,
                                      const int* sums, int blocks, int rows, float* out, size_t outStride);
 
-/** DotQ8Interleaved16Fn's results on AMX tiles for `pairs` consecutive pairs of groups (2 * pairs
-    groups from `group` on, groupBytes apart): out[r * outStride + 16 p + j] for pair p. The tile
-    state is set up and handed back once per call. */
+/** DotQ8Interleaved16Fn's results for `pairs` consecutive pairs of groups (2 * pairs groups from
+    `group` on, groupBytes apart): out[r * outStride + 16 p + j] for pair p, on AMX tiles (set up
+    and handed back once per call) where `rows` is enough to gain from them. */
 typedef void (*DotQ8InterleavedAmxFn)(const uchar* group, size_t groupBytes, int pairs, const signed char* q,
                                       const float* d, const int* sums, int blocks, int rows, float* out,
                                       size_t outStride);
@@ -87,15 +87,13 @@ struct WeightTypeTraits
     const InterleavedLayout* interleaved;
     DotF32Fn dotF32;        //!< nullptr: the float path decodes a row, then dotF32Fast
     DotQ8Interleaved16Fn dotQ8Interleaved16;  //!< nullptr: groups one by one
-    //! nullptr: no AMX tiles here; else the same results as dotQ8Interleaved16, faster from
-    //! kAmxMinRows activation rows on (one tile multiply per block serves up to 16 rows)
+    //! nullptr: no AMX tiles here; else dotQ8Interleaved16's results for many pairs of groups,
+    //! on AMX tiles from a type's threshold of activation rows on (one tile multiply per 32
+    //! inputs serves up to 16 rows), with dotQ8Interleaved16 below it
     DotQ8InterleavedAmxFn dotQ8InterleavedAmx;
 
     bool integerDot() const { return dotQ8 != nullptr; }
 };
-
-//! Activation rows from which the AMX kernels beat the AVX-512 ones (measured: doc/performance.md).
-static const int kAmxMinRows = 5;
 
 //! This CPU's row for a type (any id: unknown ones are not computable).
 const WeightTypeTraits& weightTypeTraits(GGMLType type);

@@ -218,7 +218,8 @@ static const WeightKernels kWeightKernels[] = {
      LLM_AVX512_ONLY(interleaved16Rows<Q5KInterleaved16>),
      LLM_AMX_ONLY(interleavedPairsAmx<KQuantTileWeights<block_q5_Kx8>>)},
     {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K, nullptr,
-     LLM_AVX512_ONLY(interleaved16Rows<Q6KInterleaved16>), nullptr},
+     LLM_AVX512_ONLY(interleaved16Rows<Q6KInterleaved16>),
+     LLM_AMX_ONLY(interleavedPairsAmx<Q6KTileWeights>)},
 };
 
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)

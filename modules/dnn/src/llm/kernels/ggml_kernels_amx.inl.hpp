@@ -41,7 +41,8 @@ static inline void amxCompilerBarrier()
 }
 
 // The weight side of the tile kernels, one struct per type family, each for two groups a and b:
-// Unit, whether the tile weights are unsigned (tdpbsud) or signed (tdpbssd), prefetch(k) and
+// Unit, whether the tile weights are unsigned (tdpbsud) or signed (tdpbssd), the inputs of a step,
+// the AVX-512 kernel that takes fewer than kMinRows activation rows, prefetch(k) and
 // unpack(k, ring) of step k (32 inputs: activation block k) into its weight tile (8 rows of 4
 // inputs x 16 weight rows) ring[k & 7], and accumulate<M>(k, dots, acc, ...): the float step of
 // the AVX-512 kernel for that type, on step k's M x 16 integer dots.
@@ -52,6 +53,9 @@ struct LegacyTileWeights
 {
     typedef typename std::conditional<Type == GGML_Q8_0, block_q8_0x8, block_q4_0x8>::type Unit;
     static const bool kUnsigned = false;
+    static const int kStepInputs = 32;
+    static const int kMinRows = 5;  // fewer: LegacyInterleaved16 (faster there, measured)
+    typedef LegacyInterleaved16<Type> Avx512Kernel;
     const Unit *a, *b;
 
     void prefetch(int k) const
@@ -96,6 +100,10 @@ struct KQuantTileWeights
 {
     typedef UnitType Unit;
     static const bool kUnsigned = true;
+    static const int kStepInputs = 32;
+    static const int kMinRows = 5;
+    typedef typename std::conditional<std::is_same<Unit, block_q5_Kx8>::value, Q5KInterleaved16, Q4KInterleaved16>::type
+        Avx512Kernel;
     const Unit *a, *b;
     alignas(32) float dxSum[16][8];
 
@@ -144,6 +152,58 @@ struct KQuantTileWeights
     }
 };
 
+// Q6_K (q - 32, signed): its scales cover 16 inputs, so a step is one 16-input group (half an
+// activation block: a tile multiply of half the depth); Q6KInterleaved16's float step.
+struct Q6KTileWeights
+{
+    typedef block_q6_Kx8 Unit;
+    static const bool kUnsigned = false;
+    static const int kStepInputs = 16;
+    static const int kMinRows = 9;  // up to 8, one pass of Q6KInterleaved16 is faster
+    typedef Q6KInterleaved16 Avx512Kernel;
+    const Unit *a, *b;
+
+    void prefetch(int k) const
+    {
+        if (k % 16 == 0)
+        {
+            prefetchAhead(a + k / 16);
+            prefetchAhead(b + k / 16);
+        }
+    }
+
+    // Group sub = 8 h + 2 quarter + half of a super-block: chunks 4 half .. 4 half + 3 of half h,
+    // quarter picking the nibble plane and half and the 2 high bits.
+    void unpack(int k, int8_t (*ring)[8][64]) const
+    {
+        const Unit& ua = a[k / 16];
+        const Unit& ub = b[k / 16];
+        const int sub = k % 16, h = sub / 8, quarter = sub % 8 / 2, half = sub % 2;
+        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3), offset = _mm512_set1_epi8(32);
+        for (int i = 0; i < 4; i++)
+        {
+            const block_q6_Kx8::Chunk& ca = ua.chunks[h][4 * half + i];
+            const block_q6_Kx8::Chunk& cb = ub.chunks[h][4 * half + i];
+            const __m512i nib = chunkPair(ca.ql[quarter & 1], cb.ql[quarter & 1]);
+            const __m512i lowBits = _mm512_and_si512(quarter < 2 ? nib : _mm512_srli_epi16(nib, 4), low4);
+            const __m512i highBits = _mm512_and_si512(_mm512_srli_epi16(chunkPair(ca.qh, cb.qh), 2 * quarter), two);
+            _mm512_store_si512(ring[k & 7][i], _mm512_sub_epi8(_mm512_or_si512(lowBits, _mm512_slli_epi16(highBits, 4)), offset));
+        }
+    }
+
+    template <int M>
+    void accumulate(int k, const __m512* dots, __m512* acc, const float* d, const int* /*sums*/, int blocks)
+    {
+        const Unit& ua = a[k / 16];
+        const Unit& ub = b[k / 16];
+        const int sub = k % 16, block = k / 2;
+        const __m512 scale = _mm512_mul_ps(halfsPair(ua.d, ub.d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(
+            _mm_loadl_epi64((const __m128i*)ua.scales[sub]), _mm_loadl_epi64((const __m128i*)ub.scales[sub])))));
+        for (int r = 0; r < M; r++)
+            acc[r] = _mm512_fmadd_ps(dots[r], _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
+    }
+};
+
 // The tile kernel on two groups for M tokens (configure<M>() first): per step, one tile
 // multiply of the M tokens' activation block with the unpacked weights, its dots stored and
 // taken into the float sums one step later.
@@ -152,8 +212,8 @@ struct AmxTiles16
 {
     static const int kAhead = 4;  // steps unpacked ahead of their multiply (2 to 4 as fast; 1 slower)
 
-    // Tiles 0-2 and 3-5: dots (M tokens x 16 int32), activations (M x 32 int8), weights (8 rows
-    // of 4 inputs x 16 weight rows).
+    // Tiles 0-2 and 3-5: dots (M tokens x 16 int32), activations (M x step inputs int8), weights
+    // (rows of 4 inputs x 16 weight rows).
     template <int M>
     static void configure()
     {
@@ -165,8 +225,8 @@ struct AmxTiles16
             cfg.rows[3 * set] = M;
             cfg.bytesPerRow[3 * set] = 64;
             cfg.rows[3 * set + 1] = M;
-            cfg.bytesPerRow[3 * set + 1] = 32;
-            cfg.rows[3 * set + 2] = 8;
+            cfg.bytesPerRow[3 * set + 1] = Weights::kStepInputs;
+            cfg.rows[3 * set + 2] = Weights::kStepInputs / 4;
             cfg.bytesPerRow[3 * set + 2] = 64;
         }
         _tile_loadconfig(&cfg);
@@ -187,6 +247,10 @@ struct AmxTiles16
         __m512 acc[M];
         for (int r = 0; r < M; r++)
             acc[r] = _mm512_setzero_ps();
+        const int steps = blocks * 32 / Weights::kStepInputs;
+        auto activations = [&](int k) {  // step k's inputs of the M tokens (rows 32 bytes apart)
+            return q + (size_t)(k * Weights::kStepInputs / 32) * 32 * M + k * Weights::kStepInputs % 32;
+        };
         auto unpack = [&](int k) {
             weights.prefetch(k);
             weights.unpack(k, tiles);
@@ -195,7 +259,7 @@ struct AmxTiles16
             amxCompilerBarrier();
             if (k & 1)
             {
-                _tile_loadd(4, q + (size_t)k * 32 * M, 32);
+                _tile_loadd(4, activations(k), 32);
                 _tile_loadd(5, tiles[k & 7], 64);
                 _tile_zero(3);
                 if constexpr (Weights::kUnsigned)
@@ -205,7 +269,7 @@ struct AmxTiles16
             }
             else
             {
-                _tile_loadd(1, q + (size_t)k * 32 * M, 32);
+                _tile_loadd(1, activations(k), 32);
                 _tile_loadd(2, tiles[k & 7], 64);
                 _tile_zero(0);
                 if constexpr (Weights::kUnsigned)
@@ -229,11 +293,11 @@ struct AmxTiles16
         };
         // A step's dots are stored once the next step's multiply is under way (a store waits
         // for its multiply to finish), and taken into the sums a step after that.
-        for (int k = 0; k < std::min(kAhead, blocks); k++)
+        for (int k = 0; k < std::min(kAhead, steps); k++)
             unpack(k);
-        for (int k = 0; k < blocks; k++)
+        for (int k = 0; k < steps; k++)
         {
-            if (k + kAhead < blocks)
+            if (k + kAhead < steps)
                 unpack(k + kAhead);
             multiply(k);
             if (k >= 1)
@@ -241,8 +305,8 @@ struct AmxTiles16
             if (k >= 2)
                 accumulate(k - 2);
         }
-        storeDots(blocks - 1);
-        for (int k = std::max(0, blocks - 2); k < blocks; k++)
+        storeDots(steps - 1);
+        for (int k = std::max(0, steps - 2); k < steps; k++)
             accumulate(k);
         for (int r = 0; r < M; r++)
             _mm512_storeu_ps(out + r * outStride, acc[r]);
@@ -259,7 +323,8 @@ static inline void withTokenCount(int m, F f)
         withTokenCount<N - 1>(m, f);
 }
 
-// The DotQ8InterleavedAmxFn of a tile kernel: passes of up to 16 tokens (a tile's rows) over
+// The DotQ8InterleavedAmxFn of a tile kernel: below the type's kMinRows its AVX-512 kernel, else
+// passes of up to 16 tokens (a tile's rows) over
 // the pairs, each with the pass's activations regrouped by block once (a per-thread buffer that
 // only grows) and the tiles configured once (the stripe's weights stay in the cache between
 // passes), then the tile state handed back (a thread using it saves 8 KB more per context switch).
@@ -267,6 +332,13 @@ template <typename Weights>
 static void interleavedPairsAmx(const uchar* group, size_t groupBytes, int pairs, const signed char* q, const float* d,
                                 const int* sums, int blocks, int rows, float* out, size_t outStride)
 {
+    if (rows < Weights::kMinRows)
+    {
+        for (int p = 0; p < pairs; p++)
+            interleaved16Rows<typename Weights::Avx512Kernel>(group + 2 * p * groupBytes, groupBytes, q, d, sums, blocks,
+                                                              rows, out + 16 * p, outStride);
+        return;
+    }
     const size_t qStride = (size_t)blocks * 32;
     static thread_local std::vector<signed char> byBlock;
     if (byBlock.size() < 16 * qStride)

@@ -168,8 +168,8 @@ private:
             const int blocks = self->in_ / 32, out = self->out_, groups = self->groups_;
             const llm::WeightTypeTraits& traits = *self->traits_;
             const size_t groupBytes = self->interleaved_.step[0];
-            // From a few activation rows on, AMX tiles take the stripe's pairs of groups in one call.
-            const bool tiles = traits.dotQ8InterleavedAmx && rows >= llm::kAmxMinRows;
+            // Where the CPU has AMX tiles, one call takes the stripe's pairs of groups.
+            const bool tiles = traits.dotQ8InterleavedAmx != nullptr;
             for (int s = r.start; s < r.end; s++)
             {
                 const int begin = stripeBegin(s, integerUnits()), end = stripeBegin(s + 1, integerUnits());
