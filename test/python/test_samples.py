@@ -34,6 +34,7 @@ KEYS = {
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
+    "llm_matmul_bench": ["type", "rows", "out", "in", "iterations", "threads"],
     "llm_grammar_bench": ["model", "schema", "text", "repeat"],
     "llm_chatbot.py": CHATBOT_KEYS,
 }
@@ -49,6 +50,7 @@ VALID = {
     "llm_kv_bench": ["--model=x.gguf", "--threads=1"],
     "llm_soak": ["--model=x.gguf"],
     "llm_rmsnorm_bench": [],
+    "llm_matmul_bench": [],
     "llm_grammar_bench": ["--model=x.gguf"],
     "llm_chatbot.py": [],
 }
@@ -63,6 +65,7 @@ BAD_VALUES = {
     "llm_kv_bench": ("--steps=", "--steps=0", "--steps must be at least 1, got 0"),
     "llm_soak": ("--max-growth-mb=4MB", "--threads=0", "--threads must be -1 (OpenCV's default) or positive, got 0"),
     "llm_rmsnorm_bench": ("--eps=nan", "--eps=0", "--eps must be in (0, 1], got 0"),
+    "llm_matmul_bench": ("--rows=8x", "--rows=0", "--rows must be in [1, 4096], got 0"),
     "llm_grammar_bench": ("--repeat=2x", "--repeat=0", "--repeat must be at least 1, got 0"),
     "llm_chatbot.py": ("--max-new-tokens=12abc", "--top-p=0", "argument --top-p: must be in (0, 1], got '0'"),
 }
@@ -157,6 +160,7 @@ PROGRAM_PLACEHOLDERS = {
     "llm_kv_bench": {"S": "4"},
     "llm_soak": {"N": "600", "M": "4"},
     "llm_rmsnorm_bench": {"N": "64", "D": "256"},
+    "llm_matmul_bench": {"NAME": "Q4_K", "N": "9", "O": "64", "I": "512"},
     "llm_grammar_bench": {"N": "1"},
 }
 
