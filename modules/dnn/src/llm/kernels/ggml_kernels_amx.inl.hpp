@@ -41,9 +41,9 @@ static inline void amxCompilerBarrier()
 }
 
 // The weight side of the tile kernels, one struct per type family, each for two groups a and b:
-// Unit, whether the tile weights are unsigned (tdpbsud) or signed (tdpbssd), the inputs of a step,
-// the AVX-512 kernel that takes fewer than kMinRows activation rows, prefetch(k) and
-// unpack(k, ring) of step k (32 inputs: activation block k) into its weight tile (8 rows of 4
+// Unit, whether the tile weights are unsigned (tdpbsud) or signed (tdpbssd), the inputs of a step
+// (32: an activation block; 16: half of one), the AVX-512 kernel that takes fewer than kMinRows
+// activation rows, prefetch(k) and unpack(k, ring) of step k into its weight tile (rows of 4
 // inputs x 16 weight rows) ring[k & 7], and accumulate<M>(k, dots, acc, ...): the float step of
 // the AVX-512 kernel for that type, on step k's M x 16 integer dots.
 
@@ -255,6 +255,7 @@ struct AmxTiles16
             weights.prefetch(k);
             weights.unpack(k, tiles);
         };
+        // GCC pastes the tile number into its asm: a literal, so each tile set is spelled out.
         auto multiply = [&](int k) {
             amxCompilerBarrier();
             if (k & 1)
@@ -324,10 +325,10 @@ static inline void withTokenCount(int m, F f)
 }
 
 // The DotQ8InterleavedAmxFn of a tile kernel: below the type's kMinRows its AVX-512 kernel, else
-// passes of up to 16 tokens (a tile's rows) over
-// the pairs, each with the pass's activations regrouped by block once (a per-thread buffer that
-// only grows) and the tiles configured once (the stripe's weights stay in the cache between
-// passes), then the tile state handed back (a thread using it saves 8 KB more per context switch).
+// passes of up to 16 tokens (a tile's rows) over the pairs, each with the pass's activations
+// regrouped by block once (a per-thread buffer that only grows) and the tiles configured once
+// (the stripe's weights stay in the cache between passes), then the tile state handed back (a
+// thread using it saves 8 KB more per context switch).
 template <typename Weights>
 static void interleavedPairsAmx(const uchar* group, size_t groupBytes, int pairs, const signed char* q, const float* d,
                                 const int* sums, int blocks, int rows, float* out, size_t outStride)
