@@ -211,6 +211,9 @@ template <typename Weights>
 struct AmxTiles16
 {
     static const int kAhead = 4;  // steps unpacked ahead of their multiply (2 to 4 as fast; 1 slower)
+    // The ring of 8 weight tiles holds the step being multiplied, those unpacked ahead, and the
+    // one more a K-quant unpack writes (both halves of 64 inputs at once).
+    static_assert(kAhead + 2 <= 8, "the ring of unpacked steps is too small");
 
     // Tiles 0-2 and 3-5: dots (M tokens x 16 int32), activations (M x step inputs int8), weights
     // (rows of 4 inputs x 16 weight rows).
