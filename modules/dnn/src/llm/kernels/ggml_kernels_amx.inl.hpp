@@ -105,7 +105,8 @@ struct KQuantTileWeights
     typedef typename std::conditional<std::is_same<Unit, block_q5_Kx8>::value, Q5KInterleaved16, Q4KInterleaved16>::type
         Avx512Kernel;
     const Unit *a, *b;
-    alignas(32) float dxSum[16][8];
+    alignas(32) float dxSum[16][8];  // the current super-block's, set at its first step
+    __m512 d16, dmin16;
 
     void prefetch(int k) const
     {
@@ -146,9 +147,12 @@ struct KQuantTileWeights
     {
         const int sb = k / 8;
         if (k % 8 == 0)
+        {
             tokensDxSum<M>(d, sums, blocks, sb, dxSum);
-        addSubBlock16<M>(acc, dots, a[sb], b[sb], halfsPair(a[sb].d, b[sb].d), halfsPair(a[sb].dmin, b[sb].dmin),
-                         k % 8, d + k, blocks, dxSum);
+            d16 = halfsPair(a[sb].d, b[sb].d);
+            dmin16 = halfsPair(a[sb].dmin, b[sb].dmin);
+        }
+        addSubBlock16<M>(acc, dots, a[sb], b[sb], d16, dmin16, k % 8, d + k, blocks, dxSum);
     }
 };
 
