@@ -128,14 +128,20 @@ struct KQuantTileWeights
         int8_t (*low)[64] = ring[k & 7];
         int8_t (*high)[64] = ring[(k + 1) & 7];
         const __m512i mask = _mm512_set1_epi8(0x0F);
+        __m512i bitsLo = _mm512_setzero_si512(), bitsHi = _mm512_setzero_si512();  // Q5_K: the fifth bits
+        if constexpr (std::is_same<Unit, block_q5_Kx8>::value)
+        {
+            bitsLo = chunkPair(ua.qh[j][0], ub.qh[j][0]);
+            bitsHi = chunkPair(ua.qh[j][1], ub.qh[j][1]);
+        }
         for (int c = 0; c < 8; c++)
         {
             const __m512i v = chunkPair(ua.qs[j][c], ub.qs[j][c]);
             __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
             if constexpr (std::is_same<Unit, block_q5_Kx8>::value)
             {
-                lo = _mm512_or_si512(lo, fifthBitsOfChunk16(chunkPair(ua.qh[j][0], ub.qh[j][0]), c));
-                hi = _mm512_or_si512(hi, fifthBitsOfChunk16(chunkPair(ua.qh[j][1], ub.qh[j][1]), c));
+                lo = _mm512_or_si512(lo, fifthBitsOfChunk16(bitsLo, c));
+                hi = _mm512_or_si512(hi, fifthBitsOfChunk16(bitsHi, c));
             }
             _mm512_store_si512(low[c], lo);
             _mm512_store_si512(high[c], hi);
@@ -183,15 +189,11 @@ struct Q6KTileWeights
         const Unit& ua = a[k / 16];
         const Unit& ub = b[k / 16];
         const int sub = k % 16, h = sub / 8, quarter = sub % 8 / 2, half = sub % 2;
-        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3), offset = _mm512_set1_epi8(32);
+        const __m512i offset = _mm512_set1_epi8(32);
         for (int i = 0; i < 4; i++)
         {
-            const block_q6_Kx8::Chunk& ca = ua.chunks[h][4 * half + i];
-            const block_q6_Kx8::Chunk& cb = ub.chunks[h][4 * half + i];
-            const __m512i nib = chunkPair(ca.ql[quarter & 1], cb.ql[quarter & 1]);
-            const __m512i lowBits = _mm512_and_si512(quarter < 2 ? nib : _mm512_srli_epi16(nib, 4), low4);
-            const __m512i highBits = _mm512_and_si512(_mm512_srli_epi16(chunkPair(ca.qh, cb.qh), 2 * quarter), two);
-            _mm512_store_si512(ring[k & 7][i], _mm512_sub_epi8(_mm512_or_si512(lowBits, _mm512_slli_epi16(highBits, 4)), offset));
+            const __m512i q = Q6KInterleaved16::quantsOfChunk(ua.chunks[h][4 * half + i], ub.chunks[h][4 * half + i], quarter);
+            _mm512_store_si512(ring[k & 7][i], _mm512_sub_epi8(q, offset));
         }
     }
 
@@ -201,8 +203,7 @@ struct Q6KTileWeights
         const Unit& ua = a[k / 16];
         const Unit& ub = b[k / 16];
         const int sub = k % 16, block = k / 2;
-        const __m512 scale = _mm512_mul_ps(halfsPair(ua.d, ub.d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(
-            _mm_loadl_epi64((const __m128i*)ua.scales[sub]), _mm_loadl_epi64((const __m128i*)ub.scales[sub])))));
+        const __m512 scale = _mm512_mul_ps(halfsPair(ua.d, ub.d), Q6KInterleaved16::scalesPair(ua.scales[sub], ub.scales[sub]));
         for (int r = 0; r < M; r++)
             acc[r] = _mm512_fmadd_ps(dots[r], _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
     }

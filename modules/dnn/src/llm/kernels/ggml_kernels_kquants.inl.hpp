@@ -506,6 +506,24 @@ struct Q5KInterleaved16
 // for both groups (psadbw) instead of by a second vpdpbusd per chunk: the same exact integers.
 struct Q6KInterleaved16
 {
+    // q (0..63) of chunk pair (ca, cb) in quarter `quarter` of its half: the nibble plane and
+    // half, and the 2 high bits, that the quarter picks (also the AMX kernel's unpacking).
+    static inline __m512i quantsOfChunk(const block_q6_Kx8::Chunk& ca, const block_q6_Kx8::Chunk& cb, int quarter)
+    {
+        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
+        const __m512i nib = chunkPair(ca.ql[quarter & 1], cb.ql[quarter & 1]);
+        const __m512i lowBits = _mm512_and_si512(quarter < 2 ? nib : _mm512_srli_epi16(nib, 4), low4);
+        const __m512i highBits = _mm512_and_si512(_mm512_srli_epi16(chunkPair(ca.qh, cb.qh), 2 * quarter), two);
+        return _mm512_or_si512(lowBits, _mm512_slli_epi16(highBits, 4));
+    }
+
+    // Two groups' 8 int8 scales of one 16-input group as 16 floats.
+    static inline __m512 scalesPair(const int8_t* a, const int8_t* b)
+    {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+            _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i*)a), _mm_loadl_epi64((const __m128i*)b))));
+    }
+
     // xBias[4 g] = -32 * (sum of the 16 activations of group g), g = 0..15 of a super-block's 256
     // (int32s: the low halves of 64-bit lanes).
     static inline void groupBiases(const signed char* x, int* xBias)
@@ -524,7 +542,6 @@ struct Q6KInterleaved16
     LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
                                         const float* d, const int*, int blocks, float* out, size_t outStride)
     {
-        const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
         __m512 acc[R];
         for (int r = 0; r < R; r++)
             acc[r] = _mm512_setzero_ps();
@@ -554,19 +571,11 @@ struct Q6KInterleaved16
                         for (int k = 0; k < 4; k++)
                         {
                             const int c = 4 * half + k;
-                            const block_q6_Kx8::Chunk& ca = a->chunks[h][c];
-                            const block_q6_Kx8::Chunk& cb = b->chunks[h][c];
-                            const __m512i nib = chunkPair(ca.ql[quarter & 1], cb.ql[quarter & 1]);
-                            const __m512i hi2 = chunkPair(ca.qh, cb.qh);
-                            const __m512i lowBits = quarter < 2 ? _mm512_and_si512(nib, low4)
-                                                                : _mm512_and_si512(_mm512_srli_epi16(nib, 4), low4);
-                            const __m512i highBits = _mm512_and_si512(_mm512_srli_epi16(hi2, 2 * quarter), two);
-                            const __m512i w = _mm512_or_si512(lowBits, _mm512_slli_epi16(highBits, 4));
+                            const __m512i w = quantsOfChunk(a->chunks[h][c], b->chunks[h][c], quarter);
                             for (int r = 0; r < R; r++)
                                 s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)block * 32 + 4 * c));
                         }
-                        const __m512 scale = _mm512_mul_ps(d16, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(
-                            _mm_loadl_epi64((const __m128i*)a->scales[sub]), _mm_loadl_epi64((const __m128i*)b->scales[sub])))));
+                        const __m512 scale = _mm512_mul_ps(d16, scalesPair(a->scales[sub], b->scales[sub]));
                         for (int r = 0; r < R; r++)
                         {
                             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[r]), _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks + block])), acc[r]);
