@@ -85,7 +85,9 @@ llm_build() {
   else
     args+=(-DOPENCV_TARBALL="$LLM_CACHE_DIR/$OPENCV_TARBALL_NAME")
   fi
-  if [ ! -f "$LLM_BUILD_DIR/CMakeCache.txt" ]; then
+  # build.ninja, not CMakeCache.txt: a configure that failed half-way (e.g. the tarball missing)
+  # leaves a cache without a build file, and must run again.
+  if [ ! -f "$LLM_BUILD_DIR/build.ninja" ]; then
     echo "== configuring (a cold build of OpenCV takes ~13 minutes on 2 cores; warm: about a minute)"
     cmake -S "$LLM_ROOT" -B "$LLM_BUILD_DIR" "${args[@]}"
   fi
