@@ -72,6 +72,19 @@ void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n)
     CV_CPU_DISPATCH(quantizeRowQ8Simd, (x, q, d, sums, n), CV_CPU_DISPATCH_MODES_ALL);
 }
 
+void activationsByBlockForTiles(const signed char* q, int rows, int blocks, signed char* byBlock)
+{
+    const size_t rowBytes = (size_t)blocks * 32;
+    for (int r = 0; r < rows; r += 16)
+    {
+        const int m = std::min(16, rows - r);
+        signed char* pass = byBlock + r * rowBytes;
+        for (int k = 0; k < blocks; k++)
+            for (int t = 0; t < m; t++)
+                std::memcpy(pass + ((size_t)k * m + t) * 32, q + (r + t) * rowBytes + (size_t)k * 32, 32);
+    }
+}
+
 float dotF32Fast(const float* a, const float* b, int n)
 {
     CV_CPU_DISPATCH(dotF32Simd, (a, b, n), CV_CPU_DISPATCH_MODES_ALL);

@@ -49,10 +49,18 @@ typedef void (*DotQ8Interleaved16Fn)(const uchar* group, size_t groupBytes, cons
 
 /** DotQ8Interleaved16Fn's results for `pairs` consecutive pairs of groups (2 * pairs groups from
     `group` on, groupBytes apart): out[r * outStride + 16 p + j] for pair p, on AMX tiles (set up
-    and handed back once per call) where `rows` is enough to gain from them. */
+    and handed back once per call) where `rows` is enough to gain from them. q: the activation rows
+    as for DotQ8Interleaved16Fn (read below that count); qByBlock: the same bytes as
+    activationsByBlockForTiles lays them out (read from it on). */
 typedef void (*DotQ8InterleavedAmxFn)(const uchar* group, size_t groupBytes, int pairs, const signed char* q,
-                                      const float* d, const int* sums, int blocks, int rows, float* out,
-                                      size_t outStride);
+                                      const signed char* qByBlock, const float* d, const int* sums, int blocks,
+                                      int rows, float* out, size_t outStride);
+
+/** The activation rows (rows x blocks blocks of 32 int8) regrouped for the tile kernels, whose
+    tile loads stall on rows 2 KB or more apart: in passes of up to 16 rows (a tile's), the pass
+    from row r with m rows at byBlock + 32 r blocks, block k's m x 32 bytes at 32 m k within it.
+    Done once per matmul (not per thread stripe): the same size as q. */
+void activationsByBlockForTiles(const signed char* q, int rows, int blocks, signed char* byBlock);
 
 /** Dot product of one weight row (n elements) with float activations, decoding on the fly: the
     float path of types whose elements are floats already (F16, BF16), without a decoded copy. */

@@ -240,8 +240,8 @@ struct AmxTiles16
         _tile_loadconfig(&cfg);
     }
 
-    // q: the M tokens' activations by block (block k's M x 32 bytes at q + 32 M k), so that a
-    // tile load reads consecutive bytes (rows 2 KB or more apart stalled it).
+    // q: the M tokens' activations by block (block k's M x 32 bytes at q + 32 M k, from
+    // activationsByBlockForTiles), so that a tile load reads consecutive bytes.
     template <int M>
     LLM_TILE_NOINLINE static void run(const uchar* group, size_t groupBytes, const signed char* q, const float* d,
                                       const int* sums, int blocks, float* out, size_t outStride)
@@ -333,13 +333,13 @@ static inline void withTokenCount(int m, F f)
 }
 
 // The DotQ8InterleavedAmxFn of a tile kernel: below the type's kMinRows its AVX-512 kernel, else
-// passes of up to 16 tokens (a tile's rows) over the pairs, each with the pass's activations
-// regrouped by block once (a per-thread buffer that only grows) and the tiles configured once
+// passes of up to 16 tokens (a tile's rows) over the pairs, each with the tiles configured once
 // (the stripe's weights stay in the cache between passes), then the tile state handed back (a
 // thread using it saves 8 KB more per context switch).
 template <typename Weights>
-static void interleavedPairsAmx(const uchar* group, size_t groupBytes, int pairs, const signed char* q, const float* d,
-                                const int* sums, int blocks, int rows, float* out, size_t outStride)
+static void interleavedPairsAmx(const uchar* group, size_t groupBytes, int pairs, const signed char* q,
+                                const signed char* qByBlock, const float* d, const int* sums, int blocks, int rows,
+                                float* out, size_t outStride)
 {
     if (rows < Weights::kMinRows)
     {
@@ -349,18 +349,12 @@ static void interleavedPairsAmx(const uchar* group, size_t groupBytes, int pairs
         return;
     }
     const size_t qStride = (size_t)blocks * 32;
-    static thread_local std::vector<signed char> byBlock;
-    if (byBlock.size() < 16 * qStride)
-        byBlock.resize(16 * qStride);
     for (int r = 0; r < rows; r += 16)
         withTokenCount<16>(std::min(16, rows - r), [&](auto M) {
             constexpr int m = decltype(M)::value;
-            for (int k = 0; k < blocks; k++)
-                for (int t = 0; t < m; t++)
-                    std::memcpy(&byBlock[((size_t)k * m + t) * 32], q + (r + t) * qStride + (size_t)k * 32, 32);
             AmxTiles16<Weights>::template configure<m>();
             for (int p = 0; p < pairs; p++)
-                AmxTiles16<Weights>::template run<m>(group + 2 * p * groupBytes, groupBytes, byBlock.data(),
+                AmxTiles16<Weights>::template run<m>(group + 2 * p * groupBytes, groupBytes, qByBlock + r * qStride,
                                                      d + (size_t)r * blocks, sums + (size_t)r * blocks, blocks,
                                                      out + r * outStride + 16 * p, outStride);
         });

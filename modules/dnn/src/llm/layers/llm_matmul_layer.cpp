@@ -116,6 +116,12 @@ public:
             for (int t = 0; t < run.rows; t++)
                 llm::quantizeRowQ8(run.x + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
                                    &xs_[(size_t)t * blocks], in_);
+            // The tile kernels read the activations regrouped by block: once here for all stripes.
+            if (traits_->dotQ8InterleavedAmx && groups_ >= 2)
+            {
+                xqByBlock_.resize(xq_.size());
+                llm::activationsByBlockForTiles(xq_.data(), run.rows, blocks, xqByBlock_.data());
+            }
             run.stripes = std::min(run.integerUnits(), threads * 16);
             parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.integerGemv(r); }, run.stripes);
         }
@@ -179,7 +185,8 @@ private:
                 {
                     const int pairs = (groupEnd - g) / 2;
                     traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, self->xq_.data(),
-                                               self->xd_.data(), self->xs_.data(), blocks, rows, y + 8 * g, out);
+                                               self->xqByBlock_.data(), self->xd_.data(), self->xs_.data(), blocks,
+                                               rows, y + 8 * g, out);
                     addBias(8 * g, 16 * pairs);
                     g += 2 * pairs;
                 }
@@ -305,6 +312,7 @@ private:
     int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles
     bool integerDot_;   // 8-bit activations and integer dot products on the GEMV path
     std::vector<signed char> xq_;  // activations quantized for the integer path
+    std::vector<signed char> xqByBlock_;  // the same regrouped for the AMX tile kernels
     std::vector<float> xd_;
     std::vector<int> xs_;
     std::vector<float> scratch_;  // per stripe: a decoded weight row (GEMV) or tile (GEMM)
