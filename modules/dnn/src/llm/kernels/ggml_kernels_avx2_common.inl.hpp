@@ -151,13 +151,34 @@ static void interleaved8Rows(const uchar* group, const signed char* q, const flo
 // hardware prefetcher alone leaves the loads waiting (Q4_0, 8 units = 1152 bytes ahead: 4 tokens
 // +26%, 8 tokens +15%, one token +7%; 16 units as good, 4 worse). Past the end of the weights is
 // harmless: a prefetch never faults.
+static const size_t kPrefetchBytes = 2048;
+
+template <typename Unit>
+static inline void prefetchUnitAt(const char* p)
+{
+    for (size_t line = 0; line < sizeof(Unit); line += 64)
+        _mm_prefetch(p + line, _MM_HINT_T0);
+}
+
 template <typename Unit>
 static inline void prefetchAhead(const Unit* unit)
 {
-    const size_t kPrefetchBytes = 2048;
-    const char* p = reinterpret_cast<const char*>(unit) + kPrefetchBytes;
-    for (size_t line = 0; line < sizeof(Unit); line += 64)
-        _mm_prefetch(p + line, _MM_HINT_T0);
+    prefetchUnitAt<Unit>(reinterpret_cast<const char*>(unit) + kPrefetchBytes);
+}
+
+// prefetchAhead for the two groups of a pair, read in step (a's units, then b's groupBytes
+// later; aEnd = b's first unit) by the 16-row kernels, whose pairs lie one after another. Near
+// its end a's look-ahead would ask for b's first units, which were read (missing the cache) at
+// the pair's start: it asks for the next pair's b instead, so that no pair starts with a miss
+// (b's look-ahead runs on into the next pair's a).
+template <typename Unit>
+static inline void prefetchPairAhead(const Unit* a, const Unit* b, const void* aEnd, size_t groupBytes)
+{
+    const char* p = reinterpret_cast<const char*>(a) + kPrefetchBytes;
+    if (p >= static_cast<const char*>(aEnd))
+        p += 2 * groupBytes;
+    prefetchUnitAt<Unit>(p);
+    prefetchAhead(b);
 }
 
 #if CV_AVX512_CLX

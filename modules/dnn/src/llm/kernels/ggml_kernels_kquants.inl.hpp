@@ -391,8 +391,7 @@ struct Q4KInterleaved16
         const block_q4_Kx8* b = reinterpret_cast<const block_q4_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
-            prefetchAhead(a);
-            prefetchAhead(b);
+            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
             alignas(32) float dxSum[R][8];
             tokensDxSum<R>(d, sums, blocks, sb, dxSum);
@@ -458,8 +457,7 @@ struct Q5KInterleaved16
         const block_q5_Kx8* b = reinterpret_cast<const block_q5_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
-            prefetchAhead(a);
-            prefetchAhead(b);
+            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
             alignas(32) float dxSum[R][8];
             tokensDxSum<R>(d, sums, blocks, sb, dxSum);
@@ -549,8 +547,7 @@ struct Q6KInterleaved16
         const block_q6_Kx8* b = reinterpret_cast<const block_q6_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
-            prefetchAhead(a);
-            prefetchAhead(b);
+            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
             const __m512 d16 = halfsPair(a->d, b->d);
             alignas(64) int xBias[R][64];
             for (int r = 0; r < R; r++)

@@ -341,8 +341,7 @@ struct LegacyInterleaved16
         const Unit* b = reinterpret_cast<const Unit*>(group + groupBytes);
         for (int k = 0; k < blocks; k++, a++, b++)
         {
-            prefetchAhead(a);
-            prefetchAhead(b);
+            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
             const __m512 ws = halfsPair(a->d, b->d);
             // The sums start at kFloatMagic minus the unsigned weights' offset times sum x, so
             // that their bits read as a float are 12582912 + the dot product: a subtraction
