@@ -68,11 +68,11 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
                 std::memcpy(weights.ptr(n) + j * unitBytes, raw.data() + vectorOf(n, j * unit) * unitBytes, unitBytes);
 
         // 21 tokens: the AMX kernels' passes of 16 and 5 rows, the AVX-512 kernels' tiles of 8, 4
-        // and 1. One thread, so that each of its 16 stripes holds consecutive groups: the
-        // two-group kernels run where the CPU has them. Twice: uniform activations, and
-        // activations that 8 bits hold exactly (m / 128 with integer m, |m| = 127 somewhere in
-        // each block: scale 1 / 128, q = m), where the integer path is exact math up to float
-        // rounding (catches errors within the rounding bound).
+        // and 1. 189 rows: 11 pairs of groups (the two-group kernels where the CPU has them), a
+        // lone group (the one-group kernel) and 5 rows (the row kernels). Twice: uniform
+        // activations, and activations that 8 bits hold exactly (m / 128 with integer m, |m| = 127
+        // somewhere in each block: scale 1 / 128, q = m), where the integer path is exact math up
+        // to float rounding (catches errors within the rounding bound).
         const int tokens = 21;
         const int threads = getNumThreads();
         setNumThreads(1);
