@@ -19,10 +19,8 @@
 // in the same run; unpacking a block just before its multiply: 1.09 ms): a tile load of bytes
 // just stored waits until the stores reach the cache, so the weights are unpacked (the two
 // groups side by side: the tile's layout, 4 inputs of 16 rows per 64-byte row) kAhead steps
-// ahead into a ring; and the tiles rotate between steps, since the tile registers are not
-// renamed (a load into a tile waits for the multiply still reading it, a multiply into a tile for
-// the store of its last dots): four dot tiles, each stored two multiplies later (5632 x 2048, 8
-// tokens: Q4_K 0.44 -> 0.42 ms, Q4_0 0.35 -> 0.33 against two sets of three tiles).
+// ahead into a ring; and two tile sets alternate between steps, since the tile registers are
+// not renamed (a load into a tile waits for the multiply still reading it).
 
 #if CV_AVX512_CLX && defined(__AMX_TILE__) && defined(__AMX_INT8__)
 
@@ -213,31 +211,27 @@ struct Q6KTileWeights
 template <typename Weights>
 struct AmxTiles16
 {
-    static const int kStoreBehind = 2;  // a step's dots are stored this many multiplies later
     static const int kAhead = 4;  // steps unpacked ahead of their multiply (2 to 4 as fast; 1 slower)
     // The ring of 8 weight tiles holds the step being multiplied, those unpacked ahead, and the
     // one more a K-quant unpack writes (both halves of 64 inputs at once).
     static_assert(kAhead + 2 <= 8, "the ring of unpacked steps is too small");
 
-    // Tiles 0-3: dots (M tokens x 16 int32) of steps k & 3; 4-5: activations (M x step inputs
-    // int8) and 6-7: weights (rows of 4 inputs x 16 weight rows) of steps k & 1.
+    // Tiles 0-2 and 3-5: dots (M tokens x 16 int32), activations (M x step inputs int8), weights
+    // (rows of 4 inputs x 16 weight rows).
     template <int M>
     static void configure()
     {
         AmxTileConfig cfg;
         std::memset(&cfg, 0, sizeof(cfg));
         cfg.palette = 1;
-        for (int t = 0; t < 4; t++)
+        for (int set = 0; set < 2; set++)
         {
-            cfg.rows[t] = M;
-            cfg.bytesPerRow[t] = 64;
-        }
-        for (int t = 4; t < 6; t++)
-        {
-            cfg.rows[t] = M;
-            cfg.bytesPerRow[t] = Weights::kStepInputs;
-            cfg.rows[t + 2] = Weights::kStepInputs / 4;
-            cfg.bytesPerRow[t + 2] = 64;
+            cfg.rows[3 * set] = M;
+            cfg.bytesPerRow[3 * set] = 64;
+            cfg.rows[3 * set + 1] = M;
+            cfg.bytesPerRow[3 * set + 1] = Weights::kStepInputs;
+            cfg.rows[3 * set + 2] = Weights::kStepInputs / 4;
+            cfg.bytesPerRow[3 * set + 2] = 64;
         }
         _tile_loadconfig(&cfg);
     }
@@ -266,37 +260,35 @@ struct AmxTiles16
             weights.prefetch(k);
             weights.unpack(k, tiles);
         };
-        // GCC pastes the tile number into its asm: a literal, so each tile is spelled out.
-#define LLM_AMX_MULTIPLY(c, x, w)                         \
-    do                                                    \
-    {                                                     \
-        _tile_loadd(x, activations(k), 32);               \
-        _tile_loadd(w, tiles[k & 7], 64);                 \
-        _tile_zero(c);                                    \
-        if constexpr (Weights::kUnsigned)                 \
-            _tile_dpbsud(c, x, w);                        \
-        else                                              \
-            _tile_dpbssd(c, x, w);                        \
-    } while (0)
+        // GCC pastes the tile number into its asm: a literal, so each tile set is spelled out.
         auto multiply = [&](int k) {
             amxCompilerBarrier();
-            switch (k & 3)
+            if (k & 1)
             {
-            case 0: LLM_AMX_MULTIPLY(0, 4, 6); break;
-            case 1: LLM_AMX_MULTIPLY(1, 5, 7); break;
-            case 2: LLM_AMX_MULTIPLY(2, 4, 6); break;
-            default: LLM_AMX_MULTIPLY(3, 5, 7); break;
+                _tile_loadd(4, activations(k), 32);
+                _tile_loadd(5, tiles[k & 7], 64);
+                _tile_zero(3);
+                if constexpr (Weights::kUnsigned)
+                    _tile_dpbsud(3, 4, 5);
+                else
+                    _tile_dpbssd(3, 4, 5);
+            }
+            else
+            {
+                _tile_loadd(1, activations(k), 32);
+                _tile_loadd(2, tiles[k & 7], 64);
+                _tile_zero(0);
+                if constexpr (Weights::kUnsigned)
+                    _tile_dpbsud(0, 1, 2);
+                else
+                    _tile_dpbssd(0, 1, 2);
             }
         };
-#undef LLM_AMX_MULTIPLY
         auto storeDots = [&](int k) {
-            switch (k & 3)
-            {
-            case 0: _tile_stored(0, dots[k & 3], 64); break;
-            case 1: _tile_stored(1, dots[k & 3], 64); break;
-            case 2: _tile_stored(2, dots[k & 3], 64); break;
-            default: _tile_stored(3, dots[k & 3], 64); break;
-            }
+            if (k & 1)
+                _tile_stored(3, dots[k & 3], 64);
+            else
+                _tile_stored(0, dots[k & 3], 64);
             amxCompilerBarrier();
         };
         auto accumulate = [&](int k) {
@@ -314,14 +306,13 @@ struct AmxTiles16
             if (k + kAhead < steps)
                 unpack(k + kAhead);
             multiply(k);
-            if (k >= kStoreBehind)
-                storeDots(k - kStoreBehind);
-            if (k >= kStoreBehind + 1)
-                accumulate(k - kStoreBehind - 1);
+            if (k >= 1)
+                storeDots(k - 1);
+            if (k >= 2)
+                accumulate(k - 2);
         }
-        for (int k = std::max(0, steps - kStoreBehind); k < steps; k++)
-            storeDots(k);
-        for (int k = std::max(0, steps - kStoreBehind - 1); k < steps; k++)
+        storeDots(steps - 1);
+        for (int k = std::max(0, steps - 2); k < steps; k++)
             accumulate(k);
         for (int r = 0; r < M; r++)
             _mm512_storeu_ps(out + r * outStride, acc[r]);
