@@ -43,9 +43,11 @@ static inline void amxCompilerBarrier()
 // The weight side of the tile kernels, one struct per type family, each for two groups a and b:
 // Unit, whether the tile weights are unsigned (tdpbsud) or signed (tdpbssd), the inputs of a step
 // (32: an activation block; 16: half of one), the AVX-512 kernel that takes fewer than kMinRows
-// activation rows, prefetch(k) (prefetchPairAhead) and unpack(k, ring) of step k into its weight
-// tile (rows of 4 inputs x 16 weight rows) ring[k & 7], and accumulate<M>(k, dots, acc, ...): the
-// float step of the AVX-512 kernel for that type, on step k's M x 16 integer dots.
+// activation rows, prefetch(k) (prefetchAhead of both groups: prefetchPairAhead, which speeds up
+// the memory-bound AVX-512 kernels, cost these compute-bound ones 12% at 16 tokens end to end) and
+// unpack(k, ring) of step k into its weight tile (rows of 4 inputs x 16 weight rows) ring[k & 7],
+// and accumulate<M>(k, dots, acc, ...): the float step of the AVX-512 kernel for that type, on
+// step k's M x 16 integer dots.
 
 // Q4_0 (nibbles - 8) and Q8_0: LegacyInterleaved16's float step.
 template <int Type>
@@ -56,12 +58,12 @@ struct LegacyTileWeights
     static const int kStepInputs = 32;
     static const int kMinRows = 5;  // fewer: LegacyInterleaved16 (faster there, measured)
     typedef LegacyInterleaved16<Type> Avx512Kernel;
-    const Unit *a, *b;  // the pair's groups, groupBytes apart
-    size_t groupBytes;
+    const Unit *a, *b;
 
     void prefetch(int k) const
     {
-        prefetchPairAhead(a + k, b + k, b, groupBytes);
+        prefetchAhead(a + k);
+        prefetchAhead(b + k);
     }
 
     void unpack(int k, int8_t (*ring)[8][64]) const
@@ -104,15 +106,17 @@ struct KQuantTileWeights
     static const int kMinRows = 5;
     typedef typename std::conditional<std::is_same<Unit, block_q5_Kx8>::value, Q5KInterleaved16, Q4KInterleaved16>::type
         Avx512Kernel;
-    const Unit *a, *b;  // the pair's groups, groupBytes apart
-    size_t groupBytes;
+    const Unit *a, *b;
     alignas(32) float dxSum[16][8];  // the current super-block's, set at its first step
     __m512 d16, dmin16;
 
     void prefetch(int k) const
     {
         if (k % 8 == 0)
-            prefetchPairAhead(a + k / 8, b + k / 8, b, groupBytes);
+        {
+            prefetchAhead(a + k / 8);
+            prefetchAhead(b + k / 8);
+        }
     }
 
     // Both sub-blocks of 64 inputs at step 2j (low nibbles: step 2j, high: 2j + 1) from one read.
@@ -169,13 +173,15 @@ struct Q6KTileWeights
     static const int kStepInputs = 16;
     static const int kMinRows = 9;  // up to 8, one pass of Q6KInterleaved16 is faster
     typedef Q6KInterleaved16 Avx512Kernel;
-    const Unit *a, *b;  // the pair's groups, groupBytes apart
-    size_t groupBytes;
+    const Unit *a, *b;
 
     void prefetch(int k) const
     {
         if (k % 16 == 0)
-            prefetchPairAhead(a + k / 16, b + k / 16, b, groupBytes);
+        {
+            prefetchAhead(a + k / 16);
+            prefetchAhead(b + k / 16);
+        }
     }
 
     // Group sub = 8 h + 2 quarter + half of a super-block: chunks 4 half .. 4 half + 3 of half h,
@@ -246,7 +252,6 @@ struct AmxTiles16
         Weights weights;
         weights.a = reinterpret_cast<const Unit*>(group);
         weights.b = reinterpret_cast<const Unit*>(group + groupBytes);
-        weights.groupBytes = groupBytes;
         alignas(64) int8_t tiles[8][8][64];    // ring of unpacked steps (k & 7)
         alignas(64) int32_t dots[4][M][16];    // ring of steps' integer dots (k & 3)
         __m512 acc[M];
