@@ -4,7 +4,7 @@ threads, in one run, and prints the speeds side by side with their ratios.
 
     tools/bench/compare_with_llama_bench.py --llama-bench=PATH [--threads=1,2]
         [--prompt-tokens=512] [--gen-tokens=128] [--repetitions=3]
-        [--batch=4,8,16] [--depth=2048,4096] [--plain] MODEL.gguf...
+        [--batch=4,8,16] [--depth=2048,4096] [--plain] [--kv-type=f32] MODEL.gguf...
 
 Plain (the default when neither --batch nor --depth is given, or with --plain): llama-bench
 -p P -n G beside `llm_bench` (pp<P>, tg<G>).
@@ -19,6 +19,9 @@ With K = 1 in the list, the last column is our speed-up over our own K = 1.
 --depth=D1,D2,...: generation of G tokens after a D-token context: `llama-bench -d D -n G -p 0`
 beside `llm_bench --depth=D` (tg<G>@d<D>). The model's context must hold D + G tokens
 (tools/gguf/make_synthetic_model.py --context-length).
+
+--kv-type: the element type of our stored keys and values (f32, the default; f16, which
+llama.cpp's tools keep by default; q8), passed to every llm_bench run.
 
 The output starts with the command line, the machine (CPU model, logical CPUs), the commit and
 the load average before the run (idle or busy), and ends with the load average after it; each
@@ -88,26 +91,26 @@ def llama_batched_bench(exe, model, threads, p, n, ks):
     return res
 
 
-def ours(exe, model, threads, p, n, reps):
+def ours(exe, model, threads, p, n, reps, kv):
     out, _ = run([exe, f"--model={model}", f"--threads={threads}", f"--prompt-tokens={p}",
-                  f"--gen-tokens={n}", f"--repetitions={reps}"])
+                  f"--gen-tokens={n}", f"--repetitions={reps}", f"--kv-type={kv}"])
     pp = float(re.search(rf"^pp{p}: ([0-9.]+) tok/s", out, re.M).group(1))
     tg = float(re.search(rf"^tg{n}: ([0-9.]+) tok/s", out, re.M).group(1))
     frac = re.search(r"= (\d+)% of it", out).group(1)
     return pp, tg, frac
 
 
-def ours_batch(exe, model, threads, k, p, n, reps):
+def ours_batch(exe, model, threads, k, p, n, reps, kv):
     out, _ = run([exe, f"--model={model}", f"--threads={threads}", f"--batch={k}", f"--prompt-tokens={p}",
-                  f"--gen-tokens={n}", f"--repetitions={reps}"])
+                  f"--gen-tokens={n}", f"--repetitions={reps}", f"--kv-type={kv}"])
     pp = float(re.search(rf"^batch{k} pp{p}: ([0-9.]+) tok/s", out, re.M).group(1))
     tg = float(re.search(rf"^batch{k} tg{n}: ([0-9.]+) tok/s", out, re.M).group(1))
     return pp, tg
 
 
-def ours_depth(exe, model, threads, d, n, reps):
+def ours_depth(exe, model, threads, d, n, reps, kv):
     out, _ = run([exe, f"--model={model}", f"--threads={threads}", f"--depth={d}", f"--gen-tokens={n}",
-                  f"--repetitions={reps}"])
+                  f"--repetitions={reps}", f"--kv-type={kv}"])
     return float(re.search(rf"^tg{n}@d{d}: ([0-9.]+) tok/s", out, re.M).group(1))
 
 
@@ -148,6 +151,8 @@ def main():
     ap.add_argument("--batch", type=ints, default=[], help="K1,K2,...: batched prefill and generation")
     ap.add_argument("--depth", type=ints, default=[], help="D1,D2,...: generation after a D-token context")
     ap.add_argument("--plain", action="store_true", help="also the plain pp/tg comparison with --batch / --depth")
+    ap.add_argument("--kv-type", default="f32", choices=["f32", "f16", "q8"],
+                    help="our stored keys and values (llm_bench --kv-type); llama.cpp's tools keep f16")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     p, n = a.prompt_tokens, a.gen_tokens
@@ -169,7 +174,7 @@ def main():
         for model in a.models:
             for t in threads:
                 lpp, ltg = llama_bench(a.llama_bench, model, t, p, n, a.repetitions)
-                opp, otg, frac = ours(a.llm_bench, model, t, p, n, a.repetitions)
+                opp, otg, frac = ours(a.llm_bench, model, t, p, n, a.repetitions, a.kv_type)
                 print(f"| {pathlib.Path(model).name} | {t} | {lpp:.2f} | {opp:.2f} | {opp / lpp:.2f}x "
                       f"| {ltg:.2f} | {otg:.2f} | {otg / ltg:.2f}x | {frac}% | {load1()} |", flush=True)
         print()
@@ -185,7 +190,7 @@ def main():
                 lres = llama_batched_bench(batched_exe, model, t, p, n, a.batch)
                 single = None
                 for k in a.batch:
-                    opp, otg = ours_batch(a.llm_bench, model, t, k, p, n, a.repetitions)
+                    opp, otg = ours_batch(a.llm_bench, model, t, k, p, n, a.repetitions, a.kv_type)
                     if k == 1:
                         single = otg
                     lpp, ltg, _ = lres[k]
@@ -205,7 +210,7 @@ def main():
             for t in threads:
                 lres = llama_bench_depth(a.llama_bench, model, t, a.depth, n, a.repetitions)
                 for d in a.depth:
-                    otg = ours_depth(a.llm_bench, model, t, d, n, a.repetitions)
+                    otg = ours_depth(a.llm_bench, model, t, d, n, a.repetitions, a.kv_type)
                     print(f"| {pathlib.Path(model).name} | {t} | {d} | {lres[d]:.2f} | {otg:.2f} | {otg / lres[d]:.2f}x | {load1()} |",
                           flush=True)
         print()
