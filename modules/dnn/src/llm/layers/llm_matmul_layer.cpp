@@ -116,8 +116,9 @@ public:
             for (int t = 0; t < run.rows; t++)
                 llm::quantizeRowQ8(run.x + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
                                    &xs_[(size_t)t * blocks], in_);
-            // The tile kernels read the activations regrouped by block: once here for all stripes.
-            if (traits_->dotQ8InterleavedAmx && groups_ >= 2)
+            // The tile kernels read the activations regrouped by block: once here for all stripes
+            // (one row is its own regrouping).
+            if (traits_->dotQ8InterleavedAmx && groups_ >= 2 && run.rows > 1)
             {
                 xqByBlock_.resize(xq_.size());
                 llm::activationsByBlockForTiles(xq_.data(), run.rows, blocks, xqByBlock_.data());
@@ -196,7 +197,8 @@ private:
                 {
                     const int pairs = (groupEnd - g) / 2;
                     traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, self->xq_.data(),
-                                               self->xqByBlock_.data(), self->xd_.data(), self->xs_.data(), blocks,
+                                               rows > 1 ? self->xqByBlock_.data() : self->xq_.data(),
+                                               self->xd_.data(), self->xs_.data(), blocks,
                                                rows, y + 8 * g, out);
                     addBias(8 * g, 16 * pairs);
                     g += 2 * pairs;
