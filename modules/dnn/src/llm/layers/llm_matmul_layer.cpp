@@ -117,11 +117,18 @@ public:
                 llm::quantizeRowQ8(run.x + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
                                    &xs_[(size_t)t * blocks], in_);
             // The tile kernels read the activations regrouped by block: once here for all stripes
-            // (one row is its own regrouping).
+            // (one row is its own regrouping), into a buffer of the calling thread that all
+            // matmul layers share, as they run one after another (one per layer would double the
+            // activations' scratch of a long prompt). It only grows: a steady step allocates
+            // nothing.
+            run.qByBlock = xq_.data();
             if (traits_->dotQ8InterleavedAmx && groups_ >= 2 && run.rows > 1)
             {
-                xqByBlock_.resize(xq_.size());
-                llm::activationsByBlockForTiles(xq_.data(), run.rows, blocks, xqByBlock_.data());
+                static thread_local std::vector<signed char> byBlock;
+                if (byBlock.size() < xq_.size())
+                    byBlock.resize(xq_.size());
+                llm::activationsByBlockForTiles(xq_.data(), run.rows, blocks, byBlock.data());
+                run.qByBlock = byBlock.data();
             }
             // Decoding (one pass of up to 16 tokens over the weights): 4 stripes per thread, as
             // each stripe starts its weight streams with misses no prefetch covers (2 threads,
@@ -168,6 +175,7 @@ private:
         size_t rowBytes;
         int stripes = 1, tileRows = 0, tiles = 0;
         float* scratch = nullptr;
+        const signed char* qByBlock = nullptr;  // the activations for the tile kernels
 
         static constexpr int kRowsPerCall = 8;  // activation rows per weight-row kernel call (inline: std::min binds it)
 
@@ -197,8 +205,7 @@ private:
                 {
                     const int pairs = (groupEnd - g) / 2;
                     traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, self->xq_.data(),
-                                               rows > 1 ? self->xqByBlock_.data() : self->xq_.data(),
-                                               self->xd_.data(), self->xs_.data(), blocks,
+                                               qByBlock, self->xd_.data(), self->xs_.data(), blocks,
                                                rows, y + 8 * g, out);
                     addBias(8 * g, 16 * pairs);
                     g += 2 * pairs;
@@ -325,7 +332,6 @@ private:
     int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles
     bool integerDot_;   // 8-bit activations and integer dot products on the GEMV path
     std::vector<signed char> xq_;  // activations quantized for the integer path
-    std::vector<signed char> xqByBlock_;  // the same regrouped for the AMX tile kernels
     std::vector<float> xd_;
     std::vector<int> xs_;
     std::vector<float> scratch_;  // per stripe: a decoded weight row (GEMV) or tile (GEMM)
