@@ -29,6 +29,17 @@ namespace cv {
 namespace dnn {
 CV__DNN_INLINE_NS_BEGIN
 
+namespace {
+// The integer path's activations: quantized to 8 bits (q, d, sums: quantizeRowQ8) and, for the
+// AMX tile kernels, q regrouped by block (activationsByBlockForTiles).
+struct QuantizedActivations
+{
+    std::vector<signed char> q, qByBlock;
+    std::vector<float> d;
+    std::vector<int> sums;
+};
+} // namespace
+
 class LLMMatMulLayerImpl CV_FINAL : public LLMMatMulLayer
 {
 public:
@@ -110,25 +121,27 @@ public:
         if (integerDot_ && (run.rows <= gemvMaxRows_ || groups_ > 0 || traits_->dotQ8Tile))
         {
             const int blocks = in_ / 32;
-            xq_.resize((size_t)run.rows * in_);
-            xd_.resize((size_t)run.rows * blocks);
-            xs_.resize((size_t)run.rows * blocks);
+            // The calling thread's scratch, shared by all matmul layers (they run one after
+            // another): as large as the largest input, not one copy per layer. Resizing within
+            // its capacity allocates nothing, so a steady step allocates nothing.
+            static thread_local QuantizedActivations act;
+            act.q.resize((size_t)run.rows * in_);
+            act.d.resize((size_t)run.rows * blocks);
+            act.sums.resize((size_t)run.rows * blocks);
             for (int t = 0; t < run.rows; t++)
-                llm::quantizeRowQ8(run.x + (size_t)t * in_, &xq_[(size_t)t * in_], &xd_[(size_t)t * blocks],
-                                   &xs_[(size_t)t * blocks], in_);
+                llm::quantizeRowQ8(run.x + (size_t)t * in_, &act.q[(size_t)t * in_], &act.d[(size_t)t * blocks],
+                                   &act.sums[(size_t)t * blocks], in_);
+            run.xq = act.q.data();
+            run.xd = act.d.data();
+            run.xs = act.sums.data();
             // The tile kernels read the activations regrouped by block: once here for all stripes
-            // (one row is its own regrouping), into a buffer of the calling thread that all
-            // matmul layers share, as they run one after another (one per layer would double the
-            // activations' scratch of a long prompt). It only grows: a steady step allocates
-            // nothing.
-            run.qByBlock = xq_.data();
+            // (one row is its own regrouping).
+            run.xqByBlock = run.xq;
             if (traits_->dotQ8InterleavedAmx && groups_ >= 2 && run.rows > 1)
             {
-                static thread_local std::vector<signed char> byBlock;
-                if (byBlock.size() < xq_.size())
-                    byBlock.resize(xq_.size());
-                llm::activationsByBlockForTiles(xq_.data(), run.rows, blocks, byBlock.data());
-                run.qByBlock = byBlock.data();
+                act.qByBlock.resize(act.q.size());
+                llm::activationsByBlockForTiles(run.xq, run.rows, blocks, act.qByBlock.data());
+                run.xqByBlock = act.qByBlock.data();
             }
             // Decoding (one pass of up to 16 tokens over the weights): 4 stripes per thread, as
             // each stripe starts its weight streams with misses no prefetch covers (2 threads,
@@ -175,7 +188,11 @@ private:
         size_t rowBytes;
         int stripes = 1, tileRows = 0, tiles = 0;
         float* scratch = nullptr;
-        const signed char* qByBlock = nullptr;  // the activations for the tile kernels
+        // The integer path's activations (QuantizedActivations), and q regrouped for the tiles.
+        const signed char* xq = nullptr;
+        const float* xd = nullptr;
+        const int* xs = nullptr;
+        const signed char* xqByBlock = nullptr;
 
         static constexpr int kRowsPerCall = 8;  // activation rows per weight-row kernel call (inline: std::min binds it)
 
@@ -204,9 +221,8 @@ private:
                 if (tiles && groupEnd - g >= 2)
                 {
                     const int pairs = (groupEnd - g) / 2;
-                    traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, self->xq_.data(),
-                                               qByBlock, self->xd_.data(), self->xs_.data(), blocks,
-                                               rows, y + 8 * g, out);
+                    traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, xq, xqByBlock, xd,
+                                               xs, blocks, rows, y + 8 * g, out);
                     addBias(8 * g, 16 * pairs);
                     g += 2 * pairs;
                 }
@@ -215,11 +231,10 @@ private:
                     // Two groups at once where the CPU has a kernel for it (same results).
                     const int pair = traits.dotQ8Interleaved16 && g + 1 < groupEnd ? 2 : 1;
                     if (pair == 2)
-                        traits.dotQ8Interleaved16(self->interleaved_.ptr<uchar>(g), groupBytes, self->xq_.data(),
-                                                  self->xd_.data(), self->xs_.data(), blocks, rows, y + 8 * g, out);
+                        traits.dotQ8Interleaved16(self->interleaved_.ptr<uchar>(g), groupBytes, xq, xd, xs, blocks, rows,
+                                                  y + 8 * g, out);
                     else
-                        traits.dotQ8Interleaved8(self->interleaved_.ptr<uchar>(g), self->xq_.data(), self->xd_.data(),
-                                                 self->xs_.data(), blocks, rows, y + 8 * g, out);
+                        traits.dotQ8Interleaved8(self->interleaved_.ptr<uchar>(g), xq, xd, xs, blocks, rows, y + 8 * g, out);
                     addBias(8 * g, 8 * pair);
                     g += pair;
                 }
@@ -252,15 +267,15 @@ private:
                 for (int t0 = 0; t0 < rows; t0 += kRowsPerCall)
                 {
                     const int count = std::min(kRowsPerCall, rows - t0);
-                    const signed char* xq = &self->xq_[(size_t)t0 * in];
-                    const float* xd = &self->xd_[(size_t)t0 * blocks];
-                    const int* xs = &self->xs_[(size_t)t0 * blocks];
+                    const signed char* q = xq + (size_t)t0 * in;
+                    const float* d = xd + (size_t)t0 * blocks;
+                    const int* sums = xs + (size_t)t0 * blocks;
                     if (traits.dotQ8Tile)
-                        traits.dotQ8Tile(src, rowBytes, wRows, xq, xd, xs, blocks, count, dots[0], kRowsPerCall);
+                        traits.dotQ8Tile(src, rowBytes, wRows, q, d, sums, blocks, count, dots[0], kRowsPerCall);
                     else
                         for (int k = 0; k < count; k++)
-                            dots[0][k] = traits.dotQ8(src, xq + (size_t)k * in, xd + (size_t)k * blocks,
-                                                      xs + (size_t)k * blocks, blocks);
+                            dots[0][k] = traits.dotQ8(src, q + (size_t)k * in, d + (size_t)k * blocks,
+                                                      sums + (size_t)k * blocks, blocks);
                     for (int i = 0; i < wRows; i++)
                     {
                         const float b = bias ? bias[n + i] : 0.f;
@@ -331,9 +346,6 @@ private:
     int in_, out_;
     int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles
     bool integerDot_;   // 8-bit activations and integer dot products on the GEMV path
-    std::vector<signed char> xq_;  // activations quantized for the integer path
-    std::vector<float> xd_;
-    std::vector<int> xs_;
     std::vector<float> scratch_;  // per stripe: a decoded weight row (GEMV) or tile (GEMM)
     int groups_ = 0;              // groups of 8 rows in interleaved_ (kernels/interleaved_weights.hpp)
     Mat interleaved_;
