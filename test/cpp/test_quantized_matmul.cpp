@@ -38,6 +38,22 @@ Mat matmul(const Mat& weights, int type, int in, int out, const Mat& x, bool int
     return net.forward().clone();
 }
 
+/* Weights of `out` rows and `in` inputs made of the 21 vectors of one block (Q4_0 / Q4_1 / Q5_x /
+   Q8_0: unit = 32 inputs) or super-block (K types: 256 inputs) of a type of
+   tools/gguf/make_quant_vectors.py: block j of row n is vector (n + 3 j) % 21, so that a kernel
+   taking the wrong block fails. */
+Mat weightsOfVectors(const FileNode& type, int unit, int in, int out)
+{
+    const std::vector<char> raw = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)type["bin"]));
+    const int vectors = (int)type["n_elements"] / unit, units = in / unit;
+    const size_t unitBytes = raw.size() / vectors;
+    Mat weights(out, (int)(units * unitBytes), CV_8U);
+    for (int n = 0; n < out; n++)
+        for (int j = 0; j < units; j++)
+            std::memcpy(weights.ptr(n) + j * unitBytes, raw.data() + ((n + 3 * j) % vectors) * unitBytes, unitBytes);
+    return weights;
+}
+
 TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
 {
     FileStorage fs(llm_test::testModel("quant_vectors/quant_vectors.json"), FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -50,22 +66,15 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
         if (name != "Q4_0" && name != "Q4_1" && name != "Q5_0" && name != "Q5_1" && name != "Q8_0" && !kQuant)
             continue;
         SCOPED_TRACE(name);
-        const std::vector<char> raw = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["bin"]));
         const std::vector<char> decodedBytes = llm_test::readFileBytes(llm_test::testModel("quant_vectors/" + (std::string)t["f32"]));
         const float* decoded = reinterpret_cast<const float*>(decodedBytes.data());
-        // 21 vectors of one block (Q4_0 / Q4_1 / Q5_x / Q8_0: 32 inputs) or super-block (K types:
-        // 256 inputs). Rows of 5 of them (block j of row n: vector (n + 3 j) % 21, so that a
-        // kernel taking the wrong block fails), 189 rows: 23 interleaved groups of 8 and 5 rows
-        // for the row kernels.
-        const int unit = kQuant ? 256 : 32, vectors = (int)t["n_elements"] / unit, units = 5;
-        const int in = units * unit, out = 9 * vectors;
+        // 189 rows of 5 blocks / super-blocks: 23 interleaved groups of 8 and 5 rows for the row
+        // kernels.
+        const int unit = kQuant ? 256 : 32, vectors = (int)t["n_elements"] / unit;
+        const int in = 5 * unit, out = 9 * vectors;
         ASSERT_EQ(vectors, 21);
-        const size_t unitBytes = raw.size() / vectors;
         auto vectorOf = [&](int n, int k) { return (n + 3 * (k / unit)) % vectors; };  // row n, input k
-        Mat weights(out, (int)(units * unitBytes), CV_8U);
-        for (int n = 0; n < out; n++)
-            for (int j = 0; j < units; j++)
-                std::memcpy(weights.ptr(n) + j * unitBytes, raw.data() + vectorOf(n, j * unit) * unitBytes, unitBytes);
+        const Mat weights = weightsOfVectors(t, unit, in, out);
 
         // 21 tokens: the AMX kernels' passes of 16 and 5 rows, the AVX-512 kernels' tiles of 8, 4
         // and 1. 189 rows: 11 pairs of groups (the two-group kernels where the CPU has them), a
@@ -197,6 +206,78 @@ TEST(QuantizedMatMul, floatWeightsMatchExactMath)
                     }
                 }
             }
+}
+
+// A layer of several weights of one input (a block's q, k, v: one parallel section over all
+// their rows) gives each output bit for bit what a layer of that weight alone gives: weights of
+// different types (two-group kernels, a lone group, row kernels, and F16 on the float path),
+// biases, 1 to 40 tokens (past gemv_max_rows the float weight takes the GEMM), 1 and 2 threads.
+TEST(QuantizedMatMul, severalWeightsEqualEachAlone)
+{
+    FileStorage fs(llm_test::testModel("quant_vectors/quant_vectors.json"), FileStorage::READ | FileStorage::FORMAT_JSON);
+    ASSERT_TRUE(fs.isOpened());
+    const int in = 512;
+    struct Weight { int type; Mat rows, bias; };
+    std::vector<Weight> weights;
+    const std::pair<const char*, int> quantized[] = {{"Q4_K", 189}, {"Q6_K", 40}, {"Q8_0", 27}};
+    for (const auto& tq : quantized)
+        for (const FileNode& t : fs["types"])
+            if ((std::string)t["type"] == tq.first)
+                weights.push_back({(int)t["ggml_type"], weightsOfVectors(t, tq.first[3] == 'K' ? 256 : 32, in, tq.second), Mat()});
+    ASSERT_EQ(weights.size(), (size_t)3);
+    RNG rng(11);
+    Mat f16Values(13, in, CV_32F), f16;
+    rng.fill(f16Values, RNG::UNIFORM, -1.f, 1.f);
+    f16Values.convertTo(f16, CV_16F);
+    weights.push_back({1, Mat(13, 2 * in, CV_8U, f16.data).clone(), Mat()});
+    for (Weight& w : weights)
+    {
+        w.bias.create(1, w.rows.rows, CV_32F);
+        rng.fill(w.bias, RNG::UNIFORM, -1.f, 1.f);
+    }
+
+    const int threads = getNumThreads();
+    for (const bool withBias : {false, true})
+        for (int threadCount : {1, 2})
+            for (int tokens : {1, 7, 21, 40})
+            {
+                SCOPED_TRACE(cv::format("bias %d, %d threads, %d tokens", withBias, threadCount, tokens));
+                setNumThreads(threadCount);
+                Mat x(tokens, in, CV_32F);
+                rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
+                LayerParams lp;
+                lp.name = "qkv";
+                lp.type = "LLMMatMul";
+                std::vector<int> types, outs;
+                for (const Weight& w : weights)
+                {
+                    types.push_back(w.type);
+                    outs.push_back(w.rows.rows);
+                    lp.blobs.push_back(w.rows);
+                }
+                if (withBias)
+                    for (const Weight& w : weights)
+                        lp.blobs.push_back(w.bias);
+                lp.set("ggml_type", DictValue::arrayInt(types.data(), (int)types.size()));
+                lp.set("in_features", in);
+                lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
+                Net net;
+                net.addLayerToPrev(lp.name, lp.type, lp);
+                net.setInput(x);
+                std::vector<Mat> together;
+                net.forward(together, "qkv");  // all outputs of the layer
+                ASSERT_EQ(together.size(), weights.size());
+                for (size_t i = 0; i < weights.size(); i++)
+                {
+                    Mat alone = matmul(weights[i].rows, weights[i].type, in, weights[i].rows.rows, x, true);
+                    if (withBias)
+                        for (int r = 0; r < tokens; r++)
+                            alone.row(r) += weights[i].bias;
+                    ASSERT_EQ(together[i].size(), alone.size()) << "weight " << i;
+                    EXPECT_EQ(cv::norm(together[i], alone, NORM_INF), 0.0) << "weight " << i;
+                }
+            }
+    setNumThreads(threads);
 }
 
 // The run of llm_tests_without_avx2 must really be one without AVX2: OpenCV's dispatch

@@ -49,11 +49,13 @@ public:
     virtual void setExternalRows(const Mat& rows) = 0;
 };
 
-/** y = x W^T (+ b) with W in a ggml type (F32, F16, BF16, Q4_0 ... Q6_K), kept as stored.
+/** y = x W^T (+ b) with W in a ggml type (F32, F16, BF16, Q4_0 ... Q6_K), kept as stored; or
+    y_i = x W_i^T (+ b_i) for several weights of one input (one output each, computed together).
 
-    Input: T x in_features. Output: T x out_features. blobs[0]: W's raw rows (out_features x
-    row bytes, CV_8U); blobs[1] (optional): bias, float32. Parameters: `ggml_type`,
-    `in_features`, `out_features`, `gemv_max_rows` (up to this many tokens, each token's row
+    Input: T x in_features. Output i: T x out_features[i]. blobs[i]: W_i's raw rows
+    (out_features[i] x row bytes, CV_8U), then optionally one float32 bias per weight.
+    Parameters: `ggml_type` and `out_features` (one value per weight), `in_features`,
+    `gemv_max_rows` (up to this many tokens, each token's row
     is computed on its own, so results do not depend on the batch; default 32), `integer_dot`
     (on that path, quantize activations to 8 bits for integer dot products where a kernel
     exists; default true; false keeps the exact float path).

@@ -237,23 +237,58 @@ private:
 
     Pin matmul(const std::string& name, const std::string& prefix, int in, int out, Pin x)
     {
-        const std::string w = prefix + ".weight", b = prefix + ".bias";
-        const Mat bias = f_.findTensor(b) ? vectorF32(b, out) : Mat();
-        return matmulRows(name, tensor(w).type, weight(w, in, out), in, out, bias, x);
+        return matmuls(name, {prefix}, {out}, in, x)[0];
     }
 
-    //! x W^T (+ bias) with `rows` (out of them, mapped from the file) of a weight of type `type`.
-    Pin matmulRows(const std::string& name, GGMLType type, const Mat& rows, int in, int out, const Mat& bias, Pin x)
+    //! A weight of a projection: its type, its rows (mapped from the file) and bias (or empty).
+    struct Projection
+    {
+        GGMLType type;
+        Mat rows, bias;
+    };
+
+    //! The projections of x onto several weights (q, k, v; gate, up) as one LLMMatMul layer,
+    //! which computes them in one parallel section: one output pin per weight.
+    std::vector<Pin> projections(const std::string& name, const std::vector<Projection>& weights, int in, Pin x)
     {
         LayerParams lp = params(name, "LLMMatMul");
-        lp.set("ggml_type", (int)type);
+        std::vector<int> types, outs;
+        bool anyBias = false;
+        for (const Projection& w : weights)
+        {
+            types.push_back((int)w.type);
+            outs.push_back(w.rows.rows);
+            lp.blobs.push_back(w.rows);
+            anyBias = anyBias || !w.bias.empty();
+        }
+        // Biases for all weights or none (a missing one is zeros: adding them changes nothing).
+        for (const Projection& w : weights)
+            if (anyBias)
+                lp.blobs.push_back(w.bias.empty() ? Mat::zeros(1, w.rows.rows, CV_32F) : w.bias);
+        lp.set("ggml_type", DictValue::arrayInt(types.data(), (int)types.size()));
         lp.set("in_features", in);
-        lp.set("out_features", out);
+        lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
         lp.set("integer_dot", integerDot_);
-        lp.blobs.push_back(rows);
-        if (!bias.empty())
-            lp.blobs.push_back(bias);
-        return add(lp, {x});
+        const Pin layer = add(lp, {x});
+        std::vector<Pin> pins;
+        for (size_t i = 0; i < weights.size(); i++)
+            pins.push_back(Pin{layer.layer, (int)i});
+        return pins;
+    }
+
+    //! The projections of x onto the weights named by `prefixes` (prefix.weight and an optional
+    //! prefix.bias each, `outs` rows) as one layer named `name`.
+    std::vector<Pin> matmuls(const std::string& name, const std::vector<std::string>& prefixes,
+                             const std::vector<int>& outs, int in, Pin x)
+    {
+        std::vector<Projection> weights;
+        for (size_t i = 0; i < prefixes.size(); i++)
+        {
+            const std::string w = prefixes[i] + ".weight", b = prefixes[i] + ".bias";
+            weights.push_back(Projection{tensor(w).type, weight(w, in, outs[i]),
+                                         f_.findTensor(b) ? vectorF32(b, outs[i]) : Mat()});
+        }
+        return projections(name, weights, in, x);
     }
 
     Pin elementwise(const std::string& name, const char* operation, const std::vector<Pin>& inputs)
@@ -361,9 +396,9 @@ private:
         const int qWidth = hp_.nHead * hp_.headDim, kvWidth = hp_.nKV * hp_.headDim;
 
         Pin h = hp_.info->preNorms ? rmsNorm(p + "attn_norm", p + "attn_norm.weight", x) : x;
-        Pin q = matmul(p + "attn_q", p + "attn_q", hp_.nEmbd, qWidth, h);
-        Pin k = matmul(p + "attn_k", p + "attn_k", hp_.nEmbd, kvWidth, h);
-        Pin v = matmul(p + "attn_v", p + "attn_v", hp_.nEmbd, kvWidth, h);
+        const std::vector<Pin> qkv = matmuls(p + "attn_qkv", {p + "attn_q", p + "attn_k", p + "attn_v"},
+                                             {qWidth, kvWidth, kvWidth}, hp_.nEmbd, h);
+        Pin q = qkv[0], k = qkv[1], v = qkv[2];
         if (hp_.info->qkNorm == QKNorm::PerHead)
         {
             q = headNorm(p + "attn_q_norm", q);
@@ -384,8 +419,9 @@ private:
         x = residual(p + "attn_residual", x, o);
 
         h = hp_.info->preNorms ? rmsNorm(p + "ffn_norm", p + "ffn_norm.weight", x) : x;
-        Pin gate = matmul(p + "ffn_gate", p + "ffn_gate", hp_.nEmbd, hp_.nFF, h);
-        Pin up = matmul(p + "ffn_up", p + "ffn_up", hp_.nEmbd, hp_.nFF, h);
+        const std::vector<Pin> gateUp = matmuls(p + "ffn_gate_up", {p + "ffn_gate", p + "ffn_up"}, {hp_.nFF, hp_.nFF},
+                                                hp_.nEmbd, h);
+        Pin gate = gateUp[0], up = gateUp[1];
         // GELU as llama.cpp's CPU backend computes it (ggml_geglu: half-precision table)
         Pin m = hp_.info->gelu ? elementwise(p + "ffn_geglu", "geglu_f16", {gate, up})
                             : elementwise(p + "ffn_swiglu", "swiglu", {gate, up});
@@ -403,7 +439,7 @@ private:
     // (readPhi3HyperParameters); ffn_up holds 2 x feed_forward_length rows, gate first:
     // ffn = down(silu(x W_up[0:n_ff]^T) * (x W_up[n_ff:2 n_ff]^T)) (llama.cpp's LLM_FFN_SWIGLU on
     // the whole up projection: ggml_swiglu applies silu to the first half). The two halves are
-    // two matmuls over the mapped rows, no copy.
+    // two weights of one matmul layer over the mapped rows, no copy.
     Pin phi3Block(int i, Pin x)
     {
         const std::string p = format("blk.%d.", i);
@@ -414,9 +450,8 @@ private:
         if (f_.findTensor(p + "attn_qkv.weight"))
             qkv.push_back(matmul(p + "attn_qkv", p + "attn_qkv", hp_.nEmbd, qWidth + 2 * kvWidth, h));
         else
-            qkv = {matmul(p + "attn_q", p + "attn_q", hp_.nEmbd, qWidth, h),
-                   matmul(p + "attn_k", p + "attn_k", hp_.nEmbd, kvWidth, h),
-                   matmul(p + "attn_v", p + "attn_v", hp_.nEmbd, kvWidth, h)};
+            qkv = matmuls(p + "attn_qkv", {p + "attn_q", p + "attn_k", p + "attn_v"}, {qWidth, kvWidth, kvWidth},
+                          hp_.nEmbd, h);
 
         Pin a = attention(p + "attn", i, qkv);
         Pin o = matmul(p + "attn_output", p + "attn_output", qWidth, hp_.nEmbd, a);
@@ -426,9 +461,10 @@ private:
         const std::string up = p + "ffn_up.weight";
         const Mat upGate = weight(up, hp_.nEmbd, 2 * hp_.nFF);
         const GGMLType type = tensor(up).type;
-        Pin gate = matmulRows(p + "ffn_up_gate_half", type, upGate.rowRange(0, hp_.nFF), hp_.nEmbd, hp_.nFF, Mat(), h);
-        Pin upHalf = matmulRows(p + "ffn_up_up_half", type, upGate.rowRange(hp_.nFF, 2 * hp_.nFF), hp_.nEmbd, hp_.nFF, Mat(), h);
-        Pin m = elementwise(p + "ffn_swiglu", "swiglu", {gate, upHalf});
+        const std::vector<Pin> halves = projections(p + "ffn_up", {Projection{type, upGate.rowRange(0, hp_.nFF), Mat()},
+                                                                   Projection{type, upGate.rowRange(hp_.nFF, 2 * hp_.nFF), Mat()}},
+                                                    hp_.nEmbd, h);
+        Pin m = elementwise(p + "ffn_swiglu", "swiglu", halves);
         Pin d = matmul(p + "ffn_down", p + "ffn_down", hp_.nFF, hp_.nEmbd, m);
         return residual(p + "ffn_residual", x, d);
     }

@@ -16,6 +16,11 @@
 // rows are: a sequence gets the same logits alone or in a batch. Beyond (prefill), tiles of
 // weight rows are decoded to float once (F32 rows are used in place) and multiplied with all
 // tokens by Eigen's GEMM (kernels/float_gemm.hpp).
+//
+// One layer may hold several weights of the same input (a block's q, k and v, or its gate and
+// up projections), one output each: they share one quantization of the input and one parallel
+// section, whose stripes run over all their rows. A parallel section costs its threads a wake-up
+// and a wait at its end, about 20 us on 2 threads (doc/performance.md, issue 18).
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
@@ -38,6 +43,26 @@ struct QuantizedActivations
     std::vector<float> d;
     std::vector<int> sums;
 };
+
+// One weight of the layer and its output: rows in a ggml type, repacked for the integer kernels.
+struct Projection
+{
+    llm::GGMLType type = llm::GGML_F32;
+    const llm::WeightTypeTraits* traits = nullptr;  // the type's row of the weight-type table
+    int out = 0;
+    bool integerDot = false;  // 8-bit activations and integer dot products on the GEMV path
+    Mat weights;              // the raw rows (mapped from the file)
+    Mat bias;                 // float32, or empty
+    int groups = 0;           // groups of 8 rows in `interleaved` (kernels/interleaved_weights.hpp)
+    Mat interleaved;
+
+    // Work units of the integer path: the groups of 8 interleaved rows, in pairs where the type
+    // has a two-group kernel (a stripe never splits a pair: a lone group takes the slower
+    // one-group kernel), then the remaining rows one by one.
+    int groupsPerUnit() const { return traits->dotQ8Interleaved16 ? 2 : 1; }
+    int groupUnits() const { return (groups + groupsPerUnit() - 1) / groupsPerUnit(); }
+    int integerUnits() const { return groupUnits() + (out - 8 * groups); }
+};
 } // namespace
 
 class LLMMatMulLayerImpl CV_FINAL : public LLMMatMulLayer
@@ -46,35 +71,46 @@ public:
     explicit LLMMatMulLayerImpl(const LayerParams& params)
     {
         setParamsFrom(params);
-        type_ = (llm::GGMLType)params.get<int>("ggml_type");
         in_ = params.get<int>("in_features");
-        out_ = params.get<int>("out_features");
         gemvMaxRows_ = params.get<int>("gemv_max_rows", 32);
-        traits_ = &llm::weightTypeTraits(type_);
-        integerDot_ = params.get<bool>("integer_dot", true) && traits_->integerDot();
         CV_CheckGT(in_, 0, "LLMMatMul: in_features must be positive");
-        CV_CheckGT(out_, 0, "LLMMatMul: out_features must be positive");
-        CV_Check(type_, traits_->computable, "LLMMatMul: unsupported ggml type");
-        CV_Check(blobs.size(), blobs.size() == 1 || blobs.size() == 2, "LLMMatMul: expects weights and an optional bias");
-        CV_CheckEQ(blobs[0].rows, out_, "LLMMatMul: weight rows != out_features");
-        CV_CheckEQ((size_t)blobs[0].cols, llm::ggmlRowBytes(type_, in_), "LLMMatMul: weight row size mismatch");
-        CV_Assert(blobs[0].isContinuous() || blobs[0].rows == 1 || blobs[0].step[0] == (size_t)blobs[0].cols);
-        if (blobs.size() == 2)
+        const DictValue types = params.get("ggml_type"), outs = params.get("out_features");
+        const int n = outs.size();
+        CV_Check(n, n >= 1 && types.size() == n, "LLMMatMul: ggml_type and out_features need one value per weight");
+        CV_Check(blobs.size(), blobs.size() == (size_t)n || blobs.size() == (size_t)2 * n,
+                 "LLMMatMul: expects the weights, then optionally one bias per weight");
+        parts_.resize(n);
+        for (int i = 0; i < n; i++)
         {
-            CV_CheckTypeEQ(blobs[1].type(), CV_32F, "LLMMatMul: bias must be float32");
-            CV_CheckEQ(blobs[1].total(), (size_t)out_, "LLMMatMul: bias length != out_features");
-        }
-        // The integer kernel runs fastest on groups of 8 rows interleaved (repacked once, here);
-        // the last out_features % 8 rows keep the row kernels.
-        if (integerDot_ && traits_->interleaved)
-        {
-            groups_ = out_ / 8;
-            if (groups_ > 0)
+            Projection& p = parts_[i];
+            p.type = (llm::GGMLType)types.get<int>(i);
+            p.traits = &llm::weightTypeTraits(p.type);
+            p.out = outs.get<int>(i);
+            p.integerDot = params.get<bool>("integer_dot", true) && p.traits->integerDot();
+            p.weights = blobs[i];
+            CV_CheckGT(p.out, 0, "LLMMatMul: out_features must be positive");
+            CV_Check(p.type, p.traits->computable, "LLMMatMul: unsupported ggml type");
+            CV_CheckEQ(p.weights.rows, p.out, "LLMMatMul: weight rows != out_features");
+            CV_CheckEQ((size_t)p.weights.cols, llm::ggmlRowBytes(p.type, in_), "LLMMatMul: weight row size mismatch");
+            CV_Assert(p.weights.isContinuous() || p.weights.rows == 1 || p.weights.step[0] == (size_t)p.weights.cols);
+            if (blobs.size() == (size_t)2 * n)
             {
-                interleaved_ = llm::interleaveRows8(*traits_->interleaved, blobs[0].ptr(), blobs[0].step[0],
-                                                    groups_, in_);
-                // Only the last rows are read from the file's pages from now on.
-                llm::releaseMappedPages(blobs[0], blobs[0].ptr(), (size_t)8 * groups_ * blobs[0].step[0]);
+                p.bias = blobs[n + i];
+                CV_CheckTypeEQ(p.bias.type(), CV_32F, "LLMMatMul: bias must be float32");
+                CV_CheckEQ(p.bias.total(), (size_t)p.out, "LLMMatMul: bias length != out_features");
+            }
+            // The integer kernel runs fastest on groups of 8 rows interleaved (repacked once,
+            // here); the last out_features % 8 rows keep the row kernels.
+            if (p.integerDot && p.traits->interleaved)
+            {
+                p.groups = p.out / 8;
+                if (p.groups > 0)
+                {
+                    p.interleaved = llm::interleaveRows8(*p.traits->interleaved, p.weights.ptr(), p.weights.step[0],
+                                                         p.groups, in_);
+                    // Only the last rows are read from the file's pages from now on.
+                    llm::releaseMappedPages(p.weights, p.weights.ptr(), (size_t)8 * p.groups * p.weights.step[0]);
+                }
             }
         }
     }
@@ -93,7 +129,9 @@ public:
         CV_CheckEQ(x.back(), in_, "LLMMatMul: the input's last dimension != in_features");
         const int rows = (int)(total(x) / in_);
         CV_CheckGT(rows, 0, "LLMMatMul: empty input");
-        outputs.assign(1, MatShape{rows, out_});
+        outputs.clear();
+        for (const Projection& p : parts_)
+            outputs.push_back(MatShape{rows, p.out});
         return false;
     }
 
@@ -107,18 +145,22 @@ public:
         run.self = this;
         run.rows = (int)(x.total() / in_);
         run.x = x.ptr<float>();
-        run.y = outputs_arr.getMatRef(0).ptr<float>();
-        run.bias = blobs.size() > 1 ? blobs[1].ptr<float>() : nullptr;
-        run.w = blobs[0].ptr();
-        run.rowBytes = blobs[0].cols;
+        run.outputs = &outputs_arr;
         // Work is split into stripes of output rows (or tiles), each with its own scratch kept
         // by the layer: several stripes per thread balance the threads, and nothing is allocated
         // per call once the scratch has grown. The lambdas capture one reference, small enough
         // for std::function not to allocate either.
         const int threads = std::max(1, getNumThreads());
-        // Types whose integer kernel shares the weight unpacking between rows take it for any
-        // row count: faster than decoding tiles to float for a GEMM, and batch-independent.
-        if (integerDot_ && (run.rows <= gemvMaxRows_ || groups_ > 0 || traits_->dotQ8Tile))
+        // The weights on the integer path (most often all of them) share one quantization of x
+        // and one parallel section, whose stripes run over all their units.
+        bool tiles = false;
+        for (const Projection& p : parts_)
+            if (run.onIntegerPath(p))
+            {
+                run.integerUnits += p.integerUnits();
+                tiles = tiles || (p.traits->dotQ8InterleavedAmx && p.groups >= 2);
+            }
+        if (run.integerUnits > 0)
         {
             const int blocks = in_ / 32;
             // The calling thread's scratch, shared by all matmul layers (they run one after
@@ -137,7 +179,7 @@ public:
             // The tile kernels read the activations regrouped by block: once here for all stripes
             // (one row is its own regrouping).
             run.xqByBlock = run.xq;
-            if (traits_->dotQ8InterleavedAmx && groups_ >= 2 && run.rows > 1)
+            if (tiles && run.rows > 1)
             {
                 act.qByBlock.resize(act.q.size());
                 llm::activationsByBlockForTiles(run.xq, run.rows, blocks, act.qByBlock.data());
@@ -149,29 +191,35 @@ public:
             // so that a stripe's weights stay in the L2 cache from pass to pass (Q4_0 pp512 with
             // 4: -5%).
             const int stripesPerThread = run.rows > 16 ? 16 : 4;
-            run.stripes = std::min(run.integerUnits(), threads * stripesPerThread);
+            run.stripes = std::min(run.integerUnits, threads * stripesPerThread);
             parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.integerGemv(r); }, run.stripes);
         }
-        else if (run.rows <= gemvMaxRows_)
+        for (run.part = 0; run.part < (int)parts_.size(); run.part++)
         {
-            run.stripes = std::min(out_, threads * 16);
-            const size_t perStripe = type_ == llm::GGML_F32 ? 0 : (size_t)in_;
-            if (scratch_.size() < run.stripes * perStripe)
-                scratch_.resize(run.stripes * perStripe);
-            run.scratch = scratch_.data();
-            parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.floatGemv(r); }, run.stripes);
-        }
-        else
-        {
-            // Prefill: decode a tile of weight rows to float once, then a GEMM of all tokens
-            // against it (one thread per tile).
-            run.tileRows = std::max(8, std::min(64, (1 << 17) / in_));
-            run.tiles = (out_ + run.tileRows - 1) / run.tileRows;
-            run.stripes = std::min(run.tiles, threads * 4);
-            if (scratch_.size() < (size_t)run.stripes * run.tileRows * in_)
-                scratch_.resize((size_t)run.stripes * run.tileRows * in_);
-            run.scratch = scratch_.data();
-            parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.gemm(r); }, run.stripes);
+            const Projection& p = parts_[run.part];
+            if (run.onIntegerPath(p))
+                continue;
+            if (run.rows <= gemvMaxRows_)
+            {
+                run.stripes = std::min(p.out, threads * 16);
+                const size_t perStripe = p.type == llm::GGML_F32 ? 0 : (size_t)in_;
+                if (scratch_.size() < run.stripes * perStripe)
+                    scratch_.resize(run.stripes * perStripe);
+                run.scratch = scratch_.data();
+                parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.floatGemv(r); }, run.stripes);
+            }
+            else
+            {
+                // Prefill: decode a tile of weight rows to float once, then a GEMM of all tokens
+                // against it (one thread per tile).
+                run.tileRows = std::max(8, std::min(64, (1 << 17) / in_));
+                run.tiles = (p.out + run.tileRows - 1) / run.tileRows;
+                run.stripes = std::min(run.tiles, threads * 4);
+                if (scratch_.size() < (size_t)run.stripes * run.tileRows * in_)
+                    scratch_.resize((size_t)run.stripes * run.tileRows * in_);
+                run.scratch = scratch_.data();
+                parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.gemm(r); }, run.stripes);
+            }
         }
     }
 
@@ -182,10 +230,9 @@ private:
         const LLMMatMulLayerImpl* self;
         int rows;
         const float* x;
-        float* y;
-        const float* bias;
-        const uchar* w;
-        size_t rowBytes;
+        const _OutputArray* outputs;  // one Mat per projection
+        int integerUnits = 0;   // all units of the projections on the integer path
+        int part = 0;           // the float paths: the projection they compute
         int stripes = 1, tileRows = 0, tiles = 0;
         float* scratch = nullptr;
         // The integer path's activations (QuantizedActivations), and q regrouped for the tiles.
@@ -198,71 +245,92 @@ private:
 
         int stripeBegin(int s, int n) const { return (int)((int64)n * s / stripes); }
 
-        // Work units: the groups of 8 interleaved rows, in pairs where the type has a two-group
-        // kernel (a stripe never splits a pair: a lone group takes the slower one-group kernel),
-        // then the remaining rows one by one.
-        int groupsPerUnit() const { return self->traits_->dotQ8Interleaved16 ? 2 : 1; }
-        int groupUnits() const { return (self->groups_ + groupsPerUnit() - 1) / groupsPerUnit(); }
-        int integerUnits() const { return groupUnits() + (self->out_ - 8 * self->groups_); }
+        // Types whose integer kernel shares the weight unpacking between rows take it for any
+        // row count: faster than decoding tiles to float for a GEMM, and batch-independent.
+        bool onIntegerPath(const Projection& p) const
+        {
+            return p.integerDot && (rows <= self->gemvMaxRows_ || p.groups > 0 || p.traits->dotQ8Tile);
+        }
 
+        // Stripe s covers units [s n / stripes, (s + 1) n / stripes) of the integer-path
+        // projections' units, counted in the projections' order.
         void integerGemv(const Range& r) const
         {
-            const int blocks = self->in_ / 32, out = self->out_, groups = self->groups_;
-            const llm::WeightTypeTraits& traits = *self->traits_;
-            const size_t groupBytes = self->interleaved_.step[0];
-            // Where the CPU has AMX tiles, one call takes the stripe's pairs of groups.
-            const bool tiles = traits.dotQ8InterleavedAmx != nullptr;
             for (int s = r.start; s < r.end; s++)
             {
-                const int begin = stripeBegin(s, integerUnits()), end = stripeBegin(s + 1, integerUnits());
-                const int units = groupUnits(), perUnit = groupsPerUnit();
-                const int groupEnd = std::min(std::min(end, units) * perUnit, groups);
-                int g = std::min(begin, units) * perUnit;
-                if (tiles && groupEnd - g >= 2)
+                const int begin = stripeBegin(s, integerUnits), end = stripeBegin(s + 1, integerUnits);
+                int first = 0;  // the projection's first unit
+                for (size_t i = 0; i < self->parts_.size() && first < end; i++)
                 {
-                    const int pairs = (groupEnd - g) / 2;
-                    traits.dotQ8InterleavedAmx(self->interleaved_.ptr<uchar>(g), groupBytes, pairs, xq, xqByBlock, xd,
-                                               xs, blocks, rows, y + 8 * g, out);
-                    addBias(8 * g, 16 * pairs);
-                    g += 2 * pairs;
+                    const Projection& p = self->parts_[i];
+                    if (!onIntegerPath(p))
+                        continue;
+                    const int units = p.integerUnits();
+                    if (begin < first + units)
+                        integerUnitsOf(p, outputs->getMatRef((int)i).ptr<float>(), std::max(begin - first, 0),
+                                       std::min(end - first, units));
+                    first += units;
                 }
-                while (g < groupEnd)
-                {
-                    // Two groups at once where the CPU has a kernel for it (same results).
-                    const int pair = traits.dotQ8Interleaved16 && g + 1 < groupEnd ? 2 : 1;
-                    if (pair == 2)
-                        traits.dotQ8Interleaved16(self->interleaved_.ptr<uchar>(g), groupBytes, xq, xd, xs, blocks, rows,
-                                                  y + 8 * g, out);
-                    else
-                        traits.dotQ8Interleaved8(self->interleaved_.ptr<uchar>(g), xq, xd, xs, blocks, rows, y + 8 * g, out);
-                    addBias(8 * g, 8 * pair);
-                    g += pair;
-                }
-                rowGemv(8 * groups + std::max(begin - units, 0), 8 * groups + std::max(end - units, 0));
             }
         }
 
-        // Output rows [first, first + count) of every token get their bias.
-        void addBias(int first, int count) const
+        // Units [begin, end) of projection p into y.
+        void integerUnitsOf(const Projection& p, float* y, int begin, int end) const
         {
-            if (!bias)
+            const int blocks = self->in_ / 32;
+            const llm::WeightTypeTraits& traits = *p.traits;
+            const size_t groupBytes = p.interleaved.step[0];
+            const int units = p.groupUnits(), perUnit = p.groupsPerUnit();
+            const int groupEnd = std::min(std::min(end, units) * perUnit, p.groups);
+            int g = std::min(begin, units) * perUnit;
+            // Where the CPU has AMX tiles, one call takes the stripe's pairs of groups.
+            if (traits.dotQ8InterleavedAmx && groupEnd - g >= 2)
+            {
+                const int pairs = (groupEnd - g) / 2;
+                traits.dotQ8InterleavedAmx(p.interleaved.ptr<uchar>(g), groupBytes, pairs, xq, xqByBlock, xd, xs, blocks,
+                                           rows, y + 8 * g, p.out);
+                addBias(p, y, 8 * g, 16 * pairs);
+                g += 2 * pairs;
+            }
+            while (g < groupEnd)
+            {
+                // Two groups at once where the CPU has a kernel for it (same results).
+                const int pair = traits.dotQ8Interleaved16 && g + 1 < groupEnd ? 2 : 1;
+                if (pair == 2)
+                    traits.dotQ8Interleaved16(p.interleaved.ptr<uchar>(g), groupBytes, xq, xd, xs, blocks, rows, y + 8 * g,
+                                              p.out);
+                else
+                    traits.dotQ8Interleaved8(p.interleaved.ptr<uchar>(g), xq, xd, xs, blocks, rows, y + 8 * g, p.out);
+                addBias(p, y, 8 * g, 8 * pair);
+                g += pair;
+            }
+            rowGemv(p, y, 8 * p.groups + std::max(begin - units, 0), 8 * p.groups + std::max(end - units, 0));
+        }
+
+        // Output rows [first, first + count) of every token get their bias.
+        void addBias(const Projection& p, float* y, int first, int count) const
+        {
+            if (p.bias.empty())
                 return;
+            const float* bias = p.bias.ptr<float>();
             for (int t = 0; t < rows; t++)
                 for (int j = first; j < first + count; j++)
-                    y[(size_t)t * self->out_ + j] += bias[j];
+                    y[(size_t)t * p.out + j] += bias[j];
         }
 
         // Output rows [begin, end) with the row kernels (two weight rows at a time where the
         // type has a multi-row tile, which shares the activation loads).
-        void rowGemv(int begin, int end) const
+        void rowGemv(const Projection& p, float* y, int begin, int end) const
         {
-            const int in = self->in_, out = self->out_, blocks = in / 32;
-            const llm::WeightTypeTraits& traits = *self->traits_;
+            const int in = self->in_, blocks = in / 32;
+            const llm::WeightTypeTraits& traits = *p.traits;
+            const float* bias = p.bias.empty() ? nullptr : p.bias.ptr<float>();
+            const size_t rowBytes = p.weights.cols;
             const int step = traits.dotQ8Tile ? 2 : 1;
             for (int n = begin; n < end; n += step)
             {
                 const int wRows = std::min(step, end - n);
-                const uchar* src = w + (size_t)n * rowBytes;
+                const uchar* src = p.weights.ptr() + (size_t)n * rowBytes;
                 float dots[2][kRowsPerCall];
                 for (int t0 = 0; t0 < rows; t0 += kRowsPerCall)
                 {
@@ -280,7 +348,7 @@ private:
                     {
                         const float b = bias ? bias[n + i] : 0.f;
                         for (int t = 0; t < count; t++)
-                            y[(size_t)(t0 + t) * out + n + i] = dots[i][t] + b;
+                            y[(size_t)(t0 + t) * p.out + n + i] = dots[i][t] + b;
                     }
                 }
             }
@@ -288,26 +356,30 @@ private:
 
         void floatGemv(const Range& r) const
         {
-            const int in = self->in_, out = self->out_;
+            const Projection& p = self->parts_[part];
+            const int in = self->in_, out = p.out;
+            const size_t rowBytes = p.weights.cols;
+            const float* bias = p.bias.empty() ? nullptr : p.bias.ptr<float>();
+            float* y = outputs->getMatRef(part).ptr<float>();
             for (int s = r.start; s < r.end; s++)
             {
                 float* rowBuf = scratch + (size_t)s * in;
                 for (int n = stripeBegin(s, out); n < stripeBegin(s + 1, out); n++)
                 {
-                    const uchar* src = w + (size_t)n * rowBytes;
+                    const uchar* src = p.weights.ptr() + (size_t)n * rowBytes;
                     const float b = bias ? bias[n] : 0.f;
-                    if (self->traits_->dotF32)  // F16 / BF16: decoded on the fly
+                    if (p.traits->dotF32)  // F16 / BF16: decoded on the fly
                     {
                         for (int t = 0; t < rows; t++)
-                            y[(size_t)t * out + n] = self->traits_->dotF32(src, x + (size_t)t * in, in) + b;
+                            y[(size_t)t * out + n] = p.traits->dotF32(src, x + (size_t)t * in, in) + b;
                         continue;
                     }
                     const float* wr;
-                    if (self->type_ == llm::GGML_F32)
+                    if (p.type == llm::GGML_F32)
                         wr = reinterpret_cast<const float*>(src);
                     else
                     {
-                        self->traits_->decodeRow(src, rowBuf, in);
+                        p.traits->decodeRow(src, rowBuf, in);
                         wr = rowBuf;
                     }
                     for (int t = 0; t < rows; t++)
@@ -318,7 +390,11 @@ private:
 
         void gemm(const Range& r) const
         {
-            const int in = self->in_, out = self->out_;
+            const Projection& p = self->parts_[part];
+            const int in = self->in_, out = p.out;
+            const size_t rowBytes = p.weights.cols;
+            const float* bias = p.bias.empty() ? nullptr : p.bias.ptr<float>();
+            float* y = outputs->getMatRef(part).ptr<float>();
             for (int s = r.start; s < r.end; s++)
             {
                 float* tile = scratch + (size_t)s * tileRows * in;
@@ -326,11 +402,11 @@ private:
                 {
                     const int n0 = k * tileRows, n1 = std::min(out, n0 + tileRows);
                     const float* rowsOfTile = tile;
-                    if (self->type_ == llm::GGML_F32)
-                        rowsOfTile = reinterpret_cast<const float*>(w + (size_t)n0 * rowBytes);
+                    if (p.type == llm::GGML_F32)
+                        rowsOfTile = reinterpret_cast<const float*>(p.weights.ptr() + (size_t)n0 * rowBytes);
                     else
                         for (int n = n0; n < n1; n++)
-                            self->traits_->decodeRow(w + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
+                            p.traits->decodeRow(p.weights.ptr() + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
                     llm::gemmTokensByWeightRows(x, in, rows, in, rowsOfTile, in, n1 - n0, y + n0, out);
                     if (bias)
                         for (int t = 0; t < rows; t++)
@@ -341,14 +417,10 @@ private:
         }
     };
 
-    llm::GGMLType type_;
-    const llm::WeightTypeTraits* traits_;  // the type's row of the weight-type table
-    int in_, out_;
+    int in_;
     int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles
-    bool integerDot_;   // 8-bit activations and integer dot products on the GEMV path
+    std::vector<Projection> parts_;
     std::vector<float> scratch_;  // per stripe: a decoded weight row (GEMV) or tile (GEMM)
-    int groups_ = 0;              // groups of 8 rows in interleaved_ (kernels/interleaved_weights.hpp)
-    Mat interleaved_;
 };
 
 Ptr<LLMMatMulLayer> LLMMatMulLayer::create(const LayerParams& params)
