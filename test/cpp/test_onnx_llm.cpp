@@ -382,6 +382,25 @@ TEST(ONNXLanguageModels, tokenIdsWithoutTokenizerJson)
     }
 }
 
+// The builder's q / k / v and gate / up MatMulNBits read one input each: they become one
+// LLMMatMul with an output per node (one parallel section), whose results the ONNX Runtime
+// comparisons above check: 2 blocks x (q|k|v, o, gate|up, down) + the LM head = 9 layers, not 15.
+TEST(ONNXLanguageModels, matMulNBitsOfOneInputShareALayer)
+{
+    Net net = readNet(syntheticModel(syntheticReference("gqa_rotary_q4_b32_zp_acc4")));
+    int matmuls = 0, outputs = 0;
+    for (const String& name : net.getLayerNames())
+    {
+        Ptr<Layer> layer = net.getLayer(name);
+        if (layer->type != "LLMMatMul")
+            continue;
+        matmuls++;
+        outputs += (int)layer->blobs.size();  // one weight per output (no biases here)
+    }
+    EXPECT_EQ(matmuls, 9);
+    EXPECT_EQ(outputs, 15);
+}
+
 TEST(ONNXLanguageModels, readNetFromONNXAndPlainForwardAgree)
 {
     const OrtReference ref = readOrtReference(llm_test::projectRoot() + "/test/data/oracle/onnx/gqa_rotary_fp32.ort.json");

@@ -52,6 +52,7 @@ Net ONNXNetBuilder::build()
     defineGraphInputs(g);
     const std::string logits = logitsName(g);
     graph_ = analyzeDecoderGraph(f_, logits);
+    groupMatMulNBits();
     for (int i : graph_.order)
         importNode(g.node(i));
     if (!values_.count(logits))
@@ -494,48 +495,93 @@ void ONNXNetBuilder::importGemm(const NodeProto& n)
     values_.at(n.output(0)).flatRows = v.flatRows;
 }
 
-void ONNXNetBuilder::importMatMulNBits(const NodeProto& n)
+void ONNXNetBuilder::groupMatMulNBits()
 {
-    MatMulNBitsWeights q;
-    q.in = intAttribute(n, "K", -1);
-    q.out = intAttribute(n, "N", -1);
-    q.bits = intAttribute(n, "bits", 4);
-    q.blockSize = intAttribute(n, "block_size", -1);
-    if (width(n, 0) != q.in)
-        failNode(n, format("attribute K = %d, the input has %d features", q.in, width(n, 0)));
-    q.packed = &constantInput(n, 1);
-    q.scales = &constantInput(n, 2);
-    if (hasInput(n, 3))
-        q.zeroPoints = &constantInput(n, 3);
-    if (hasInput(n, 4))
-        failNode(n, "g_idx (act-order) is not supported");
-    Mat bias;
-    if (hasInput(n, 5))
+    const opencv_onnx::GraphProto& g = f_.graph();
+    std::map<std::string, const NodeProto*> firstOf;  // input|K|accuracy level -> first node
+    for (int i : graph_.order)
     {
-        bias = constantInput(n, 5).toFloat().reshape(1, 1);
-        if ((int)bias.total() != q.out)
-            failNode(n, format("bias has %zu values, N is %d", bias.total(), q.out));
+        const NodeProto& n = g.node(i);
+        // (the logits' matmul reads the logit rows added in front of it: a group of its own; a
+        // node whose weights come from other nodes may not be imported before its place)
+        if (n.op_type() != "MatMulNBits" || n.input_size() < 1 || &n == graph_.logitsProducer)
+            continue;
+        bool weightsInFile = true;
+        for (int i = 1; i < n.input_size(); i++)
+            weightsInFile = weightsInFile && (n.input(i).empty() || f_.findInitializer(n.input(i)));
+        if (!weightsInFile)
+            continue;
+        const bool integerInput = onnxIntAttribute(n, "accuracy_level", 0) == 4;
+        const std::string key = n.input(0) + "|" + std::to_string(intAttribute(n, "K", -1)) + (integerInput ? "|int8" : "|float");
+        auto first = firstOf.emplace(key, &n).first->second;
+        matmulNBitsGroups_[first].push_back(&n);
     }
-    ConvertedWeights w;
-    try
+}
+
+void ONNXNetBuilder::importMatMulNBits(const NodeProto& first)
+{
+    if (matmulNBitsImported_.count(&first))
+        return;
+    auto group = matmulNBitsGroups_.find(&first);
+    const std::vector<const NodeProto*> nodes = group != matmulNBitsGroups_.end() ? group->second
+                                                                                 : std::vector<const NodeProto*>{&first};
+    std::vector<int> types, outs;
+    std::vector<Mat> rows, biases;
+    for (const NodeProto* node : nodes)
     {
-        w = convertMatMulNBits(q);
+        const NodeProto& n = *node;
+        MatMulNBitsWeights q;
+        q.in = intAttribute(n, "K", -1);
+        q.out = intAttribute(n, "N", -1);
+        q.bits = intAttribute(n, "bits", 4);
+        q.blockSize = intAttribute(n, "block_size", -1);
+        if (width(n, 0) != q.in)
+            failNode(n, format("attribute K = %d, the input has %d features", q.in, width(n, 0)));
+        q.packed = &constantInput(n, 1);
+        q.scales = &constantInput(n, 2);
+        if (hasInput(n, 3))
+            q.zeroPoints = &constantInput(n, 3);
+        if (hasInput(n, 4))
+            failNode(n, "g_idx (act-order) is not supported");
+        Mat bias;
+        if (hasInput(n, 5))
+        {
+            bias = constantInput(n, 5).toFloat().reshape(1, 1);
+            if ((int)bias.total() != q.out)
+                failNode(n, format("bias has %zu values, N is %d", bias.total(), q.out));
+        }
+        ConvertedWeights w;
+        try
+        {
+            w = convertMatMulNBits(q);
+        }
+        catch (const cv::Exception& e)
+        {
+            failNode(n, e.err);
+        }
+        types.push_back((int)w.type);
+        outs.push_back(q.out);
+        rows.push_back(w.rows);
+        biases.push_back(bias);
     }
-    catch (const cv::Exception& e)
-    {
-        failNode(n, e.err);
-    }
-    LayerParams lp = params(n.name(), "LLMMatMul");
-    lp.set("ggml_type", (int)w.type);
-    lp.set("in_features", q.in);
-    lp.set("out_features", q.out);
+    LayerParams lp = params(first.name(), "LLMMatMul");
+    lp.set("ggml_type", DictValue::arrayInt(types.data(), (int)types.size()));
+    lp.set("in_features", width(first, 0));
+    lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
     // accuracy_level 4 lets the input be quantized to int8 (ONNX Runtime does so too): our
     // integer dot products. Lower levels ask for float inputs: the exact float path.
-    lp.set("integer_dot", integerDot_ && onnxIntAttribute(n, "accuracy_level", 0) == 4);
-    lp.blobs.push_back(w.rows);
-    if (!bias.empty())
-        lp.blobs.push_back(bias);
-    defineTensor(n, 0, add(lp, {matmulInput(n)}), q.out);
+    lp.set("integer_dot", integerDot_ && onnxIntAttribute(first, "accuracy_level", 0) == 4);
+    lp.blobs = rows;
+    // Biases for all nodes or none (a missing one is zeros: adding them changes nothing).
+    const bool anyBias = std::any_of(biases.begin(), biases.end(), [](const Mat& b) { return !b.empty(); });
+    for (size_t i = 0; anyBias && i < nodes.size(); i++)
+        lp.blobs.push_back(biases[i].empty() ? Mat::zeros(1, outs[i], CV_32F) : biases[i]);
+    const Pin layer = add(lp, {matmulInput(first)});
+    for (size_t i = 0; i < nodes.size(); i++)
+    {
+        defineTensor(*nodes[i], 0, Pin{layer.layer, (int)i}, outs[i]);
+        matmulNBitsImported_.insert(nodes[i]);
+    }
 }
 
 } // namespace onnx_import

@@ -271,6 +271,13 @@ private:
 
     void importMatMulNBits(const NodeProto& n);
 
+    /* MatMulNBits nodes that read one input with the same K and accuracy level (a block's q, k,
+       v; gate, up) become one LLMMatMul with an output per node, imported with the first of
+       them: one quantization of the input and one parallel section (llm_layers.hpp). */
+    void groupMatMulNBits();
+    std::map<const NodeProto*, std::vector<const NodeProto*>> matmulNBitsGroups_;  //!< first node -> all
+    std::set<const NodeProto*> matmulNBitsImported_;  //!< imported with the first of their group
+
     void importGemm(const NodeProto& n);
 
     void importBinary(const NodeProto& n);
