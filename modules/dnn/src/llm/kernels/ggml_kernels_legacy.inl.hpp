@@ -318,6 +318,18 @@ struct Q5Interleaved8
 };
 
 #if CV_AVX512_CLX
+// start[k] = kFloatMagicBits - (sums[k] << shift) for k < n (the weights' offset, 2^shift, times
+// the activations' block sums), in vectors.
+static inline void sumStarts(const int* sums, int n, int shift, int* start)
+{
+    for (int k = 0; k < n; k += 16)
+    {
+        const __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);
+        const __m512i x = _mm512_maskz_loadu_epi32(m, sums + k);
+        _mm512_mask_storeu_epi32(start + k, m, _mm512_sub_epi32(_mm512_set1_epi32(kFloatMagicBits), _mm512_slli_epi32(x, shift)));
+    }
+}
+
 // Q4_0 and Q8_0 on two consecutive interleaved groups at once: LegacyInterleaved8's per-lane
 // arithmetic (an exact integer dot per block, then one float multiply-add) on 512-bit vectors
 // whose halves are the two groups, so each instruction serves 16 weight rows: batched steps,
@@ -339,42 +351,52 @@ struct LegacyInterleaved16
             acc[r] = _mm512_setzero_ps();
         const Unit* a = reinterpret_cast<const Unit*>(group);
         const Unit* b = reinterpret_cast<const Unit*>(group + groupBytes);
-        for (int k = 0; k < blocks; k++, a++, b++)
+        // The sums start at kFloatMagic minus the unsigned weights' offset times sum x, so that
+        // their bits read as a float are 12582912 + the dot product: a subtraction converts
+        // them (exactly, as a conversion would) on any port, leaving port 0 to the dot-product
+        // instructions. Those starting values are computed in vectors for a run of blocks, then
+        // broadcast from memory: computed per block and row in general registers, they ran out
+        // of registers at 8 rows (spills, and moves between general and vector registers).
+        const int kRun = 64;
+        alignas(64) int start[R][kRun];
+        for (int k0 = 0; k0 < blocks; k0 += kRun)
         {
-            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
-            const __m512 ws = halfsPair(a->d, b->d);
-            // The sums start at kFloatMagic minus the unsigned weights' offset times sum x, so
-            // that their bits read as a float are 12582912 + the dot product: a subtraction
-            // converts them (exactly, as a conversion would) on any port, leaving port 0 to
-            // the dot-product instructions.
-            __m512i s32[R];
+            const int k1 = std::min(blocks, k0 + kRun);
             for (int r = 0; r < R; r++)
-                s32[r] = _mm512_set1_epi32(kFloatMagicBits - (q8 ? 128 : 8) * sums[r * blocks + k]);
-            if (q8)
-#pragma GCC unroll 8  // rolled, GCC copies the accumulators around each pass
-                for (int c = 0; c < 8; c++)
-                {
-                    const __m512i w = _mm512_xor_si512(chunkPair(a->qs[c], b->qs[c]), bias);
-                    for (int r = 0; r < R; r++)
-                        s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)k * 32 + 4 * c));
-                }
-            else
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; c++)
-                {
-                    const __m512i v = chunkPair(a->qs[c], b->qs[c]);
-                    const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-                    for (int r = 0; r < R; r++)
-                    {
-                        const signed char* x = q + r * qStride + (size_t)k * 32 + 4 * c;
-                        s32[r] = _mm512_dpbusd_epi32(s32[r], lo, broadcast4x16(x));
-                        s32[r] = _mm512_dpbusd_epi32(s32[r], hi, broadcast4x16(x + 16));
-                    }
-                }
-            for (int r = 0; r < R; r++)
+                sumStarts(sums + (size_t)r * blocks + k0, k1 - k0, q8 ? 7 : 3, start[r]);
+            for (int k = k0; k < k1; k++, a++, b++)
             {
-                const __m512 dot = _mm512_sub_ps(_mm512_castsi512_ps(s32[r]), _mm512_set1_ps(kFloatMagic));
-                acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(ws, _mm512_set1_ps(d[r * blocks + k])), acc[r]);
+                prefetchPairAhead(a, b, group + groupBytes, groupBytes);
+                const __m512 ws = halfsPair(a->d, b->d);
+                __m512i s32[R];
+                for (int r = 0; r < R; r++)
+                    s32[r] = _mm512_set1_epi32(start[r][k - k0]);
+                if (q8)
+#pragma GCC unroll 8  // rolled, GCC copies the accumulators around each pass
+                    for (int c = 0; c < 8; c++)
+                    {
+                        const __m512i w = _mm512_xor_si512(chunkPair(a->qs[c], b->qs[c]), bias);
+                        for (int r = 0; r < R; r++)
+                            s32[r] = _mm512_dpbusd_epi32(s32[r], w, broadcast4x16(q + r * qStride + (size_t)k * 32 + 4 * c));
+                    }
+                else
+#pragma GCC unroll 4
+                    for (int c = 0; c < 4; c++)
+                    {
+                        const __m512i v = chunkPair(a->qs[c], b->qs[c]);
+                        const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                        for (int r = 0; r < R; r++)
+                        {
+                            const signed char* x = q + r * qStride + (size_t)k * 32 + 4 * c;
+                            s32[r] = _mm512_dpbusd_epi32(s32[r], lo, broadcast4x16(x));
+                            s32[r] = _mm512_dpbusd_epi32(s32[r], hi, broadcast4x16(x + 16));
+                        }
+                    }
+                for (int r = 0; r < R; r++)
+                {
+                    const __m512 dot = _mm512_sub_ps(_mm512_castsi512_ps(s32[r]), _mm512_set1_ps(kFloatMagic));
+                    acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(ws, _mm512_set1_ps(d[r * blocks + k])), acc[r]);
+                }
             }
         }
         for (int r = 0; r < R; r++)
