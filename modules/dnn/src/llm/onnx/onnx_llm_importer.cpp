@@ -507,8 +507,8 @@ void ONNXNetBuilder::groupMatMulNBits()
         if (n.op_type() != "MatMulNBits" || n.input_size() < 1 || &n == graph_.logitsProducer)
             continue;
         bool weightsInFile = true;
-        for (int i = 1; i < n.input_size(); i++)
-            weightsInFile = weightsInFile && (n.input(i).empty() || f_.findInitializer(n.input(i)));
+        for (int input = 1; input < n.input_size(); input++)
+            weightsInFile = weightsInFile && (n.input(input).empty() || f_.findInitializer(n.input(input)));
         if (!weightsInFile)
             continue;
         const bool integerInput = onnxIntAttribute(n, "accuracy_level", 0) == 4;
