@@ -66,6 +66,35 @@ public:
     static Ptr<LLMMatMulLayer> create(const LayerParams& params);
 };
 
+//! One weight of an LLMMatMul layer: its ggml type, raw rows (CV_8U) and float32 bias (or empty).
+struct LLMMatMulWeight
+{
+    int type;
+    Mat rows, bias;
+};
+
+/** Sets an LLMMatMul layer's `ggml_type`, `out_features` and blobs for these weights, in order:
+    biases for all of them when any has one (zeros for a missing one: adding them changes
+    nothing). How the builders make a layer of several weights (inline: the fuzz targets compile
+    the builders against the library, whose own symbols are hidden). */
+inline void setLLMMatMulWeights(LayerParams& lp, const std::vector<LLMMatMulWeight>& weights)
+{
+    std::vector<int> types, outs;
+    bool anyBias = false;
+    lp.blobs.clear();
+    for (const LLMMatMulWeight& w : weights)
+    {
+        types.push_back(w.type);
+        outs.push_back(w.rows.rows);
+        lp.blobs.push_back(w.rows);
+        anyBias = anyBias || !w.bias.empty();
+    }
+    for (size_t i = 0; anyBias && i < weights.size(); i++)
+        lp.blobs.push_back(weights[i].bias.empty() ? Mat(Mat::zeros(1, outs[i], CV_32F)) : weights[i].bias);
+    lp.set("ggml_type", DictValue::arrayInt(types.data(), (int)types.size()));
+    lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
+}
+
 /** Element-wise operation. Parameter `operation`: binary "add" (a transformer block's residual
     connections), "sub", "mul", "div", "swiglu" (silu(a) * b: the gated part of a SwiGLU MLP),
     "geglu_f16" (gelu_tanh_f16(a) * b: Gemma's gated MLP, as ggml_geglu;

@@ -240,34 +240,13 @@ private:
         return matmuls(name, {prefix}, {out}, in, x)[0];
     }
 
-    //! A weight of a projection: its type, its rows (mapped from the file) and bias (or empty).
-    struct Projection
-    {
-        GGMLType type;
-        Mat rows, bias;
-    };
-
     //! The projections of x onto several weights (q, k, v; gate, up) as one LLMMatMul layer,
     //! which computes them in one parallel section: one output pin per weight.
-    std::vector<Pin> projections(const std::string& name, const std::vector<Projection>& weights, int in, Pin x)
+    std::vector<Pin> projections(const std::string& name, const std::vector<LLMMatMulWeight>& weights, int in, Pin x)
     {
         LayerParams lp = params(name, "LLMMatMul");
-        std::vector<int> types, outs;
-        bool anyBias = false;
-        for (const Projection& w : weights)
-        {
-            types.push_back((int)w.type);
-            outs.push_back(w.rows.rows);
-            lp.blobs.push_back(w.rows);
-            anyBias = anyBias || !w.bias.empty();
-        }
-        // Biases for all weights or none (a missing one is zeros: adding them changes nothing).
-        for (const Projection& w : weights)
-            if (anyBias)
-                lp.blobs.push_back(w.bias.empty() ? Mat::zeros(1, w.rows.rows, CV_32F) : w.bias);
-        lp.set("ggml_type", DictValue::arrayInt(types.data(), (int)types.size()));
+        setLLMMatMulWeights(lp, weights);
         lp.set("in_features", in);
-        lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
         lp.set("integer_dot", integerDot_);
         const Pin layer = add(lp, {x});
         std::vector<Pin> pins;
@@ -281,11 +260,11 @@ private:
     std::vector<Pin> matmuls(const std::string& name, const std::vector<std::string>& prefixes,
                              const std::vector<int>& outs, int in, Pin x)
     {
-        std::vector<Projection> weights;
+        std::vector<LLMMatMulWeight> weights;
         for (size_t i = 0; i < prefixes.size(); i++)
         {
             const std::string w = prefixes[i] + ".weight", b = prefixes[i] + ".bias";
-            weights.push_back(Projection{tensor(w).type, weight(w, in, outs[i]),
+            weights.push_back(LLMMatMulWeight{(int)tensor(w).type, weight(w, in, outs[i]),
                                          f_.findTensor(b) ? vectorF32(b, outs[i]) : Mat()});
         }
         return projections(name, weights, in, x);
@@ -461,8 +440,8 @@ private:
         const std::string up = p + "ffn_up.weight";
         const Mat upGate = weight(up, hp_.nEmbd, 2 * hp_.nFF);
         const GGMLType type = tensor(up).type;
-        const std::vector<Pin> halves = projections(p + "ffn_up", {Projection{type, upGate.rowRange(0, hp_.nFF), Mat()},
-                                                                   Projection{type, upGate.rowRange(hp_.nFF, 2 * hp_.nFF), Mat()}},
+        const std::vector<Pin> halves = projections(p + "ffn_up", {LLMMatMulWeight{(int)type, upGate.rowRange(0, hp_.nFF), Mat()},
+                                                                   LLMMatMulWeight{(int)type, upGate.rowRange(hp_.nFF, 2 * hp_.nFF), Mat()}},
                                                     hp_.nEmbd, h);
         Pin m = elementwise(p + "ffn_swiglu", "swiglu", halves);
         Pin d = matmul(p + "ffn_down", p + "ffn_down", hp_.nFF, hp_.nEmbd, m);

@@ -525,8 +525,7 @@ void ONNXNetBuilder::importMatMulNBits(const NodeProto& first)
     auto group = matmulNBitsGroups_.find(&first);
     const std::vector<const NodeProto*> nodes = group != matmulNBitsGroups_.end() ? group->second
                                                                                  : std::vector<const NodeProto*>{&first};
-    std::vector<int> types, outs;
-    std::vector<Mat> rows, biases;
+    std::vector<LLMMatMulWeight> weights;
     for (const NodeProto* node : nodes)
     {
         const NodeProto& n = *node;
@@ -559,27 +558,18 @@ void ONNXNetBuilder::importMatMulNBits(const NodeProto& first)
         {
             failNode(n, e.err);
         }
-        types.push_back((int)w.type);
-        outs.push_back(q.out);
-        rows.push_back(w.rows);
-        biases.push_back(bias);
+        weights.push_back(LLMMatMulWeight{(int)w.type, w.rows, bias});
     }
     LayerParams lp = params(first.name(), "LLMMatMul");
-    lp.set("ggml_type", DictValue::arrayInt(types.data(), (int)types.size()));
+    setLLMMatMulWeights(lp, weights);
     lp.set("in_features", width(first, 0));
-    lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
     // accuracy_level 4 lets the input be quantized to int8 (ONNX Runtime does so too): our
     // integer dot products. Lower levels ask for float inputs: the exact float path.
     lp.set("integer_dot", integerDot_ && onnxIntAttribute(first, "accuracy_level", 0) == 4);
-    lp.blobs = rows;
-    // Biases for all nodes or none (a missing one is zeros: adding them changes nothing).
-    const bool anyBias = std::any_of(biases.begin(), biases.end(), [](const Mat& b) { return !b.empty(); });
-    for (size_t i = 0; anyBias && i < nodes.size(); i++)
-        lp.blobs.push_back(biases[i].empty() ? Mat::zeros(1, outs[i], CV_32F) : biases[i]);
     const Pin layer = add(lp, {matmulInput(first)});
     for (size_t i = 0; i < nodes.size(); i++)
     {
-        defineTensor(*nodes[i], 0, Pin{layer.layer, (int)i}, outs[i]);
+        defineTensor(*nodes[i], 0, Pin{layer.layer, (int)i}, weights[i].rows.rows);
         matmulNBitsImported_.insert(nodes[i]);
     }
 }
