@@ -220,6 +220,43 @@ TEST(KVCache, forkSharesPagesAndCopiesOnWrite)
     EXPECT_EQ(cache->getPagesInUse(), 0);
 }
 
+// Pages come from slabs of several pages each (one run per layer and head, for attention's
+// streaming): sequences that grow page by page in turn hold alternate pages of a slab, a
+// sequence longer than a slab spans several, and freed pages are taken again by the next.
+// Every sequence's logits equal a lone run of its tokens.
+TEST(KVCache, sequencesInterleavedAcrossSlabsAndFreedPagesKeepResults)
+{
+    const std::string model = llm_test::sharedTestData("stories260K.gguf");
+    auto tokens = [](int seed, int count) {
+        std::vector<int> ids{1};
+        for (int i = 1; i < count; i++)
+            ids.push_back(3 + (seed * 131 + i * 97) % 500);
+        return ids;
+    };
+    const std::vector<int> a = tokens(1, 160), b = tokens(2, 160), c = tokens(3, 300);
+    Net net = readNet(model);
+    Ptr<KVCache> cache = getLLMKVCache(net);
+    for (int page = 0; page < 10; page++)  // a and b take a page each in turn: 20 pages, two slabs
+        for (int sequence : {0, 1})
+        {
+            const std::vector<int>& ids = sequence == 0 ? a : b;
+            runAlone(net, std::vector<int>(ids.begin() + 16 * page, ids.begin() + 16 * (page + 1)), sequence);
+        }
+    EXPECT_EQ(cache->getPagesInUse(), 20);
+    cache->removeSequence(1);
+    const Mat cLast = runAlone(net, c, 2);  // b's freed pages, then new ones
+    EXPECT_EQ(cache->getPagesInUse(), 10 + 19);
+    const Mat aNext = runAlone(net, {7}, 0);
+
+    Net alone = readNet(model);  // a in the same forwards (forwards of other sizes round differently)
+    for (int page = 0; page < 10; page++)
+        runAlone(alone, std::vector<int>(a.begin() + 16 * page, a.begin() + 16 * (page + 1)), 0);
+    EXPECT_EQ(maxAbsDiff(runAlone(alone, {7}, 0), aNext), 0.0);
+    cache = getLLMKVCache(alone);
+    cache->clear();
+    EXPECT_EQ(maxAbsDiff(runAlone(alone, c, 0), cLast), 0.0);
+}
+
 TEST(KVCache, exhaustedBudgetIsAnErrorAndLeavesTheCacheIntact)
 {
     const std::string model = llm_test::sharedTestData("stories260K.gguf");

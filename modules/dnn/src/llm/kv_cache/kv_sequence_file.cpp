@@ -498,7 +498,7 @@ void PagedKVCache::loadSequence(const KVSequenceFile& f, const std::string& path
         for (int i = firstPage[g]; i < pagesFor(f.length); i++)
         {
             s.pages[g][i] = takePage((int)g);
-            std::memset(groups_[g].pages[s.pages[g][i]], 0, groups_[g].pageBytes);  // slots before the first saved one
+            clearPage((int)g, s.pages[g][i]);  // slots before the first saved one
         }
     }
     const bool sameType = f.storageType == codec_.type();

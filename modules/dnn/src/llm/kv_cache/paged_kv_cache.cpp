@@ -88,8 +88,9 @@ void PagedKVCache::freeAllPages()
 {
     for (PageGroup& g : groups_)
     {
-        for (uchar* p : g.pages)
-            fastFree(p);
+        for (uchar* slab : g.slabs)
+            fastFree(slab);
+        g.slabs.clear();
         g.pages.clear();
         g.refCount.clear();
         g.freePages.clear();
@@ -220,20 +221,41 @@ PagedKVCache::Sequence PagedKVCache::newSequence() const
     return s;
 }
 
+// A new slab for the group: kSlabPages pages, or as many as the budget's unallocated bytes
+// hold (at least one: callers check the budget against the pages in use).
+void PagedKVCache::addSlab(int group)
+{
+    PageGroup& g = groups_[group];
+    size_t allocated = 0;
+    for (const PageGroup& other : groups_)
+        allocated += other.pages.size() * other.pageBytes;
+    const size_t unallocated = budget_ - std::min(budget_, allocated);
+    const int count = (int)std::max<size_t>(1, std::min<size_t>(kSlabPages, unallocated / g.pageBytes));
+    uchar* slab = (uchar*)fastMalloc((size_t)count * g.pageBytes);
+    g.slabs.push_back(slab);
+    const size_t runBytes = (size_t)pageSize_ * codec_.rowBytes();
+    for (int i = 0; i < count; i++)
+    {
+        g.freePages.push_back((int)g.pages.size());
+        std::push_heap(g.freePages.begin(), g.freePages.end(), std::greater<int>());
+        g.pages.push_back(PageAddress{slab + i * runBytes, count * runBytes});
+        g.refCount.push_back(0);
+    }
+}
+
 int PagedKVCache::takePage(int group)
 {
     PageGroup& g = groups_[group];
-    if (!g.freePages.empty())
+    if (g.freePages.empty())
     {
-        const int p = g.freePages.back();
-        g.freePages.pop_back();
-        g.refCount[p] = 1;
-        return p;
+        CV_Assert(getBytesInUse() + g.pageBytes <= budget_);  // callers check the budget first
+        addSlab(group);
     }
-    CV_Assert(getBytesInUse() + g.pageBytes <= budget_);  // callers check the budget first
-    g.pages.push_back((uchar*)fastMalloc(g.pageBytes));
-    g.refCount.push_back(1);
-    return (int)g.pages.size() - 1;
+    std::pop_heap(g.freePages.begin(), g.freePages.end(), std::greater<int>());
+    const int p = g.freePages.back();
+    g.freePages.pop_back();
+    g.refCount[p] = 1;
+    return p;
 }
 
 void PagedKVCache::releasePage(int group, int page)
@@ -241,15 +263,29 @@ void PagedKVCache::releasePage(int group, int page)
     PageGroup& g = groups_[group];
     CV_DbgAssert(g.refCount[page] > 0);
     if (--g.refCount[page] == 0)
+    {
         g.freePages.push_back(page);
+        std::push_heap(g.freePages.begin(), g.freePages.end(), std::greater<int>());
+    }
 }
 
 void PagedKVCache::copyPage(int group, int from, int to, int slots)
 {
-    const PageGroup& g = groups_[group];
-    const size_t headBytes = (size_t)pageSize_ * codec_.rowBytes();
-    for (size_t h = 0; h < (size_t)g.layers * 2 * kvHeads_; h++)
-        std::memcpy(g.pages[to] + h * headBytes, g.pages[from] + h * headBytes, (size_t)slots * codec_.rowBytes());
+    for (int l = 0; l < layers_; l++)
+        if (layerGroup_[l] == group)
+            for (int v = 0; v < 2; v++)
+                for (int h = 0; h < kvHeads_; h++)
+                    std::memcpy(headRow(group, to, l, v == 1, h, 0), headRow(group, from, l, v == 1, h, 0),
+                                (size_t)slots * codec_.rowBytes());
+}
+
+void PagedKVCache::clearPage(int group, int page)
+{
+    for (int l = 0; l < layers_; l++)
+        if (layerGroup_[l] == group)
+            for (int v = 0; v < 2; v++)
+                for (int h = 0; h < kvHeads_; h++)
+                    std::memset(headRow(group, page, l, v == 1, h, 0), 0, (size_t)pageSize_ * codec_.rowBytes());
 }
 
 // Gives a sequence its own copy of a page it shares (the first `slots` slots are copied).

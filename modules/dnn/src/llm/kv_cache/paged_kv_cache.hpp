@@ -124,18 +124,30 @@ public:
 
 private:
     // The pages of the layers that share a window size. A page holds, for each of the group's
-    // layers, keys then values, for each KV head its pageSize rows of headDim elements: one
-    // head's rows are contiguous, as attention reads them.
+    // layers, keys then values, for each KV head pageSize rows of headDim elements. Pages live
+    // in slabs of up to kSlabPages pages, laid out by (layer, keys or values, KV head) first and
+    // page second: a run of (layer, K/V, head) rows of consecutive pages of a slab is contiguous
+    // memory, so attention, which reads one layer's head over a sequence's pages, streams it
+    // (pages holding all layers side by side made it jump every pageSize rows, where hardware
+    // prefetchers stop). Free pages are taken lowest first, so a growing sequence's pages follow
+    // each other.
+    struct PageAddress
+    {
+        uchar* rows;        // the page's first (layer, K/V, head) run in its slab
+        size_t headStride;  // bytes from one (layer, K/V, head) run of the slab to the next
+    };
     struct PageGroup
     {
         int window = 0;          // 0: the whole context
         int layers = 0;
         size_t pageBytes = 0;
-        std::vector<uchar*> pages;  // allocated pages (never moved or freed before the cache)
-        std::vector<int> refCount;  // sequences using each page (0: free)
-        std::vector<int> freePages;
+        std::vector<uchar*> slabs;         // allocations (kept until freeAllPages())
+        std::vector<PageAddress> pages;    // per page
+        std::vector<int> refCount;         // sequences using each page (0: free)
+        std::vector<int> freePages;        // a min-heap (std::greater)
         int inUse() const { return (int)pages.size() - (int)freePages.size(); }
     };
+    static const int kSlabPages = 16;
     static const int kReleased = -1;  // a page-table entry whose positions left the window
     struct Sequence
     {
@@ -148,8 +160,9 @@ private:
 
     uchar* headRow(int group, int page, int layer, bool values, int kvHead, int slot) const
     {
-        const PageGroup& g = groups_[group];
-        return g.pages[page] + ((((size_t)layerSlot_[layer] * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * pageSize_ + slot) * codec_.rowBytes();
+        const PageAddress& a = groups_[group].pages[page];
+        return a.rows + (((size_t)layerSlot_[layer] * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * a.headStride +
+               (size_t)slot * codec_.rowBytes();
     }
     int pagesFor(int positions) const { return (positions + pageSize_ - 1) / pageSize_; }
     //! The first position a token appended at `length` attends to in a group.
@@ -163,9 +176,11 @@ private:
     void releaseOutOfWindow(Sequence& s, int length);
     void shrink(Sequence& s, int length);
     Sequence newSequence() const;
+    void addSlab(int group);
     int takePage(int group);
     void releasePage(int group, int page);
     void copyPage(int group, int from, int to, int slots);
+    void clearPage(int group, int page);
     void unsharePage(int group, int& page, int slots);
     void checkId(int sequenceId, const char* what) const;
     Sequence& sequence(int sequenceId, const char* what);
