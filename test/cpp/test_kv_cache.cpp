@@ -234,27 +234,33 @@ TEST(KVCache, sequencesInterleavedAcrossSlabsAndFreedPagesKeepResults)
         return ids;
     };
     const std::vector<int> a = tokens(1, 160), b = tokens(2, 160), c = tokens(3, 300);
-    Net net = readNet(model);
-    Ptr<KVCache> cache = getLLMKVCache(net);
-    for (int page = 0; page < 10; page++)  // a and b take a page each in turn: 20 pages, two slabs
-        for (int sequence : {0, 1})
-        {
-            const std::vector<int>& ids = sequence == 0 ? a : b;
-            runAlone(net, std::vector<int>(ids.begin() + 16 * page, ids.begin() + 16 * (page + 1)), sequence);
-        }
-    EXPECT_EQ(cache->getPagesInUse(), 20);
-    cache->removeSequence(1);
-    const Mat cLast = runAlone(net, c, 2);  // b's freed pages, then new ones
-    EXPECT_EQ(cache->getPagesInUse(), 10 + 19);
-    const Mat aNext = runAlone(net, {7}, 0);
+    for (int storage : {CV_32F, CV_16F, CV_8S})  // rows read in place over runs of pages, or decoded
+    {
+        SCOPED_TRACE(storage);
+        Net net = readNet(model);
+        Ptr<KVCache> cache = getLLMKVCache(net);
+        cache->setStorageType(storage);
+        for (int page = 0; page < 10; page++)  // a and b take a page each in turn: 20 pages, two slabs
+            for (int sequence : {0, 1})
+            {
+                const std::vector<int>& ids = sequence == 0 ? a : b;
+                runAlone(net, std::vector<int>(ids.begin() + 16 * page, ids.begin() + 16 * (page + 1)), sequence);
+            }
+        EXPECT_EQ(cache->getPagesInUse(), 20);
+        cache->removeSequence(1);
+        const Mat cLast = runAlone(net, c, 2);  // b's freed pages, then new ones
+        EXPECT_EQ(cache->getPagesInUse(), 10 + 19);
+        const Mat aNext = runAlone(net, {7}, 0);
 
-    Net alone = readNet(model);  // a in the same forwards (forwards of other sizes round differently)
-    for (int page = 0; page < 10; page++)
-        runAlone(alone, std::vector<int>(a.begin() + 16 * page, a.begin() + 16 * (page + 1)), 0);
-    EXPECT_EQ(maxAbsDiff(runAlone(alone, {7}, 0), aNext), 0.0);
-    cache = getLLMKVCache(alone);
-    cache->clear();
-    EXPECT_EQ(maxAbsDiff(runAlone(alone, c, 0), cLast), 0.0);
+        Net alone = readNet(model);  // a in the same forwards (forwards of other sizes round differently)
+        Ptr<KVCache> aloneCache = getLLMKVCache(alone);
+        aloneCache->setStorageType(storage);
+        for (int page = 0; page < 10; page++)
+            runAlone(alone, std::vector<int>(a.begin() + 16 * page, a.begin() + 16 * (page + 1)), 0);
+        EXPECT_EQ(maxAbsDiff(runAlone(alone, {7}, 0), aNext), 0.0);
+        aloneCache->clear();
+        EXPECT_EQ(maxAbsDiff(runAlone(alone, c, 0), cLast), 0.0);
+    }
 }
 
 TEST(KVCache, exhaustedBudgetIsAnErrorAndLeavesTheCacheIntact)

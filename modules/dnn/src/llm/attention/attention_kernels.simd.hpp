@@ -88,6 +88,27 @@ static inline const float* blockAsFloats(const hfloat* rows, size_t stride, int 
     return buffer;
 }
 
+// Asks for the cache lines kPrefetchBytes past each of a block's rows: a run of rows spans a
+// whole slab of pages (paged_kv_cache.hpp), and the hardware prefetchers alone leave the first
+// use of each row waiting on memory (a long context's keys and values are read once per step).
+// Past the end of the rows is harmless: a prefetch never faults.
+static const size_t kPrefetchBytes = 2048;
+
+template <typename T>
+static inline void prefetchBlockAhead(const T* rows, size_t stride, int count, int headDim)
+{
+#if defined(__GNUC__)
+    for (int r = 0; r < count; r++)
+    {
+        const char* row = reinterpret_cast<const char*>(rows + (size_t)r * stride) + kPrefetchBytes;
+        for (size_t line = 0; line < headDim * sizeof(T); line += 64)
+            __builtin_prefetch(row + line);
+    }
+#else
+    CV_UNUSED(rows); CV_UNUSED(stride); CV_UNUSED(count); CV_UNUSED(headDim);
+#endif
+}
+
 // Lane t of the result: the sum of the lanes of s[t], for the kBlockRows vectors s.
 static inline v_float32 sumEachVector(const v_float32* s)
 {
@@ -138,6 +159,7 @@ static void attentionScoresOf(const float* q, int group, int headDim, const T* k
         const v_float32 vscale = vx_setall_f32(scale);
         for (; j + kBlockRows <= n; j += kBlockRows)
         {
+            prefetchBlockAhead(k + (size_t)j * kStride, kStride, kBlockRows, headDim);
             size_t stride;
             const float* block = blockAsFloats(k + (size_t)j * kStride, kStride, kBlockRows, headDim, buffer, &stride);
             for (int h = 0; h < group; h++)
@@ -255,6 +277,7 @@ static void attentionAccumulateOf(const float* p, int group, int n, int ld, cons
         for (int j = 0; j < n; j += kBlockRows)
         {
             const int count = std::min(kBlockRows, n - j);
+            prefetchBlockAhead(v + (size_t)j * vStride, vStride, count, headDim);
             size_t stride;
             const float* block = blockAsFloats(v + (size_t)j * vStride, vStride, count, headDim, buffer, &stride);
             for (int h = 0; h < group; h++)

@@ -33,6 +33,7 @@ struct AttentionContext
     int pageGroup;             // the layer's page group in the cache and the plan
     int window;                // 0: every earlier position; else the last `window` ones
     bool halfRows;             // half-precision keys and values read in place (no converted copy)
+    bool inPlaceRows;          // float32 or half-precision rows: read in place, runs over pages
     float scale, softCap;
     const float* q;
     float* out;
@@ -55,6 +56,19 @@ struct AttentionContext
         return plan->lastAttendedPosition(token) / PagedAttention::kChunkTokens - firstPosition(token) / PagedAttention::kChunkTokens + 1;
     }
 
+    /* The positions from j (before end) whose rows the kernels read as one run: the rest of
+       j's page, and the pages after it that lie back to back in the cache, when rows are read in
+       place (float32 or half-precision storage; decoded rows come a page at a time). */
+    int rowRun(const std::vector<int>& pages, int j, int end) const
+    {
+        int n = std::min(pageSize - j % pageSize, end - j);
+        if (!inPlaceRows)
+            return n;
+        while (j + n < end && cache->pagesAdjacent(pageGroup, pages[(j + n) / pageSize - 1], pages[(j + n) / pageSize]))
+            n += std::min(pageSize, end - j - n);
+        return n;
+    }
+
     /* Partial of positions [begin, end) of the token's sequence: per query head of the group,
        [max score, sum of exp(score - max), sum of exp(score - max) * value]. */
     void chunkPartial(int token, int kvHead, int begin, int end, float* scores, float* rowBuf, float* partial) const
@@ -67,7 +81,7 @@ struct AttentionContext
         for (int j = begin; j < end;)
         {
             const int page = pages[j / pageSize], slot = j % pageSize;
-            const int count = std::min(pageSize - slot, end - j);
+            const int count = rowRun(pages, j, end);
             size_t stride;
             if (const hfloat* kh = halfRows ? cache->halfRows(layer, false, page, kvHead, &stride) : nullptr)
                 attentionScores(qHead, group, headDim, kh + slot * stride, stride, count, scale, scores + (j - begin), n);
@@ -97,7 +111,7 @@ struct AttentionContext
         for (int j = begin; j < end;)
         {
             const int page = pages[j / pageSize], slot = j % pageSize;
-            const int count = std::min(pageSize - slot, end - j);
+            const int count = rowRun(pages, j, end);
             size_t stride;
             if (const hfloat* vh = halfRows ? cache->halfRows(layer, true, page, kvHead, &stride) : nullptr)
                 attentionAccumulate(scores + (j - begin), group, count, n, vh + slot * stride, stride, headDim, partial + 2,
@@ -193,6 +207,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     CV_CheckLE(ctx.group, kMaxGroup, "LLMAttention: too many query heads per KV head");
     ctx.headDim = cache.headDim();
     ctx.halfRows = cache.getStorageType() == CV_16F && ctx.headDim <= kMaxHalfKernelHeadDim;
+    ctx.inPlaceRows = ctx.halfRows || cache.getStorageType() == CV_32F;
     ctx.pageSize = cache.getPageSize();
     ctx.scale = scale;
     ctx.softCap = softCap;

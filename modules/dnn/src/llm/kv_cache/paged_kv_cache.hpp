@@ -111,6 +111,14 @@ public:
         return reinterpret_cast<const hfloat*>(headRow(layerGroup_[layer], page, layer, values, kvHead, 0));
     }
 
+    /** Whether page b's rows directly follow page a's in memory, for every layer, K/V and KV
+        head of the group (consecutive pages of a slab): attention reads both in one run. */
+    bool pagesAdjacent(int group, int a, int b) const
+    {
+        const PageAddress &pa = groups_[group].pages[a], &pb = groups_[group].pages[b];
+        return pb.rows == pa.rows + (size_t)pageSize_ * codec_.rowBytes() && pb.headStride == pa.headStride;
+    }
+
     // Sequence files (kv_sequence_file.cpp).
     //! The identity of the Net whose cache this is (net_assembly.cpp sets it); sequence files record it.
     void setModelIdentity(const KVModelIdentity& identity) { identity_ = identity; }
