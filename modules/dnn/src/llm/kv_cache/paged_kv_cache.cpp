@@ -271,21 +271,17 @@ void PagedKVCache::releasePage(int group, int page)
 
 void PagedKVCache::copyPage(int group, int from, int to, int slots)
 {
-    for (int l = 0; l < layers_; l++)
-        if (layerGroup_[l] == group)
-            for (int v = 0; v < 2; v++)
-                for (int h = 0; h < kvHeads_; h++)
-                    std::memcpy(headRow(group, to, l, v == 1, h, 0), headRow(group, from, l, v == 1, h, 0),
-                                (size_t)slots * codec_.rowBytes());
+    forEachRun(group, [&](int layer, bool values, int kvHead) {
+        std::memcpy(headRow(group, to, layer, values, kvHead, 0), headRow(group, from, layer, values, kvHead, 0),
+                    (size_t)slots * codec_.rowBytes());
+    });
 }
 
 void PagedKVCache::clearPage(int group, int page)
 {
-    for (int l = 0; l < layers_; l++)
-        if (layerGroup_[l] == group)
-            for (int v = 0; v < 2; v++)
-                for (int h = 0; h < kvHeads_; h++)
-                    std::memset(headRow(group, page, l, v == 1, h, 0), 0, (size_t)pageSize_ * codec_.rowBytes());
+    forEachRun(group, [&](int layer, bool values, int kvHead) {
+        std::memset(headRow(group, page, layer, values, kvHead, 0), 0, (size_t)pageSize_ * codec_.rowBytes());
+    });
 }
 
 // Gives a sequence its own copy of a page it shares (the first `slots` slots are copied).

@@ -172,6 +172,16 @@ private:
         return a.rows + (((size_t)layerSlot_[layer] * 2 + (values ? 1 : 0)) * kvHeads_ + kvHead) * a.headStride +
                (size_t)slot * codec_.rowBytes();
     }
+    //! Calls f(layer, values, kvHead) for each (layer, K/V, KV head) run of the group's pages.
+    template <typename F>
+    void forEachRun(int group, F f) const
+    {
+        for (int l = 0; l < layers_; l++)
+            if (layerGroup_[l] == group)
+                for (int v = 0; v < 2; v++)
+                    for (int h = 0; h < kvHeads_; h++)
+                        f(l, v == 1, h);
+    }
     int pagesFor(int positions) const { return (positions + pageSize_ - 1) / pageSize_; }
     //! The first position a token appended at `length` attends to in a group.
     int firstAttended(int group, int length) const
