@@ -26,7 +26,8 @@ static const char* keys =
     "{out            | 5632 | output features (weight rows) }"
     "{in             | 2048 | input features (a multiple of the type's block) }"
     "{iterations     | 50   | timed forwards }"
-    "{threads        | 1    | threads (-1: OpenCV's default) }";
+    "{threads        | 1    | threads (-1: OpenCV's default) }"
+    "{copies         | 1    | layers with their own weights, run in turn: enough of them (more bytes than the caches hold) time the weights read from memory at a small shape }";
 
 namespace {
 
@@ -114,6 +115,7 @@ int main(int argc, char** argv)
         cl.fail("--type: unknown weight type '" + typeName + "'");
     const int rows = cl.getInt("rows", 1, 4096), out = cl.getInt("out", 1, 1 << 20), in = cl.getInt("in", 1, 1 << 20);
     const int iterations = cl.getInt("iterations", 1, 100000), threads = cl.getInt("threads", -1, 1024);
+    const int copies = cl.getInt("copies", 1, 4096);
     if (threads == 0)
         cl.fail("--threads must be -1 (OpenCV's default) or positive, got 0");
     const int blockInputs = std::max(type->blockInputs, 32);  // the integer path's activation blocks
@@ -131,23 +133,33 @@ int main(int argc, char** argv)
         Mat x(rows, in, CV_32F);
         rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
 
-        Net net = matmulNet(*type, w, out, in, true), exact = matmulNet(*type, w, out, in, false);
+        Net exact = matmulNet(*type, w, out, in, false);
         exact.setInput(x);
         const Mat reference = exact.forward().clone();
-        net.setInput(x);
-        net.forward();  // the first forward plans and allocates
+        // Copy 0 has the weights the reference is computed on; the others hold copies of them
+        // in memory of their own (the layer repacks its blob at load).
+        std::vector<Net> nets;
+        for (int c = 0; c < copies; c++)
+        {
+            nets.push_back(matmulNet(*type, w, out, in, true));
+            nets.back().setInput(x);
+            nets.back().forward();  // the first forward plans and allocates
+        }
 
         std::vector<double> ms;
         Mat y;
         for (int it = 0; it < iterations; it++)
-        {
-            net.setInput(x);
-            TickMeter tm;
-            tm.start();
-            y = net.forward();
-            tm.stop();
-            ms.push_back(tm.getTimeMilli());
-        }
+            for (int c = 0; c < copies; c++)
+            {
+                nets[c].setInput(x);
+                TickMeter tm;
+                tm.start();
+                Mat yc = nets[c].forward();
+                tm.stop();
+                ms.push_back(tm.getTimeMilli());
+                if (c == 0)
+                    y = yc;
+            }
         std::sort(ms.begin(), ms.end());
         const double deviation = norm(y, reference, NORM_INF), scale = norm(reference, NORM_INF);
 
