@@ -2,9 +2,12 @@
 // model) alone in a cv::dnn Net: random weights and activations, timed per forward (best and
 // median), and compared with the layer's exact float path on the same weights (the integer path
 // rounds activations to 8 bits per block of 32: its deviation is printed). Run it twice with
-// OPENCV_DNN_LLM_AMX=0 or OPENCV_CPU_DISABLE=AVX512-CLX to compare one machine's kernels.
+// OPENCV_DNN_LLM_AMX=0 or OPENCV_CPU_DISABLE=AVX512-CLX to compare one machine's kernels. One
+// layer's weights of a model's size stay in the L3 cache between forwards; --copies=C runs C
+// layers with weights of their own in turn, so that C x the weights' bytes beyond the caches
+// times the read from memory, as a model's step does.
 //
-//   llm_matmul_bench [--type=Q4_0] [--rows=8] [--out=5632] [--in=2048] [--iterations=50] [--threads=1]
+//   llm_matmul_bench [--type=Q4_0] [--rows=8] [--out=5632] [--in=2048] [--iterations=50] [--threads=1] [--copies=1]
 
 #include <opencv2/dnn.hpp>
 
@@ -25,7 +28,7 @@ static const char* keys =
     "{rows           | 8    | activation rows (tokens) per forward }"
     "{out            | 5632 | output features (weight rows) }"
     "{in             | 2048 | input features (a multiple of the type's block) }"
-    "{iterations     | 50   | timed forwards }"
+    "{iterations     | 50   | timed forwards (of each copy) }"
     "{threads        | 1    | threads (-1: OpenCV's default) }"
     "{copies         | 1    | layers with their own weights, run in turn: enough of them (more bytes than the caches hold) time the weights read from memory at a small shape }";
 
