@@ -133,6 +133,8 @@ int main(int argc, char** argv)
             setNumThreads(threads);
         RNG rng(1);
         const Mat w = randomWeights(*type, out, in, rng);
+        if ((double)copies * w.total() > 8e9)
+            cl.fail(format("--copies x the weights' %.0f MB is more than 8 GB", w.total() / 1e6));
         Mat x(rows, in, CV_32F);
         rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
 

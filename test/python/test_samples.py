@@ -34,7 +34,7 @@ KEYS = {
     "llm_kv_bench": ["model", "threads", "steps"],
     "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
-    "llm_matmul_bench": ["type", "rows", "out", "in", "iterations", "threads"],
+    "llm_matmul_bench": ["type", "rows", "out", "in", "iterations", "threads", "copies"],
     "llm_grammar_bench": ["model", "schema", "text", "repeat"],
     "llm_chatbot.py": CHATBOT_KEYS,
 }
@@ -160,7 +160,7 @@ PROGRAM_PLACEHOLDERS = {
     "llm_kv_bench": {"S": "4"},
     "llm_soak": {"N": "600", "M": "4"},
     "llm_rmsnorm_bench": {"N": "64", "D": "256"},
-    "llm_matmul_bench": {"NAME": "Q4_K", "N": "9", "O": "64", "I": "512"},
+    "llm_matmul_bench": {"NAME": "Q4_K", "N": "9", "O": "64", "I": "512", "C": "2"},
     "llm_grammar_bench": {"N": "1"},
 }
 
