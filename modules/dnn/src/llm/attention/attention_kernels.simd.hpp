@@ -36,8 +36,8 @@ void attentionAccumulateHalfSimd(const float* p, int group, int n, int ld, const
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
 // Keys and values are float rows or half-precision ones. The vector paths take them in blocks
-// of one vector's lanes of rows, half rows converted once per block for all the query heads;
-// the scalar paths take a whole row as floats (half rows converted on the stack: headDim <=
+// of one vector's lanes of rows: a block of half keys converted once into a buffer for all the
+// query heads, half values converted in registers once per set of heads; the scalar paths take a whole row as floats (half rows converted on the stack: headDim <=
 // kMaxHalfKernelHeadDim). The conversion is exact, so both storages give the same results.
 struct FloatRow
 {
@@ -313,22 +313,21 @@ static void attentionAccumulateOf(const float* p, int group, int n, int ld, cons
             const int count = std::min(kBlockRows, n - j);
             const T* block = v + (size_t)j * vStride;
             prefetchBlockAhead(block, vStride, count, headDim);
-            const float* pj = p + j;
+            // Heads [h, h + G) for G = 8 while 8 are left, then 4, 2, 1 (each at most once).
             int h = 0;
-            for (; h + 8 <= group; h += 8)
-                accumulateHeadsAllDims<8>(pj + (size_t)h * ld, ld, count, block, vStride, headDim, acc + h * accStride, accStride);
+            auto headSet = [&](auto G) {
+                accumulateHeadsAllDims<decltype(G)::value>(p + (size_t)h * ld + j, ld, count, block, vStride, headDim,
+                                                           acc + h * accStride, accStride);
+                h += G;
+            };
+            while (group - h >= 8)
+                headSet(std::integral_constant<int, 8>());
             if (group - h >= 4)
-            {
-                accumulateHeadsAllDims<4>(pj + (size_t)h * ld, ld, count, block, vStride, headDim, acc + h * accStride, accStride);
-                h += 4;
-            }
+                headSet(std::integral_constant<int, 4>());
             if (group - h >= 2)
-            {
-                accumulateHeadsAllDims<2>(pj + (size_t)h * ld, ld, count, block, vStride, headDim, acc + h * accStride, accStride);
-                h += 2;
-            }
+                headSet(std::integral_constant<int, 2>());
             if (group - h == 1)
-                accumulateHeadsAllDims<1>(pj + (size_t)h * ld, ld, count, block, vStride, headDim, acc + h * accStride, accStride);
+                headSet(std::integral_constant<int, 1>());
         }
         return;
     }
