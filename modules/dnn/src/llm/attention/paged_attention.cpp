@@ -276,15 +276,17 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
             }
         }
     }, ctx.stripes);
-    parallel_for_(Range(0, ctx.tasks), [&ctx](const Range& r) {
-        for (int task = r.start; task < r.end; task++)
-        {
-            float* state = ctx.partials + (size_t)ctx.taskStart[task] * ctx.partialFloats;
-            for (int i = ctx.taskStart[task] + 1; i < ctx.taskStart[task + 1]; i++)
-                ctx.merge(state, ctx.partials + (size_t)i * ctx.partialFloats);
-            ctx.writeOutput(task / ctx.kvHeads, task % ctx.kvHeads, state);
-        }
-    });
+    // The merges, a (group x headDim) multiply-add per chunk of a (token, KV head), in this
+    // thread: a chunk's partial costs 2 x 256 of them, and split-KV runs for fewer (token, KV
+    // head) tasks than 2 x threads only, so a second parallel_for_ would cost the pool a wake-up
+    // and a wait per layer for little parallel work.
+    for (int task = 0; task < ctx.tasks; task++)
+    {
+        float* state = ctx.partials + (size_t)ctx.taskStart[task] * ctx.partialFloats;
+        for (int i = ctx.taskStart[task] + 1; i < ctx.taskStart[task + 1]; i++)
+            ctx.merge(state, ctx.partials + (size_t)i * ctx.partialFloats);
+        ctx.writeOutput(task / ctx.kvHeads, task % ctx.kvHeads, state);
+    }
 }
 
 }}} // namespace cv::dnn::llm
