@@ -187,6 +187,9 @@ INSTANTIATE_TEST_CASE_P(Cases, AttentionMath, ::testing::Values(
     // Half-precision keys and values read in place by the kernels: a head of 64 (whole vectors
     // at every width), four query heads per KV head, past a chunk and across pages.
     AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_16F, 3e-3},
+    // 8-bit keys and values read in place by the kernels (converted and scaled in registers):
+    // the same shape, past a chunk and across pages.
+    AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_8S, 4e-2},
     // The same on float32 storage: the kernels' blocks of one vector's lanes of keys (a tree of
     // shuffles sums a block's scores), with partial blocks at page and chunk ends.
     AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_32F, 2e-5},

@@ -34,7 +34,7 @@ void attentionAccumulate(const float* p, int group, int n, int ld, const float* 
 void attentionScores(const float* q, int group, int headDim, const hfloat* k, size_t kStride, int n,
                      float scale, float* scores, int ld)
 {
-    CV_Assert(headDim <= kMaxHalfKernelHeadDim);
+    CV_Assert(headDim <= kMaxConvertedHeadDim);
     CV_CPU_DISPATCH(attentionScoresHalfSimd, (q, group, headDim, k, kStride, n, scale, scores, ld),
                     CV_CPU_DISPATCH_MODES_ALL);
 }
@@ -42,8 +42,24 @@ void attentionScores(const float* q, int group, int headDim, const hfloat* k, si
 void attentionAccumulate(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
                          float* acc, size_t accStride)
 {
-    CV_Assert(headDim <= kMaxHalfKernelHeadDim);
+    CV_Assert(headDim <= kMaxConvertedHeadDim);
     CV_CPU_DISPATCH(attentionAccumulateHalfSimd, (p, group, n, ld, v, vStride, headDim, acc, accStride),
+                    CV_CPU_DISPATCH_MODES_ALL);
+}
+
+void attentionScores(const float* q, int group, int headDim, const schar* k, size_t kStride, int n,
+                     float scale, float* scores, int ld)
+{
+    CV_Assert(headDim <= kMaxConvertedHeadDim);
+    CV_CPU_DISPATCH(attentionScoresInt8Simd, (q, group, headDim, k, kStride, n, scale, scores, ld),
+                    CV_CPU_DISPATCH_MODES_ALL);
+}
+
+void attentionAccumulate(const float* p, int group, int n, int ld, const schar* v, size_t vStride, int headDim,
+                         float* acc, size_t accStride)
+{
+    CV_Assert(headDim <= kMaxConvertedHeadDim);
+    CV_CPU_DISPATCH(attentionAccumulateInt8Simd, (p, group, n, ld, v, vStride, headDim, acc, accStride),
                     CV_CPU_DISPATCH_MODES_ALL);
 }
 

@@ -39,8 +39,18 @@ void attentionAccumulate(const float* p, int group, int n, int ld, const float* 
 void attentionAccumulate(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
                          float* acc, size_t accStride);
 
-//! Head sizes the half-precision kernels take (they convert a row at a time on the stack).
-static const int kMaxHalfKernelHeadDim = 512;
+/** attentionScores with keys stored in 8 bits (KVStorageCodec's CV_8S rows: headDim int8
+    elements, then the row's float scale; kStride in bytes): the same results as on the rows
+    decoded to float (KVStorageCodec::decode()), without a decoded copy. */
+void attentionScores(const float* q, int group, int headDim, const schar* k, size_t kStride, int n,
+                     float scale, float* scores, int ld);
+
+/** attentionAccumulate with values stored in 8 bits (as the keys of the attentionScores above). */
+void attentionAccumulate(const float* p, int group, int n, int ld, const schar* v, size_t vStride, int headDim,
+                         float* acc, size_t accStride);
+
+//! Head sizes the half-precision and 8-bit kernels take (they convert a row at a time on the stack).
+static const int kMaxConvertedHeadDim = 512;
 
 }}} // namespace cv::dnn::llm
 

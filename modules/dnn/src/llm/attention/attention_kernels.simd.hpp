@@ -9,6 +9,7 @@
 #include "../common/vector_ops.hpp"
 #include "attention_kernels.hpp"
 
+#include <cstring>
 #include <type_traits>
 
 #if CV_AVX512_SKX && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
@@ -32,13 +33,20 @@ void attentionScoresHalfSimd(const float* q, int group, int headDim, const hfloa
                              float scale, float* scores, int ld);
 void attentionAccumulateHalfSimd(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
                                  float* acc, size_t accStride);
+void attentionScoresInt8Simd(const float* q, int group, int headDim, const schar* k, size_t kStride, int n,
+                             float scale, float* scores, int ld);
+void attentionAccumulateInt8Simd(const float* p, int group, int n, int ld, const schar* v, size_t vStride, int headDim,
+                                 float* acc, size_t accStride);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
 
-// Keys and values are float rows or half-precision ones. The vector paths take them in blocks
-// of one vector's lanes of rows: a block of half keys converted once into a buffer for all the
-// query heads, half values converted in registers once per set of heads; the scalar paths take a whole row as floats (half rows converted on the stack: headDim <=
-// kMaxHalfKernelHeadDim). The conversion is exact, so both storages give the same results.
+// Keys and values are float rows, half-precision ones or 8-bit ones (headDim int8 elements, then
+// the row's float scale: KVStorageCodec's CV_8S). The vector paths take them in blocks of one
+// vector's lanes of rows: a block of half or 8-bit keys converted once into a buffer for all the
+// query heads, half or 8-bit values converted in registers once per set of heads; the scalar
+// paths take a whole row as floats (converted on the stack: headDim <= kMaxConvertedHeadDim).
+// An 8-bit element becomes q * scale as KVStorageCodec::decode() makes it, a half one its exact
+// float, so every storage gives the results of its rows decoded to float.
 struct FloatRow
 {
     const float* data;
@@ -47,7 +55,7 @@ struct FloatRow
 
 struct HalfRow
 {
-    float buffer[kMaxHalfKernelHeadDim];
+    float buffer[kMaxConvertedHeadDim];
     const float* data;
     HalfRow(const hfloat* row, int n) : data(buffer)
     {
@@ -56,8 +64,32 @@ struct HalfRow
     }
 };
 
+//! An 8-bit row's scale: the float after its n elements.
+static inline float int8RowScale(const schar* row, int n)
+{
+    float scale;
+    std::memcpy(&scale, row + n, sizeof(float));
+    return scale;
+}
+
+struct Int8Row
+{
+    float buffer[kMaxConvertedHeadDim];
+    const float* data;
+    Int8Row(const schar* row, int n) : data(buffer)
+    {
+        const float scale = int8RowScale(row, n);
+        for (int i = 0; i < n; i++)
+            buffer[i] = row[i] * scale;
+    }
+};
+
+template <typename T> struct RowAsFloatsOf;
+template <> struct RowAsFloatsOf<float> { typedef FloatRow type; };
+template <> struct RowAsFloatsOf<hfloat> { typedef HalfRow type; };
+template <> struct RowAsFloatsOf<schar> { typedef Int8Row type; };
 template <typename T>
-using RowAsFloats = typename std::conditional<std::is_same<T, float>::value, FloatRow, HalfRow>::type;
+using RowAsFloats = typename RowAsFloatsOf<T>::type;
 
 #if CV_SIMD
 static const int kBlockRows = VTraits<v_float32>::nlanes;
@@ -66,11 +98,11 @@ static const int kBlockRows = VTraits<v_float32>::nlanes;
 template <typename T>
 struct BlockBuffer
 {
-    static const int floats = std::is_same<T, float>::value ? 1 : kBlockRows * kMaxHalfKernelHeadDim;
+    static const int floats = std::is_same<T, float>::value ? 1 : kBlockRows * kMaxConvertedHeadDim;
 };
 
-// A block of `count` rows as floats: float rows in place (their own stride), half rows converted
-// into `buffer` (stride headDim).
+// A block of `count` rows as floats: float rows in place (their own stride), half and 8-bit
+// rows converted into `buffer` (stride headDim).
 static inline const float* blockAsFloats(const float* rows, size_t stride, int, int, float*, size_t* floatStride)
 {
     *floatStride = stride;
@@ -84,6 +116,21 @@ static inline const float* blockAsFloats(const hfloat* rows, size_t stride, int 
     for (int r = 0; r < count; r++)
         for (int i = 0; i < headDim; i += lanes)
             v_store(buffer + (size_t)r * headDim + i, vx_load_expand(rows + r * stride + i));
+    *floatStride = headDim;
+    return buffer;
+}
+
+static inline const float* blockAsFloats(const schar* rows, size_t stride, int count, int headDim, float* buffer,
+                                         size_t* floatStride)
+{
+    const int lanes = VTraits<v_float32>::vlanes();
+    for (int r = 0; r < count; r++)
+    {
+        const schar* row = rows + r * stride;
+        const v_float32 scale = vx_setall_f32(int8RowScale(row, headDim));
+        for (int i = 0; i < headDim; i += lanes)
+            v_store(buffer + (size_t)r * headDim + i, v_mul(v_cvt_f32(vx_load_expand_q(row + i)), scale));
+    }
     *floatStride = headDim;
     return buffer;
 }
@@ -104,10 +151,12 @@ template <typename T>
 static inline void prefetchRowsAhead(const T* rows, size_t stride, int count, int headDim, size_t ahead)
 {
 #if defined(__GNUC__)
+    // An 8-bit row's scale follows its elements.
+    const size_t rowBytes = headDim * sizeof(T) + (std::is_same<T, schar>::value ? sizeof(float) : 0);
     for (int r = 0; r < count; r++)
     {
         const char* row = reinterpret_cast<const char*>(rows + (size_t)r * stride) + ahead;
-        for (size_t line = 0; line < headDim * sizeof(T); line += 64)
+        for (size_t line = 0; line < rowBytes; line += 64)
             __builtin_prefetch(row + line);
     }
 #else
@@ -159,7 +208,7 @@ static void attentionScoresOf(const float* q, int group, int headDim, const T* k
     // One accumulator per key of a block: the block's scores come out of one tree of shuffles
     // (sumEachVector) instead of a horizontal sum per key and head.
     const int lanes = VTraits<v_float32>::vlanes();
-    if (headDim % lanes == 0 && headDim <= kMaxHalfKernelHeadDim)
+    if (headDim % lanes == 0 && headDim <= kMaxConvertedHeadDim)
     {
         float buffer[BlockBuffer<T>::floats];
         const v_float32 vscale = vx_setall_f32(scale);
@@ -201,6 +250,12 @@ void attentionScoresSimd(const float* q, int group, int headDim, const float* k,
 }
 
 void attentionScoresHalfSimd(const float* q, int group, int headDim, const hfloat* k, size_t kStride, int n,
+                             float scale, float* scores, int ld)
+{
+    attentionScoresOf(q, group, headDim, k, kStride, n, scale, scores, ld);
+}
+
+void attentionScoresInt8Simd(const float* q, int group, int headDim, const schar* k, size_t kStride, int n,
                              float scale, float* scores, int ld)
 {
     attentionScoresOf(q, group, headDim, k, kStride, n, scale, scores, ld);
@@ -250,9 +305,17 @@ void attentionSoftmaxRowsSimd(float* scores, int rows, int n, int ld, float* max
 
 
 #if CV_SIMD
-// A row's vector as floats: float rows loaded, half rows converted in registers.
-static inline v_float32 loadAsFloats(const float* row) { return vx_load(row); }
-static inline v_float32 loadAsFloats(const hfloat* row) { return vx_load_expand(row); }
+// A row's vector as floats: float rows loaded, half rows converted in registers, 8-bit rows
+// converted and multiplied by the row's scale (rowScale(): their float `scaleAt` elements on).
+static inline v_float32 rowScale(const float*, int) { return vx_setzero_f32(); }
+static inline v_float32 rowScale(const hfloat*, int) { return vx_setzero_f32(); }
+static inline v_float32 rowScale(const schar* row, int scaleAt) { return vx_setall_f32(int8RowScale(row, scaleAt)); }
+static inline v_float32 loadAsFloats(const float* row, const v_float32&) { return vx_load(row); }
+static inline v_float32 loadAsFloats(const hfloat* row, const v_float32&) { return vx_load_expand(row); }
+static inline v_float32 loadAsFloats(const schar* row, const v_float32& scale)
+{
+    return v_mul(v_cvt_f32(vx_load_expand_q(row)), scale);
+}
 
 // Accumulators the value sums hold in registers: half the registers (AVX-512 has 32, the others 16).
 static const int kValueAccumulators = CV_SIMD512 ? 16 : 8;
@@ -262,7 +325,8 @@ static const int kValueAccumulators = CV_SIMD512 ? 16 : 8;
 // registers over the n rows. Each row's slice is loaded (converted) once for the G heads; every
 // accumulator element takes its fused multiply-adds in row order, as one row at a time would.
 template <int G, int S, typename T>
-static inline void accumulateHeads(const float* p, int ld, int n, const T* v, size_t vStride, float* acc, size_t accStride)
+static inline void accumulateHeads(const float* p, int ld, int n, const T* v, size_t vStride, int scaleAt, float* acc,
+                                   size_t accStride)
 {
     const int lanes = VTraits<v_float32>::vlanes();
     v_float32 a[G][S];
@@ -272,8 +336,9 @@ static inline void accumulateHeads(const float* p, int ld, int n, const T* v, si
     for (int j = 0; j < n; j++, v += vStride)
     {
         v_float32 x[S];
+        const v_float32 scale = rowScale(v, scaleAt);
         for (int k = 0; k < S; k++)
-            x[k] = loadAsFloats(v + k * lanes);
+            x[k] = loadAsFloats(v + k * lanes, scale);
         for (int h = 0; h < G; h++)
         {
             const v_float32 w = vx_setall_f32(p[h * ld + j]);
@@ -296,9 +361,9 @@ static inline void accumulateHeadsAllDims(const float* p, int ld, int n, const T
     const int S = G * 2 <= kValueAccumulators ? 2 : 1;
     int i = 0;
     for (; i + S * lanes <= headDim; i += S * lanes)
-        accumulateHeads<G, S>(p, ld, n, v + i, vStride, acc + i, accStride);
+        accumulateHeads<G, S>(p, ld, n, v + i, vStride, headDim - i, acc + i, accStride);
     for (; i < headDim; i += lanes)
-        accumulateHeads<G, 1>(p, ld, n, v + i, vStride, acc + i, accStride);
+        accumulateHeads<G, 1>(p, ld, n, v + i, vStride, headDim - i, acc + i, accStride);
 }
 #endif
 
@@ -366,6 +431,12 @@ void attentionAccumulateSimd(const float* p, int group, int n, int ld, const flo
 }
 
 void attentionAccumulateHalfSimd(const float* p, int group, int n, int ld, const hfloat* v, size_t vStride, int headDim,
+                                 float* acc, size_t accStride)
+{
+    attentionAccumulateOf(p, group, n, ld, v, vStride, headDim, acc, accStride);
+}
+
+void attentionAccumulateInt8Simd(const float* p, int group, int n, int ld, const schar* v, size_t vStride, int headDim,
                                  float* acc, size_t accStride)
 {
     attentionAccumulateOf(p, group, n, ld, v, vStride, headDim, acc, accStride);

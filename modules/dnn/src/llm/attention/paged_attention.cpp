@@ -32,8 +32,9 @@ struct AttentionContext
     int layer, heads, group, headDim, pageSize, kvHeads;
     int pageGroup;             // the layer's page group in the cache and the plan
     int window;                // 0: every earlier position; else the last `window` ones
-    bool halfRows;             // half-precision keys and values read in place (no converted copy)
-    bool inPlaceRows;          // float32 or half-precision rows: read in place, runs over pages
+    int storage;               // the cache's storage type
+    bool inPlaceRows;          // rows the kernels read in place (float32; half and 8-bit ones up to
+                               // kMaxConvertedHeadDim): runs over pages, no decoded copy
     float scale, softCap;
     const float* q;
     float* out;
@@ -58,7 +59,7 @@ struct AttentionContext
 
     /* The positions from j (before end) whose rows the kernels read as one run: the rest of
        j's page, and the pages after it that lie back to back in the cache, when rows are read in
-       place (float32 or half-precision storage; decoded rows come a page at a time). */
+       place (decoded rows come a page at a time). */
     int rowRun(const std::vector<int>& pages, int j, int end) const
     {
         int n = std::min(pageSize - j % pageSize, end - j);
@@ -82,13 +83,22 @@ struct AttentionContext
         {
             const int page = pages[j / pageSize], slot = j % pageSize;
             const int count = rowRun(pages, j, end);
-            size_t stride;
-            if (const hfloat* kh = halfRows ? cache->halfRows(layer, false, page, kvHead, &stride) : nullptr)
-                attentionScores(qHead, group, headDim, kh + slot * stride, stride, count, scale, scores + (j - begin), n);
+            size_t stride = 0;
+            float* s = scores + (j - begin);
+            if (inPlaceRows && storage == CV_16F)
+            {
+                const hfloat* k = cache->halfRows(layer, false, page, kvHead, &stride);
+                attentionScores(qHead, group, headDim, k + slot * stride, stride, count, scale, s, n);
+            }
+            else if (inPlaceRows && storage == CV_8S)
+            {
+                const schar* k = cache->int8Rows(layer, false, page, kvHead, &stride);
+                attentionScores(qHead, group, headDim, k + slot * stride, stride, count, scale, s, n);
+            }
             else
             {
-                const float* k = cache->rows(layer, false, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
-                attentionScores(qHead, group, headDim, k, stride, count, scale, scores + (j - begin), n);
+                const float* k = cache->rows(layer, false, page, kvHead, slot + count, rowBuf, &stride);
+                attentionScores(qHead, group, headDim, k + slot * stride, stride, count, scale, s, n);
             }
             j += count;
         }
@@ -112,14 +122,23 @@ struct AttentionContext
         {
             const int page = pages[j / pageSize], slot = j % pageSize;
             const int count = rowRun(pages, j, end);
-            size_t stride;
-            if (const hfloat* vh = halfRows ? cache->halfRows(layer, true, page, kvHead, &stride) : nullptr)
-                attentionAccumulate(scores + (j - begin), group, count, n, vh + slot * stride, stride, headDim, partial + 2,
-                                    partialStride);
+            size_t stride = 0;
+            const float* p = scores + (j - begin);
+            float* acc = partial + 2;
+            if (inPlaceRows && storage == CV_16F)
+            {
+                const hfloat* v = cache->halfRows(layer, true, page, kvHead, &stride);
+                attentionAccumulate(p, group, count, n, v + slot * stride, stride, headDim, acc, partialStride);
+            }
+            else if (inPlaceRows && storage == CV_8S)
+            {
+                const schar* v = cache->int8Rows(layer, true, page, kvHead, &stride);
+                attentionAccumulate(p, group, count, n, v + slot * stride, stride, headDim, acc, partialStride);
+            }
             else
             {
-                const float* v = cache->rows(layer, true, page, kvHead, slot + count, rowBuf, &stride) + slot * stride;
-                attentionAccumulate(scores + (j - begin), group, count, n, v, stride, headDim, partial + 2, partialStride);
+                const float* v = cache->rows(layer, true, page, kvHead, slot + count, rowBuf, &stride);
+                attentionAccumulate(p, group, count, n, v + slot * stride, stride, headDim, acc, partialStride);
             }
             j += count;
         }
@@ -206,8 +225,8 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     ctx.group = heads / ctx.kvHeads;
     CV_CheckLE(ctx.group, kMaxGroup, "LLMAttention: too many query heads per KV head");
     ctx.headDim = cache.headDim();
-    ctx.halfRows = cache.getStorageType() == CV_16F && ctx.headDim <= kMaxHalfKernelHeadDim;
-    ctx.inPlaceRows = ctx.halfRows || cache.getStorageType() == CV_32F;
+    ctx.storage = cache.getStorageType();
+    ctx.inPlaceRows = ctx.storage == CV_32F || ctx.headDim <= kMaxConvertedHeadDim;
     ctx.pageSize = cache.getPageSize();
     ctx.scale = scale;
     ctx.softCap = softCap;

@@ -110,6 +110,15 @@ public:
         *stride = codec_.rowBytes() / sizeof(hfloat);
         return reinterpret_cast<const hfloat*>(headRow(layerGroup_[layer], page, layer, values, kvHead, 0));
     }
+    /** The same rows in place when they are stored in 8 bits (stride `*stride` bytes; a row is
+        headDim int8 elements, then its float scale), for the attention kernels; nullptr otherwise. */
+    const schar* int8Rows(int layer, bool values, int page, int kvHead, size_t* stride) const
+    {
+        if (codec_.type() != CV_8S)
+            return nullptr;
+        *stride = codec_.rowBytes();
+        return reinterpret_cast<const schar*>(headRow(layerGroup_[layer], page, layer, values, kvHead, 0));
+    }
 
     /** Whether page b's rows directly follow page a's in memory, for every layer, K/V and KV
         head of the group (consecutive pages of a slab): attention reads both in one run. */
