@@ -140,8 +140,8 @@ static inline const float* blockAsFloats(const schar* rows, size_t stride, int c
 // each row waiting on memory (a long context's keys and values are read once per step). Past
 // the end of the rows is harmless: a prefetch never faults.
 //
-// Keys are asked for 8 KB ahead, a block's rows spread over its query heads' passes; values 4 KB
-// ahead, a block's rows at once. (Measured in a small program on the cache's layout, 22 layers,
+// Keys are asked for 8 KB ahead, a block's rows spread over its passes (one per query head, or
+// per element group with the heads across the lanes); values 4 KB ahead, a block's rows at once. (Measured in a small program on the cache's layout, 22 layers,
 // 4 KV heads of 8 query heads, head size 64, 4096 positions, half precision, an EPYC Zen 5: keys
 // 15.0 -> 13.9 ns a row against 2 KB at once, values 7.4 -> 6.4; 4 KB spread, 16 KB and more
 // were slower. The scores' compute per row is 1.6x the value sums', hence the longer lead.)
