@@ -187,18 +187,19 @@ INSTANTIATE_TEST_CASE_P(Cases, AttentionMath, ::testing::Values(
     // Half-precision keys and values read in place by the kernels: a head of 64 (whole vectors
     // at every width), four query heads per KV head, past a chunk and across pages.
     AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_16F, 3e-3},
-    // The AVX-512 scores with the query heads across a vector's lanes, for each group size they
-    // take (2, 4 above, 8, 16 and 32 as two sets of 16), whole blocks of 16 keys and a tail.
-    AttentionCase{4, 2, 32, 32, true, 1e6f, 1.f, {}, {{0, 40}, {40, 41}}, CV_32F, 2e-5},
-    AttentionCase{16, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 40}, {40, 41}}, CV_16F, 3e-3},
-    AttentionCase{16, 1, 16, 16, false, 10000.f, 1.f, {}, {{0, 40}, {40, 41}}, CV_32F, 2e-5},
-    AttentionCase{32, 1, 16, 16, false, 10000.f, 1.f, {}, {{0, 40}, {40, 41}}, CV_8S, 4e-2},
     // 8-bit keys and values read in place by the kernels (converted and scaled in registers):
     // the same shape, past a chunk and across pages.
     AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_8S, 4e-2},
     // The same on float32 storage: the kernels' blocks of one vector's lanes of keys (a tree of
-    // shuffles sums a block's scores), with partial blocks at page and chunk ends.
+    // shuffles sums a block's scores per head, or with AVX-512 the heads lie across the lanes),
+    // with partial blocks at page and chunk ends.
     AttentionCase{8, 2, 64, 64, true, 1e6f, 1.f, {}, {{0, 260}, {260, 261}, {261, 262}}, CV_32F, 2e-5},
+    // The AVX-512 scores with the query heads across a vector's lanes, for each group size they
+    // take (4 above, 2, 8, 16 and 32 as two sets of 16), whole blocks of 16 keys and a tail.
+    AttentionCase{4, 2, 32, 32, true, 1e6f, 1.f, {}, {{0, 40}, {40, 41}}, CV_32F, 2e-5},
+    AttentionCase{16, 2, 16, 16, true, 1e6f, 1.f, {}, {{0, 40}, {40, 41}}, CV_16F, 3e-3},
+    AttentionCase{16, 1, 16, 16, false, 10000.f, 1.f, {}, {{0, 40}, {40, 41}}, CV_32F, 2e-5},
+    AttentionCase{32, 1, 16, 16, false, 10000.f, 1.f, {}, {{0, 40}, {40, 41}}, CV_8S, 4e-2},
     // Gemma 2: scores soft-capped at 2 (most scores here are beyond it), a window of 5
     // positions shorter than the prefill and across pages as the sequence grows.
     AttentionCase{4, 2, 8, 8, true, 10000.f, 1.f, {}, {{0, 7}, {7, 8}, {8, 20}, {20, 21}, {21, 40}, {40, 41}},
