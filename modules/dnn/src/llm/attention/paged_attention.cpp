@@ -70,6 +70,30 @@ struct AttentionContext
         return n;
     }
 
+    /* Calls f(rows, stride) with the keys or values of `count` slots from `slot` of a page for
+       one KV head, as the kernels take them: half and 8-bit rows in place (hfloat / schar), float32
+       rows in place or decoded into rowBuf (float). */
+    template <typename F>
+    void withRows(bool values, int page, int kvHead, int slot, int count, float* rowBuf, F f) const
+    {
+        size_t stride = 0;
+        if (inPlaceRows && storage == CV_16F)
+        {
+            const hfloat* rows = cache->halfRows(layer, values, page, kvHead, &stride);
+            f(rows + slot * stride, stride);
+        }
+        else if (inPlaceRows && storage == CV_8S)
+        {
+            const schar* rows = cache->int8Rows(layer, values, page, kvHead, &stride);
+            f(rows + slot * stride, stride);
+        }
+        else
+        {
+            const float* rows = cache->rows(layer, values, page, kvHead, slot + count, rowBuf, &stride);
+            f(rows + slot * stride, stride);
+        }
+    }
+
     /* Partial of positions [begin, end) of the token's sequence: per query head of the group,
        [max score, sum of exp(score - max), sum of exp(score - max) * value]. */
     void chunkPartial(int token, int kvHead, int begin, int end, float* scores, float* rowBuf, float* partial) const
@@ -83,23 +107,10 @@ struct AttentionContext
         {
             const int page = pages[j / pageSize], slot = j % pageSize;
             const int count = rowRun(pages, j, end);
-            size_t stride = 0;
             float* s = scores + (j - begin);
-            if (inPlaceRows && storage == CV_16F)
-            {
-                const hfloat* k = cache->halfRows(layer, false, page, kvHead, &stride);
-                attentionScores(qHead, group, headDim, k + slot * stride, stride, count, scale, s, n);
-            }
-            else if (inPlaceRows && storage == CV_8S)
-            {
-                const schar* k = cache->int8Rows(layer, false, page, kvHead, &stride);
-                attentionScores(qHead, group, headDim, k + slot * stride, stride, count, scale, s, n);
-            }
-            else
-            {
-                const float* k = cache->rows(layer, false, page, kvHead, slot + count, rowBuf, &stride);
-                attentionScores(qHead, group, headDim, k + slot * stride, stride, count, scale, s, n);
-            }
+            withRows(false, page, kvHead, slot, count, rowBuf, [&](auto k, size_t stride) {
+                attentionScores(qHead, group, headDim, k, stride, count, scale, s, n);
+            });
             j += count;
         }
         if (softCap > 0.f)
@@ -122,24 +133,10 @@ struct AttentionContext
         {
             const int page = pages[j / pageSize], slot = j % pageSize;
             const int count = rowRun(pages, j, end);
-            size_t stride = 0;
             const float* p = scores + (j - begin);
-            float* acc = partial + 2;
-            if (inPlaceRows && storage == CV_16F)
-            {
-                const hfloat* v = cache->halfRows(layer, true, page, kvHead, &stride);
-                attentionAccumulate(p, group, count, n, v + slot * stride, stride, headDim, acc, partialStride);
-            }
-            else if (inPlaceRows && storage == CV_8S)
-            {
-                const schar* v = cache->int8Rows(layer, true, page, kvHead, &stride);
-                attentionAccumulate(p, group, count, n, v + slot * stride, stride, headDim, acc, partialStride);
-            }
-            else
-            {
-                const float* v = cache->rows(layer, true, page, kvHead, slot + count, rowBuf, &stride);
-                attentionAccumulate(p, group, count, n, v + slot * stride, stride, headDim, acc, partialStride);
-            }
+            withRows(true, page, kvHead, slot, count, rowBuf, [&](auto v, size_t stride) {
+                attentionAccumulate(p, group, count, n, v, stride, headDim, partial + 2, partialStride);
+            });
             j += count;
         }
     }

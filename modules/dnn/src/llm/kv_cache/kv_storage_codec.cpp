@@ -67,8 +67,7 @@ void KVStorageCodec::decode(const uchar* src, float* dst) const
     else
     {
         const signed char* q = reinterpret_cast<const signed char*>(src);
-        float scale;
-        std::memcpy(&scale, src + headDim_, sizeof(float));
+        const float scale = int8RowScale(src, headDim_);
         for (int i = 0; i < headDim_; i++)
             dst[i] = q[i] * scale;
     }

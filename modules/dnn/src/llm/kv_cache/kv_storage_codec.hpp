@@ -10,6 +10,8 @@
 
 #include <opencv2/core.hpp>
 
+#include <cstring>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -30,6 +32,13 @@ public:
     void encode(const float* src, uchar* dst) const;
     //! One stored row -> headDim floats.
     void decode(const uchar* src, float* dst) const;
+    //! An 8-bit row's scale: the float after its headDim elements (element i decodes to q[i] * scale).
+    static float int8RowScale(const uchar* row, int headDim)
+    {
+        float scale;
+        std::memcpy(&scale, row + headDim, sizeof(float));
+        return scale;
+    }
 
 private:
     int type_, headDim_;
