@@ -202,11 +202,16 @@ static inline v_float32 sumEachVector(const v_float32* s)
 }
 #endif
 
-#if CV_SIMD512 && CV_AVX512_SKX
+#if (CV_SIMD512 && CV_AVX512_SKX) || (CV_SIMD256 && CV_AVX2)
+#define LLM_SCORES_HEADS_ACROSS_LANES 1
+
+#if CV_SIMD512
 // r[j] lane i = r[i] lane j before, for 16 vectors of 16 floats (4 stages of 16 shuffles).
-static inline void transpose16x16(__m512* r)
+static inline void transposeBlock(v_float32* v)
 {
-    __m512 a[16], b[16];
+    __m512 r[16], a[16], b[16];
+    for (int k = 0; k < 16; k++)
+        r[k] = v[k].val;
     for (int k = 0; k < 8; k++)
     {
         a[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
@@ -227,74 +232,111 @@ static inline void transpose16x16(__m512* r)
     {
         const __m512 x0 = _mm512_shuffle_f32x4(b[m], b[4 + m], 0x44), x1 = _mm512_shuffle_f32x4(b[m], b[4 + m], 0xEE);
         const __m512 y0 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0x44), y1 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0xEE);
-        r[m] = _mm512_shuffle_f32x4(x0, y0, 0x88);
-        r[4 + m] = _mm512_shuffle_f32x4(x0, y0, 0xDD);
-        r[8 + m] = _mm512_shuffle_f32x4(x1, y1, 0x88);
-        r[12 + m] = _mm512_shuffle_f32x4(x1, y1, 0xDD);
+        v[m] = v_float32(_mm512_shuffle_f32x4(x0, y0, 0x88));
+        v[4 + m] = v_float32(_mm512_shuffle_f32x4(x0, y0, 0xDD));
+        v[8 + m] = v_float32(_mm512_shuffle_f32x4(x1, y1, 0x88));
+        v[12 + m] = v_float32(_mm512_shuffle_f32x4(x1, y1, 0xDD));
     }
 }
 
 //! D consecutive floats from e, repeated across the 16 lanes.
 template <int D>
-static inline __m512 broadcastElements(const float* e)
+static inline v_float32 broadcastElements(const float* e)
 {
     if (D == 1)
-        return _mm512_set1_ps(*e);
+        return v_float32(_mm512_set1_ps(*e));
     if (D == 2)
     {
         double pair;
         std::memcpy(&pair, e, sizeof(pair));
-        return _mm512_castpd_ps(_mm512_set1_pd(pair));
+        return v_float32(_mm512_castpd_ps(_mm512_set1_pd(pair)));
     }
     if (D == 4)
-        return _mm512_broadcast_f32x4(_mm_loadu_ps(e));
-    return _mm512_broadcast_f32x8(_mm256_loadu_ps(e));
+        return v_float32(_mm512_broadcast_f32x4(_mm_loadu_ps(e)));
+    return v_float32(_mm512_broadcast_f32x8(_mm256_loadu_ps(e)));
+}
+#else
+// r[j] lane i = r[i] lane j before, for 8 vectors of 8 floats (3 stages of 8 shuffles).
+static inline void transposeBlock(v_float32* v)
+{
+    __m256 a[8], b[8];
+    for (int k = 0; k < 4; k++)
+    {
+        a[2 * k] = _mm256_unpacklo_ps(v[2 * k].val, v[2 * k + 1].val);
+        a[2 * k + 1] = _mm256_unpackhi_ps(v[2 * k].val, v[2 * k + 1].val);
+    }
+    // b[4k + m], each 128-bit half: element (half) * 4 + m of rows 4k .. 4k + 3.
+    for (int k = 0; k < 2; k++)
+    {
+        b[4 * k] = _mm256_shuffle_ps(a[4 * k], a[4 * k + 2], 0x44);
+        b[4 * k + 1] = _mm256_shuffle_ps(a[4 * k], a[4 * k + 2], 0xEE);
+        b[4 * k + 2] = _mm256_shuffle_ps(a[4 * k + 1], a[4 * k + 3], 0x44);
+        b[4 * k + 3] = _mm256_shuffle_ps(a[4 * k + 1], a[4 * k + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; m++)
+    {
+        v[m] = v_float32(_mm256_permute2f128_ps(b[m], b[4 + m], 0x20));
+        v[4 + m] = v_float32(_mm256_permute2f128_ps(b[m], b[4 + m], 0x31));
+    }
 }
 
-/* Scores of the whole blocks of 16 keys for G = 2, 4, 8 or 16 query heads at a time, the heads
-   across the lanes: lane h * D + d (D = 16 / G) of the vector for element group b holds
-   q[h][b * D + d], and a key's D elements b * D .. are broadcast to every head's lanes, so one
-   fused multiply-add serves G heads and a key's accumulator needs no shuffle tree: one 16 x 16
-   transpose per block gives every head's 16 scores (its D lanes added). Returns the keys done. */
+//! D consecutive floats from e, repeated across the 8 lanes.
+template <int D>
+static inline v_float32 broadcastElements(const float* e)
+{
+    if (D == 1)
+        return v_float32(_mm256_set1_ps(*e));
+    if (D == 2)
+        return v_float32(_mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(e))));
+    return v_float32(_mm256_broadcast_ps(reinterpret_cast<const __m128*>(e)));
+}
+#endif
+
+/* Scores of the whole blocks of L keys (L = a vector's lanes, 16 or 8) for G query heads at a
+   time (G a power of two up to L), the heads across the lanes: lane h * D + d (D = L / G) of the
+   vector for element group b holds q[h][b * D + d], and a key's D elements b * D .. are
+   broadcast to every head's lanes, so one fused multiply-add serves G heads and a key's
+   accumulator needs no shuffle tree: one L x L transpose per block gives every head's L scores
+   (its D lanes added). Returns the keys done. */
 template <int G, typename T>
 static int scoresHeadsAcrossLanes(const float* q, int group, int headDim, const T* k, size_t kStride, int n,
                                   float scale, float* scores, int ld)
 {
-    const int D = 16 / G, elementGroups = headDim / D;
+    const int L = kBlockRows, D = L / G, elementGroups = headDim / D;
     const int rowsPerPart = keyRowsPerPart(elementGroups);
     float buffer[BlockBuffer<T>::floats];
-    alignas(64) float qt[kMaxConvertedHeadDim * 16 / D];
-    const __m512 vscale = _mm512_set1_ps(scale);
+    CV_DECL_ALIGNED(64) float qt[kMaxConvertedHeadDim * G];
+    const v_float32 vscale = vx_setall_f32(scale);
     int j = 0;
     for (int h0 = 0; h0 < group; h0 += G)
     {
         for (int b = 0; b < elementGroups; b++)
             for (int h = 0; h < G; h++)
                 for (int d = 0; d < D; d++)
-                    qt[b * 16 + h * D + d] = q[(size_t)(h0 + h) * headDim + b * D + d];
-        for (j = 0; j + kBlockRows <= n; j += kBlockRows)
+                    qt[b * L + h * D + d] = q[(size_t)(h0 + h) * headDim + b * D + d];
+        for (j = 0; j + L <= n; j += L)
         {
             size_t stride;
-            const float* block = blockAsFloats(k + (size_t)j * kStride, kStride, kBlockRows, headDim, buffer, &stride);
-            __m512 acc[16];
-            for (int t = 0; t < 16; t++)
-                acc[t] = _mm512_setzero_ps();
+            const float* block = blockAsFloats(k + (size_t)j * kStride, kStride, L, headDim, buffer, &stride);
+            v_float32 acc[kBlockRows];
+            for (int t = 0; t < L; t++)
+                acc[t] = vx_setzero_f32();
             for (int b = 0; b < elementGroups; b++)
             {
-                if (h0 == 0 && b * rowsPerPart < kBlockRows)
+                if (h0 == 0 && b * rowsPerPart < L)
                     prefetchRowsAhead(k + (size_t)(j + b * rowsPerPart) * kStride, kStride,
-                                      std::min(rowsPerPart, kBlockRows - b * rowsPerPart), headDim, kKeyPrefetchBytes);
-                const __m512 qv = _mm512_load_ps(qt + b * 16);
-                for (int t = 0; t < 16; t++)
-                    acc[t] = _mm512_fmadd_ps(qv, broadcastElements<D>(block + t * stride + b * D), acc[t]);
+                                      std::min(rowsPerPart, L - b * rowsPerPart), headDim, kKeyPrefetchBytes);
+                const v_float32 qv = vx_load_aligned(qt + b * L);
+                for (int t = 0; t < L; t++)
+                    acc[t] = v_fma(qv, broadcastElements<D>(block + t * stride + b * D), acc[t]);
             }
-            transpose16x16(acc);
+            transposeBlock(acc);
             for (int h = 0; h < G; h++)
             {
-                __m512 sum = acc[h * D];
+                v_float32 sum = acc[h * D];
                 for (int d = 1; d < D; d++)
-                    sum = _mm512_add_ps(sum, acc[h * D + d]);
-                _mm512_storeu_ps(scores + (size_t)(h0 + h) * ld + j, _mm512_mul_ps(sum, vscale));
+                    sum = v_add(sum, acc[h * D + d]);
+                v_store(scores + (size_t)(h0 + h) * ld + j, v_mul(sum, vscale));
             }
         }
     }
@@ -307,20 +349,21 @@ static void attentionScoresOf(const float* q, int group, int headDim, const T* k
                               float* scores, int ld)
 {
     int j = 0;
-#if CV_SIMD512 && CV_AVX512_SKX
-    // 2, 4, 8 or a multiple of 16 query heads per KV head: the whole blocks with the heads across
-    // the lanes (in a small program on the cache's layout, 8 heads of 64, from memory: the
-    // scores 4.8 -> 3.6 ms a step of 22 layers x 4 KV heads x 4096 positions, 25% less).
-    if (headDim % 16 == 0 && headDim <= kMaxConvertedHeadDim)
+#ifdef LLM_SCORES_HEADS_ACROSS_LANES
+    // 2, 4, 8 or a multiple of a vector's lanes of query heads per KV head: the whole blocks with
+    // the heads across the lanes (in a small program on the cache's layout, 8 heads of 64, from
+    // memory, AVX-512: the scores 4.8 -> 3.6 ms a step of 22 layers x 4 KV heads x 4096
+    // positions, 25% less).
+    if (headDim % kBlockRows == 0 && headDim <= kMaxConvertedHeadDim)
     {
-        if (group == 8)
+        if (group % kBlockRows == 0)
+            j = scoresHeadsAcrossLanes<kBlockRows>(q, group, headDim, k, kStride, n, scale, scores, ld);
+        else if (group == 8)
             j = scoresHeadsAcrossLanes<8>(q, group, headDim, k, kStride, n, scale, scores, ld);
         else if (group == 4)
             j = scoresHeadsAcrossLanes<4>(q, group, headDim, k, kStride, n, scale, scores, ld);
         else if (group == 2)
             j = scoresHeadsAcrossLanes<2>(q, group, headDim, k, kStride, n, scale, scores, ld);
-        else if (group % 16 == 0)
-            j = scoresHeadsAcrossLanes<16>(q, group, headDim, k, kStride, n, scale, scores, ld);
     }
 #endif
 #if CV_SIMD
