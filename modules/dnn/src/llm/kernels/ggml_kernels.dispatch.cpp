@@ -30,7 +30,7 @@ struct WeightTypeTable
         {
             const GGMLTypeTraits& s = ggmlTypeTraits((uint32_t)id);
             rows[id] = {(GGMLType)id, s.name, s.blockSize, s.typeSize, s.dequantizable, s.toFloat,
-                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
         }
         int count = 0;
         const WeightKernels* kernels = kernelTableOfThisCpu(count);
@@ -54,6 +54,7 @@ struct WeightTypeTable
             CV_Assert(k.dotQ8Interleaved16 || !k.dotQ8InterleavedAmx);
             row.dotQ8InterleavedAmx = k.dotQ8InterleavedAmx && amxTilesGranted() ? k.dotQ8InterleavedAmx : nullptr;
             row.interleaved = k.interleaved;
+            row.gemmF32 = k.gemmF32;
         }
     }
 };

@@ -66,6 +66,12 @@ void activationsByBlockForTiles(const signed char* q, int rows, int blocks, sign
     float path of types whose elements are floats already (F16, BF16), without a decoded copy. */
 typedef float (*DotF32Fn)(const uchar* w, const float* x, int n);
 
+/** Many tokens times the transpose of `rows` weight rows (n elements each, `wStride` bytes apart),
+    decoding on the fly: y[t * yStride + r] = sum_k x[t * xStride + k] * w(r, k). The prompt path
+    of types whose elements are floats already (F16, BF16), without a decoded copy. */
+typedef void (*GemmF32Fn)(const uchar* w, size_t wStride, int rows, const float* x, size_t xStride, int tokens, int n,
+                          float* y, size_t yStride);
+
 //! What one ISA's kernel build has for a type (nullptr: nothing of that kind).
 struct WeightKernels
 {
@@ -78,6 +84,7 @@ struct WeightKernels
     DotF32Fn dotF32;                        //!< fused float-path dot (decode + dot in one pass)
     DotQ8Interleaved16Fn dotQ8Interleaved16;  //!< two groups of the layout at once (optional)
     DotQ8InterleavedAmxFn dotQ8InterleavedAmx;  //!< the same on AMX tiles (optional; amx_tiles.hpp)
+    GemmF32Fn gemmF32;                      //!< fused float GEMM of prompts (decode + GEMM in one pass)
 };
 
 //! A weight type as the layers see it on this CPU.
@@ -99,6 +106,7 @@ struct WeightTypeTraits
     //! on AMX tiles from a type's threshold of activation rows on (one tile multiply per 32
     //! inputs serves up to 16 rows), with dotQ8Interleaved16 below it
     DotQ8InterleavedAmxFn dotQ8InterleavedAmx;
+    GemmF32Fn gemmF32;      //!< nullptr: prompts decode tiles of rows for Eigen's GEMM
 
     bool integerDot() const { return dotQ8 != nullptr; }
 };

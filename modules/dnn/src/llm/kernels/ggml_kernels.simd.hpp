@@ -183,43 +183,46 @@ static float dotBF16F32(const uchar* w, const float* x, int n)
     return dotHalfF32<BF16Elements>(w, x, n);
 }
 
+#include "ggml_kernels_half_gemm.inl.hpp"
+
 // Rows: the type, its vector decoder, integer dot, multi-row tile, interleaved kernel with its
 // layout (interleaved_weights.hpp), fused float dot, two-group interleaved kernel (AVX-512
-// builds) and its AMX twin (AVX512_CLX build with the AMX flags); nullptr where there is none.
+// builds), its AMX twin (AVX512_CLX build with the AMX flags) and fused float GEMM of prompts;
+// nullptr where there is none.
 #if CV_AVX512_CLX
 #define LLM_AVX512_ONLY(kernel) kernel
 #else
 #define LLM_AVX512_ONLY(kernel) nullptr
 #endif
 static const WeightKernels kWeightKernels[] = {
-    {GGML_F16, decodeF16, nullptr, nullptr, nullptr, nullptr, dotF16F32, nullptr, nullptr},
-    {GGML_BF16, decodeBF16, nullptr, nullptr, nullptr, nullptr, dotBF16F32, nullptr, nullptr},
+    {GGML_F16, decodeF16, nullptr, nullptr, nullptr, nullptr, dotF16F32, nullptr, nullptr, gemmF16F32},
+    {GGML_BF16, decodeBF16, nullptr, nullptr, nullptr, nullptr, dotBF16F32, nullptr, nullptr, gemmBF16F32},
     {GGML_Q4_0, decodeQ4_0, dotQ8Q4_0Q8_0<GGML_Q4_0>, tileQ4_0Q8_0<GGML_Q4_0>,
      interleaved8Rows<LegacyInterleaved8<GGML_Q4_0>>, &kInterleavedQ4_0, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<LegacyInterleaved16<GGML_Q4_0>>),
-     LLM_AMX_ONLY(interleavedPairsAmx<LegacyTileWeights<GGML_Q4_0>>)},
-    {GGML_Q4_1, nullptr, dotQ8Q4_1, nullptr, interleaved8Rows<LegacyInterleaved8<GGML_Q4_1>>, &kInterleavedQ4_1, nullptr, nullptr, nullptr},
+     LLM_AMX_ONLY(interleavedPairsAmx<LegacyTileWeights<GGML_Q4_0>>), nullptr},
+    {GGML_Q4_1, nullptr, dotQ8Q4_1, nullptr, interleaved8Rows<LegacyInterleaved8<GGML_Q4_1>>, &kInterleavedQ4_1, nullptr, nullptr, nullptr, nullptr},
     {GGML_Q5_0, nullptr, dotQ8Q5<block_q5_0>, nullptr,
-     interleaved8Rows<Q5Interleaved8<block_q5_0x8>>, &kInterleavedQ5_0, nullptr, nullptr, nullptr},
+     interleaved8Rows<Q5Interleaved8<block_q5_0x8>>, &kInterleavedQ5_0, nullptr, nullptr, nullptr, nullptr},
     {GGML_Q5_1, nullptr, dotQ8Q5<block_q5_1>, nullptr,
-     interleaved8Rows<Q5Interleaved8<block_q5_1x8>>, &kInterleavedQ5_1, nullptr, nullptr, nullptr},
+     interleaved8Rows<Q5Interleaved8<block_q5_1x8>>, &kInterleavedQ5_1, nullptr, nullptr, nullptr, nullptr},
     {GGML_Q8_0, decodeQ8_0, dotQ8Q4_0Q8_0<GGML_Q8_0>, tileQ4_0Q8_0<GGML_Q8_0>,
      interleaved8Rows<LegacyInterleaved8<GGML_Q8_0>>, &kInterleavedQ8_0, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<LegacyInterleaved16<GGML_Q8_0>>),
-     LLM_AMX_ONLY(interleavedPairsAmx<LegacyTileWeights<GGML_Q8_0>>)},
+     LLM_AMX_ONLY(interleavedPairsAmx<LegacyTileWeights<GGML_Q8_0>>), nullptr},
     {GGML_Q2_K, nullptr, dotQ8Q2Q3K<block_q2_K>, tileQ2Q3K<block_q2_K>, interleaved8Rows<Q2KInterleaved8>, &kInterleavedQ2_K,
-     nullptr, nullptr, nullptr},
+     nullptr, nullptr, nullptr, nullptr},
     {GGML_Q3_K, nullptr, dotQ8Q2Q3K<block_q3_K>, tileQ2Q3K<block_q3_K>, interleaved8Rows<Q3KInterleaved8>, &kInterleavedQ3_K,
-     nullptr, nullptr, nullptr},
+     nullptr, nullptr, nullptr, nullptr},
     {GGML_Q4_K, decodeQ4_K, dotQ8Q4KQ5K<block_q4_K>, nullptr, interleaved8Rows<Q4KInterleaved8>, &kInterleavedQ4_K, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<Q4KInterleaved16>),
-     LLM_AMX_ONLY(interleavedPairsAmx<KQuantTileWeights<block_q4_Kx8>>)},
+     LLM_AMX_ONLY(interleavedPairsAmx<KQuantTileWeights<block_q4_Kx8>>), nullptr},
     {GGML_Q5_K, nullptr, dotQ8Q4KQ5K<block_q5_K>, nullptr, interleaved8Rows<Q5KInterleaved8>, &kInterleavedQ5_K, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<Q5KInterleaved16>),
-     LLM_AMX_ONLY(interleavedPairsAmx<KQuantTileWeights<block_q5_Kx8>>)},
+     LLM_AMX_ONLY(interleavedPairsAmx<KQuantTileWeights<block_q5_Kx8>>), nullptr},
     {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<Q6KInterleaved16>),
-     LLM_AMX_ONLY(interleavedPairsAmx<Q6KTileWeights>)},
+     LLM_AMX_ONLY(interleavedPairsAmx<Q6KTileWeights>), nullptr},
 };
 
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)

@@ -14,8 +14,9 @@
 // types with a multi-row tile. Otherwise the weight row is decoded to floats once for all
 // tokens. Either way each token's result is computed on its own, the same whatever the other
 // rows are: a sequence gets the same logits alone or in a batch. Beyond (prefill), tiles of
-// weight rows are decoded to float once (F32 rows are used in place) and multiplied with all
-// tokens by Eigen's GEMM (kernels/float_gemm.hpp).
+// weight rows are multiplied with all tokens by the type's fused float GEMM (F16, BF16: rows
+// converted in registers), or decoded to float once (F32 rows are used in place) for Eigen's
+// GEMM (kernels/float_gemm.hpp).
 //
 // One layer may hold several weights of the same input (a block's q, k and v, or its gate and
 // up projections), one output each: they share one quantization of the input and one parallel
@@ -210,12 +211,13 @@ public:
             }
             else
             {
-                // Prefill: decode a tile of weight rows to float once, then a GEMM of all tokens
-                // against it (one thread per tile).
+                // Prefill: a GEMM of all tokens against each tile of weight rows (one thread per
+                // tile): the type's fused one, or Eigen's over the tile decoded to float once.
                 run.tileRows = std::max(8, std::min(64, (1 << 17) / in_));
                 run.tiles = (p.out + run.tileRows - 1) / run.tileRows;
                 run.stripes = std::min(run.tiles, threads * 4);
-                if (scratch_.size() < (size_t)run.stripes * run.tileRows * in_)
+                const bool decodes = p.type != llm::GGML_F32 && !p.traits->gemmF32;
+                if (decodes && scratch_.size() < (size_t)run.stripes * run.tileRows * in_)
                     scratch_.resize((size_t)run.stripes * run.tileRows * in_);
                 run.scratch = scratch_.data();
                 parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.gemm(r); }, run.stripes);
@@ -397,17 +399,24 @@ private:
             float* y = outputs->getMatRef(part).ptr<float>();
             for (int s = r.start; s < r.end; s++)
             {
-                float* tile = scratch + (size_t)s * tileRows * in;
                 for (int k = stripeBegin(s, tiles); k < stripeBegin(s + 1, tiles); k++)
                 {
                     const int n0 = k * tileRows, n1 = std::min(out, n0 + tileRows);
-                    const float* rowsOfTile = tile;
-                    if (p.type == llm::GGML_F32)
-                        rowsOfTile = reinterpret_cast<const float*>(p.weights.ptr() + (size_t)n0 * rowBytes);
+                    const uchar* src = p.weights.ptr() + (size_t)n0 * rowBytes;
+                    if (p.traits->gemmF32)
+                        p.traits->gemmF32(src, rowBytes, n1 - n0, x, in, rows, in, y + n0, out);
                     else
-                        for (int n = n0; n < n1; n++)
-                            p.traits->decodeRow(p.weights.ptr() + (size_t)n * rowBytes, tile + (size_t)(n - n0) * in, in);
-                    llm::gemmTokensByWeightRows(x, in, rows, in, rowsOfTile, in, n1 - n0, y + n0, out);
+                    {
+                        const float* rowsOfTile = reinterpret_cast<const float*>(src);
+                        if (p.type != llm::GGML_F32)
+                        {
+                            float* tile = scratch + (size_t)s * tileRows * in;
+                            for (int n = n0; n < n1; n++)
+                                p.traits->decodeRow(src + (size_t)(n - n0) * rowBytes, tile + (size_t)(n - n0) * in, in);
+                            rowsOfTile = tile;
+                        }
+                        llm::gemmTokensByWeightRows(x, in, rows, in, rowsOfTile, in, n1 - n0, y + n0, out);
+                    }
                     if (bias)
                         for (int t = 0; t < rows; t++)
                             for (int n = n0; n < n1; n++)
