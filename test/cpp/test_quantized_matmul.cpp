@@ -142,14 +142,14 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
 // Float weights: F16 / BF16 rows of a few tokens take the fused decode-and-dot (512-bit,
 // 256-bit and scalar parts by row length), F32 rows the float dot; beyond gemv_max_rows (32)
 // tokens, tiles of 64 rows (two here, the second partial) take F16 / BF16's fused GEMM (register
-// tiles of tokens x rows with partial ones at the ends, inputs in slices of 2048: 2100 inputs
+// tiles of tokens x rows with partial ones at the ends, inputs in slices of 4096: 4200 inputs
 // cross one) or Eigen's on F32 rows. Every result against exact math on the stored values
 // (float sums: a relative bound); on the row path a token alone is bit-identical to the batch.
 TEST(QuantizedMatMul, floatWeightsMatchExactMath)
 {
     const int kF32 = 0, kF16 = 1, kBF16 = 30;  // ggml type ids
     for (int type : {kF32, kF16, kBF16})
-        for (int in : {3, 8, 61, 64, 136, 200, 2100})
+        for (int in : {3, 8, 61, 64, 136, 200, 4200})
             for (int tokens : {3, 40})
             {
                 SCOPED_TRACE(cv::format("type %d, %d inputs, %d tokens", type, in, tokens));

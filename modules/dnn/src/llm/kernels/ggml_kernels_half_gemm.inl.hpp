@@ -11,9 +11,12 @@
 // A register tile of kGemmTokens tokens by kGemmRows rows: each step loads one vector of each
 // token and converts one of each row, and takes their kGemmTokens x kGemmRows fused
 // multiply-adds (AVX-512: 6 x 4 accumulators, 6 token vectors and one weight vector, 31 of the
-// 32 registers; AVX2: 3 x 4 of 16). Each output is the horizontal sum of its accumulator. The
-// inputs go in slices of kGemmDepth, so that a slice of every token stays in the L2 cache while
-// a tile's rows pass over it; a slice's sums are added to the previous ones'.
+// 32 registers; AVX2: 3 x 4 of 16). Each output is the horizontal sum of its accumulator. A set
+// of tokens meets every row of the tile before the next set (their vectors stay in the L1 / L2
+// caches, the 16-bit rows stream), over slices of kGemmDepth inputs (a slice's sums added to
+// the previous ones'). One thread, 64 tokens x 2048 x 2048 F16 (EPYC Zen 5): 184 GFLOP/s, 82% of
+// its fused multiply-add peak (rows before tokens: 158; slices of 512: 161, none at 14336
+// inputs: 161 against 183); AVX2 102, 91% of that peak.
 
 #if CV_AVX512_CLX
 typedef __m512 GemmVector;
@@ -32,7 +35,7 @@ static inline GemmVector gemmZero() { return _mm256_setzero_ps(); }
 static inline GemmVector gemmFma(GemmVector a, GemmVector b, GemmVector c) { return _mm256_fmadd_ps(a, b, c); }
 static inline float gemmSum(GemmVector v) { return hsum256(v); }
 #endif
-static const int kGemmRows = 4, kGemmDepth = 2048;
+static const int kGemmRows = 4, kGemmDepth = 4096;
 
 //! y[t * yStride + r] (+)= sum over k < n of x[t * xStride + k] * w(r, k), t < M, r < N; w(r, k)
 //! the element k of the 16-bit row at w + r * wStride bytes. `accumulate`: add to y.
@@ -114,8 +117,8 @@ static void halfGemm(const uchar* w, size_t wStride, int rows, const float* x, s
     for (int k0 = 0; k0 < n; k0 += kGemmDepth)
     {
         const int depth = std::min(kGemmDepth, n - k0);
-        for (int r = 0; r < rows; r += kGemmRows)
-            for (int t = 0; t < tokens; t += kGemmTokens)
+        for (int t = 0; t < tokens; t += kGemmTokens)
+            for (int r = 0; r < rows; r += kGemmRows)
                 halfGemmTileOf<Elements>(std::min(kGemmTokens, tokens - t), std::min(kGemmRows, rows - r),
                                          w + r * wStride + 2 * (size_t)k0, wStride, x + t * xStride + k0, xStride,
                                          depth, y + t * yStride + r, yStride, k0 > 0);
