@@ -19,22 +19,13 @@
 // inputs: 161 against 183); AVX2 102, 91% of that peak.
 
 #if CV_AVX512_CLX
-typedef __m512 GemmVector;
-static const int kGemmLanes = 16, kGemmTokens = 6;
-template <typename Elements> static inline GemmVector gemmLoadWeights(const uchar* s) { return Elements::load16(s); }
-static inline GemmVector gemmLoadTokens(const float* x) { return _mm512_loadu_ps(x); }
-static inline GemmVector gemmZero() { return _mm512_setzero_ps(); }
-static inline GemmVector gemmFma(GemmVector a, GemmVector b, GemmVector c) { return _mm512_fmadd_ps(a, b, c); }
-static inline float gemmSum(GemmVector v) { return _mm512_reduce_add_ps(v); }
+static const int kGemmTokens = 6;
+template <typename Elements> static inline v_float32 gemmLoadWeights(const uchar* s) { return v_float32(Elements::load16(s)); }
 #else
-typedef __m256 GemmVector;
-static const int kGemmLanes = 8, kGemmTokens = 3;
-template <typename Elements> static inline GemmVector gemmLoadWeights(const uchar* s) { return Elements::load8(s); }
-static inline GemmVector gemmLoadTokens(const float* x) { return _mm256_loadu_ps(x); }
-static inline GemmVector gemmZero() { return _mm256_setzero_ps(); }
-static inline GemmVector gemmFma(GemmVector a, GemmVector b, GemmVector c) { return _mm256_fmadd_ps(a, b, c); }
-static inline float gemmSum(GemmVector v) { return hsum256(v); }
+static const int kGemmTokens = 3;
+template <typename Elements> static inline v_float32 gemmLoadWeights(const uchar* s) { return v_float32(Elements::load8(s)); }
 #endif
+static const int kGemmLanes = VTraits<v_float32>::nlanes;
 static const int kGemmRows = 4, kGemmDepth = 4096;
 
 //! y[t * yStride + r] (+)= sum over k < n of x[t * xStride + k] * w(r, k), t < M, r < N; w(r, k)
@@ -43,27 +34,27 @@ template <typename Elements, int M, int N>
 static void halfGemmTile(const uchar* w, size_t wStride, const float* x, size_t xStride, int n, float* y,
                          size_t yStride, bool accumulate)
 {
-    GemmVector acc[M][N];
+    v_float32 acc[M][N];
     for (int t = 0; t < M; t++)
         for (int r = 0; r < N; r++)
-            acc[t][r] = gemmZero();
+            acc[t][r] = vx_setzero_f32();
     int k = 0;
     for (; k + kGemmLanes <= n; k += kGemmLanes)
     {
-        GemmVector xv[M];
+        v_float32 xv[M];
         for (int t = 0; t < M; t++)
-            xv[t] = gemmLoadTokens(x + t * xStride + k);
+            xv[t] = vx_load(x + t * xStride + k);
         for (int r = 0; r < N; r++)
         {
-            const GemmVector wv = gemmLoadWeights<Elements>(w + r * wStride + 2 * k);
+            const v_float32 wv = gemmLoadWeights<Elements>(w + r * wStride + 2 * k);
             for (int t = 0; t < M; t++)
-                acc[t][r] = gemmFma(xv[t], wv, acc[t][r]);
+                acc[t][r] = v_fma(xv[t], wv, acc[t][r]);
         }
     }
     for (int t = 0; t < M; t++)
         for (int r = 0; r < N; r++)
         {
-            float sum = gemmSum(acc[t][r]);
+            float sum = v_reduce_sum(acc[t][r]);
             for (int i = k; i < n; i++)
             {
                 uint16_t bits;
