@@ -139,12 +139,34 @@ TEST(QuantizedMatMul, integerPathMatchesExactMathWithinActivationRounding)
     EXPECT_EQ(checked, 10);
 }
 
+// Whether BF16 prompts take vdpbf16ps here: an AVX-512 VNNI CPU (the kernels' AVX512_CLX build,
+// unless OPENCV_CPU_DISABLE turns it off) that also has AVX512_BF16.
+static bool bf16DotProductsHere()
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    return checkHardwareSupport(CV_CPU_AVX512_CLX) && __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
+}
+
+// A float rounded to bfloat16 (to nearest even; the test's values hold no NaN).
+static float roundedToBF16(float f)
+{
+    Cv32suf v;
+    v.f = f;
+    v.u = (v.u + 0x7FFFu + ((v.u >> 16) & 1u)) & 0xFFFF0000u;
+    return v.f;
+}
+
 // Float weights: F16 / BF16 rows of a few tokens take the fused decode-and-dot (512-bit,
 // 256-bit and scalar parts by row length), F32 rows the float dot; beyond gemv_max_rows (32)
 // tokens, tiles of 64 rows (two here, the second partial) take F16 / BF16's fused GEMM (register
 // tiles of tokens x rows with partial ones at the ends, inputs in slices of 4096: 4200 inputs
 // cross one) or Eigen's on F32 rows. Every result against exact math on the stored values
 // (float sums: a relative bound); on the row path a token alone is bit-identical to the batch.
+// BF16 prompts on CPUs with AVX512_BF16 take the tokens rounded to bfloat16 (as llama.cpp's BF16
+// path does): their exact math is on the rounded tokens.
 TEST(QuantizedMatMul, floatWeightsMatchExactMath)
 {
     const int kF32 = 0, kF16 = 1, kBF16 = 30;  // ggml type ids
@@ -188,6 +210,10 @@ TEST(QuantizedMatMul, floatWeightsMatchExactMath)
                 rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
                 const Mat y = matmul(weights, type, in, out, x, false);
                 ASSERT_EQ(y.total(), (size_t)tokens * out);
+                Mat tokensUsed = x.clone();
+                if (type == kBF16 && tokens > 32 && bf16DotProductsHere())
+                    for (float& v : Mat_<float>(tokensUsed))
+                        v = roundedToBF16(v);
                 for (int r = 0; r < tokens; r++)
                 {
                     for (int n = 0; n < out; n++)
@@ -195,8 +221,8 @@ TEST(QuantizedMatMul, floatWeightsMatchExactMath)
                         double exact = 0, magnitude = 0;
                         for (int k = 0; k < in; k++)
                         {
-                            exact += (double)values.at<float>(n, k) * x.at<float>(r, k);
-                            magnitude += std::fabs((double)values.at<float>(n, k) * x.at<float>(r, k));
+                            exact += (double)values.at<float>(n, k) * tokensUsed.at<float>(r, k);
+                            magnitude += std::fabs((double)values.at<float>(n, k) * tokensUsed.at<float>(r, k));
                         }
                         EXPECT_LE(std::fabs(y.at<float>(r, n) - exact), magnitude * 1e-6 + 1e-7) << "token " << r << " row " << n;
                     }
