@@ -166,73 +166,74 @@ static float roundedToBF16(float f)
 // cross one) or Eigen's on F32 rows. Every result against exact math on the stored values
 // (float sums: a relative bound); on the row path a token alone is bit-identical to the batch.
 // BF16 prompts on CPUs with AVX512_BF16 take the tokens rounded to bfloat16 (as llama.cpp's BF16
-// path does): their exact math is on the rounded tokens.
+// path does) unless integer_dot is false: their exact math is on the rounded tokens.
 TEST(QuantizedMatMul, floatWeightsMatchExactMath)
 {
     const int kF32 = 0, kF16 = 1, kBF16 = 30;  // ggml type ids
     for (int type : {kF32, kF16, kBF16})
         for (int in : {3, 8, 61, 64, 136, 200, 4200})
             for (int tokens : {3, 40})
-            {
-                SCOPED_TRACE(cv::format("type %d, %d inputs, %d tokens", type, in, tokens));
-                const int out = 70;
-                RNG rng(in + type);
-                Mat values(out, in, CV_32F);
-                rng.fill(values, RNG::UNIFORM, -2.f, 2.f);
-                // The stored bytes, and the values they hold decoded independently of the
-                // layer: OpenCV's float16 conversion, or bfloat16 = the upper half of a float
-                // (truncated here: any bfloat16 is a valid weight).
-                Mat weights;
-                if (type == kF32)
-                    weights = Mat(out, 4 * in, CV_8U, values.data).clone();
-                else if (type == kF16)
+                for (bool integerDot : {false, true})
                 {
-                    Mat half;
-                    values.convertTo(half, CV_16F);
-                    half.convertTo(values, CV_32F);
-                    weights = Mat(out, 2 * in, CV_8U, half.data).clone();
-                }
-                else
-                {
-                    Mat bits(out, in, CV_16U);
-                    for (int n = 0; n < out; n++)
-                        for (int k = 0; k < in; k++)
-                        {
-                            Cv32suf v;
-                            v.f = values.at<float>(n, k);
-                            bits.at<uint16_t>(n, k) = (uint16_t)(v.u >> 16);
-                            v.u &= 0xFFFF0000u;
-                            values.at<float>(n, k) = v.f;
-                        }
-                    weights = Mat(out, 2 * in, CV_8U, bits.data).clone();
-                }
-                Mat x(tokens, in, CV_32F);
-                rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
-                const Mat y = matmul(weights, type, in, out, x, false);
-                ASSERT_EQ(y.total(), (size_t)tokens * out);
-                Mat tokensUsed = x.clone();
-                if (type == kBF16 && tokens > 32 && bf16DotProductsHere())
-                    for (float& v : Mat_<float>(tokensUsed))
-                        v = roundedToBF16(v);
-                for (int r = 0; r < tokens; r++)
-                {
-                    for (int n = 0; n < out; n++)
+                    SCOPED_TRACE(cv::format("type %d, %d inputs, %d tokens, integer_dot %d", type, in, tokens, integerDot));
+                    const int out = 70;
+                    RNG rng(in + type);
+                    Mat values(out, in, CV_32F);
+                    rng.fill(values, RNG::UNIFORM, -2.f, 2.f);
+                    // The stored bytes, and the values they hold decoded independently of the
+                    // layer: OpenCV's float16 conversion, or bfloat16 = the upper half of a float
+                    // (truncated here: any bfloat16 is a valid weight).
+                    Mat weights;
+                    if (type == kF32)
+                        weights = Mat(out, 4 * in, CV_8U, values.data).clone();
+                    else if (type == kF16)
                     {
-                        double exact = 0, magnitude = 0;
-                        for (int k = 0; k < in; k++)
-                        {
-                            exact += (double)values.at<float>(n, k) * tokensUsed.at<float>(r, k);
-                            magnitude += std::fabs((double)values.at<float>(n, k) * tokensUsed.at<float>(r, k));
-                        }
-                        EXPECT_LE(std::fabs(y.at<float>(r, n) - exact), magnitude * 1e-6 + 1e-7) << "token " << r << " row " << n;
+                        Mat half;
+                        values.convertTo(half, CV_16F);
+                        half.convertTo(values, CV_32F);
+                        weights = Mat(out, 2 * in, CV_8U, half.data).clone();
                     }
-                    if (tokens <= 32)
+                    else
                     {
-                        const Mat alone = matmul(weights, type, in, out, x.row(r), false);
-                        EXPECT_EQ(cv::norm(alone, y.row(r), NORM_INF), 0.0) << "token " << r;
+                        Mat bits(out, in, CV_16U);
+                        for (int n = 0; n < out; n++)
+                            for (int k = 0; k < in; k++)
+                            {
+                                Cv32suf v;
+                                v.f = values.at<float>(n, k);
+                                bits.at<uint16_t>(n, k) = (uint16_t)(v.u >> 16);
+                                v.u &= 0xFFFF0000u;
+                                values.at<float>(n, k) = v.f;
+                            }
+                        weights = Mat(out, 2 * in, CV_8U, bits.data).clone();
+                    }
+                    Mat x(tokens, in, CV_32F);
+                    rng.fill(x, RNG::UNIFORM, -1.f, 1.f);
+                    const Mat y = matmul(weights, type, in, out, x, integerDot);
+                    ASSERT_EQ(y.total(), (size_t)tokens * out);
+                    Mat tokensUsed = x.clone();
+                    if (type == kBF16 && tokens > 32 && integerDot && bf16DotProductsHere())
+                        for (float& v : Mat_<float>(tokensUsed))
+                            v = roundedToBF16(v);
+                    for (int r = 0; r < tokens; r++)
+                    {
+                        for (int n = 0; n < out; n++)
+                        {
+                            double exact = 0, magnitude = 0;
+                            for (int k = 0; k < in; k++)
+                            {
+                                exact += (double)values.at<float>(n, k) * tokensUsed.at<float>(r, k);
+                                magnitude += std::fabs((double)values.at<float>(n, k) * tokensUsed.at<float>(r, k));
+                            }
+                            EXPECT_LE(std::fabs(y.at<float>(r, n) - exact), magnitude * 1e-6 + 1e-7) << "token " << r << " row " << n;
+                        }
+                        if (tokens <= 32)
+                        {
+                            const Mat alone = matmul(weights, type, in, out, x.row(r), integerDot);
+                            EXPECT_EQ(cv::norm(alone, y.row(r), NORM_INF), 0.0) << "token " << r;
+                        }
                     }
                 }
-            }
 }
 
 // A layer of several weights of one input (a block's q, k, v: one parallel section over all

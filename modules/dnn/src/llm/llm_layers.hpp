@@ -58,7 +58,8 @@ public:
     `gemv_max_rows` (up to this many tokens, each token's row
     is computed on its own, so results do not depend on the batch; default 32), `integer_dot`
     (on that path, quantize activations to 8 bits for integer dot products where a kernel
-    exists; default true; false keeps the exact float path).
+    exists, and beyond it, round BF16 weights' tokens to bfloat16 where the CPU has AVX512_BF16's
+    dot, as llama.cpp does; default true; false keeps the exact float path).
 */
 class LLMMatMulLayer : public Layer
 {

@@ -68,9 +68,12 @@ typedef float (*DotF32Fn)(const uchar* w, const float* x, int n);
 
 /** Many tokens times the transpose of `rows` weight rows (n elements each, `wStride` bytes apart),
     decoding on the fly: y[t * yStride + r] = sum_k x[t * xStride + k] * w(r, k). The prompt path
-    of types whose elements are floats already (F16, BF16), without a decoded copy. */
+    of types whose elements are floats already (F16, BF16), without a decoded copy. `roundTokens`:
+    the tokens may be rounded to the weights' precision where the CPU has a faster dot for it
+    (BF16's vdpbf16ps, as llama.cpp computes), as `integer_dot` lets quantized types round them
+    to 8 bits; false keeps the exact float sums. */
 typedef void (*GemmF32Fn)(const uchar* w, size_t wStride, int rows, const float* x, size_t xStride, int tokens, int n,
-                          float* y, size_t yStride);
+                          float* y, size_t yStride, bool roundTokens);
 
 //! What one ISA's kernel build has for a type (nullptr: nothing of that kind).
 struct WeightKernels

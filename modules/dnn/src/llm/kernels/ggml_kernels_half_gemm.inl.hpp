@@ -141,7 +141,7 @@ static void halfGemm(const uchar* w, size_t wStride, int rows, const float* x, s
 }
 
 static void gemmF16F32(const uchar* w, size_t wStride, int rows, const float* x, size_t xStride, int tokens, int n,
-                       float* y, size_t yStride)
+                       float* y, size_t yStride, bool /*roundTokens: no faster dot for F16 here*/)
 {
     halfGemm<F16Elements>(w, wStride, rows, x, xStride, tokens, n, y, yStride);
 }
@@ -244,11 +244,13 @@ static void gemmBF16Dot(const uchar* w, size_t wStride, int rows, const float* x
 #endif
 
 static void gemmBF16F32(const uchar* w, size_t wStride, int rows, const float* x, size_t xStride, int tokens, int n,
-                        float* y, size_t yStride)
+                        float* y, size_t yStride, bool roundTokens)
 {
 #if CV_AVX512_CLX && defined(__GNUC__)
-    if (cpuHasBF16Dot())
+    if (roundTokens && cpuHasBF16Dot())
         return gemmBF16Dot(w, wStride, rows, x, xStride, tokens, n, y, yStride);
+#else
+    CV_UNUSED(roundTokens);
 #endif
     halfGemm<BF16Elements>(w, wStride, rows, x, xStride, tokens, n, y, yStride);
 }

@@ -52,6 +52,7 @@ struct Projection
     const llm::WeightTypeTraits* traits = nullptr;  // the type's row of the weight-type table
     int out = 0;
     bool integerDot = false;  // 8-bit activations and integer dot products on the GEMV path
+    bool roundTokens = false; // the fused float GEMM may round the tokens (GemmF32Fn)
     Mat weights;              // the raw rows (mapped from the file)
     Mat bias;                 // float32, or empty
     int groups = 0;           // groups of 8 rows in `interleaved` (kernels/interleaved_weights.hpp)
@@ -88,6 +89,7 @@ public:
             p.traits = &llm::weightTypeTraits(p.type);
             p.out = outs.get<int>(i);
             p.integerDot = params.get<bool>("integer_dot", true) && p.traits->integerDot();
+            p.roundTokens = params.get<bool>("integer_dot", true);
             p.weights = blobs[i];
             CV_CheckGT(p.out, 0, "LLMMatMul: out_features must be positive");
             CV_Check(p.type, p.traits->computable, "LLMMatMul: unsupported ggml type");
@@ -406,7 +408,7 @@ private:
                     const int n0 = k * tileRows, n1 = std::min(out, n0 + tileRows);
                     const uchar* src = p.weights.ptr() + (size_t)n0 * rowBytes;
                     if (p.traits->gemmF32)
-                        p.traits->gemmF32(src, rowBytes, n1 - n0, x, in, rows, in, y + n0, out);
+                        p.traits->gemmF32(src, rowBytes, n1 - n0, x, in, rows, in, y + n0, out, p.roundTokens);
                     else
                     {
                         const float* rowsOfTile = reinterpret_cast<const float*>(src);

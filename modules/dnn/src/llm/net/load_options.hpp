@@ -16,8 +16,9 @@ struct LoadOptions
     //! Every token's logits (T x vocabulary) instead of one row per sequence of the batch.
     bool allLogits = false;
     /** Quantized matmuls quantize their activations to 8 bits for integer dot products where a
-        kernel exists (llama.cpp's path: faster, activations rounded to ~1/254); false keeps
-        every matmul on the exact float path. */
+        kernel exists (llama.cpp's path: faster, activations rounded to ~1/254), BF16 prompts
+        round them to bfloat16 where the CPU has AVX512_BF16's dot; false keeps every matmul on
+        the exact float path. */
     bool integerDot = true;
     /** Tokens one sequence may hold (the KV cache's limit and what context-dependent rotary
         scaling, phi3's LongRoPE, chooses by); 0: the model's training context. */
