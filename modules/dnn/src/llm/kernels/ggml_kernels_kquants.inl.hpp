@@ -391,12 +391,12 @@ struct Q4KInterleaved16
         const block_q4_Kx8* b = reinterpret_cast<const block_q4_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
-            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
             alignas(32) float dxSum[R][8];
             tokensDxSum<R>(d, sums, blocks, sb, dxSum);
             for (int j = 0; j < 4; j++)
             {
+                prefetchPairAhead<block_q4_Kx8, 4>(a, b, group + groupBytes, groupBytes, j);
                 __m512i s32[2][R];
                 for (int r = 0; r < R; r++)
                 {
@@ -457,12 +457,12 @@ struct Q5KInterleaved16
         const block_q5_Kx8* b = reinterpret_cast<const block_q5_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
-            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
             const __m512 d16 = halfsPair(a->d, b->d), dmin16 = halfsPair(a->dmin, b->dmin);
             alignas(32) float dxSum[R][8];
             tokensDxSum<R>(d, sums, blocks, sb, dxSum);
             for (int j = 0; j < 4; j++)
             {
+                prefetchPairAhead<block_q5_Kx8, 4>(a, b, group + groupBytes, groupBytes, j);
                 __m512i s32[2][R];
                 for (int r = 0; r < R; r++)
                     s32[0][r] = s32[1][r] = _mm512_setzero_si512();
@@ -547,7 +547,6 @@ struct Q6KInterleaved16
         const block_q6_Kx8* b = reinterpret_cast<const block_q6_Kx8*>(group + groupBytes);
         for (int sb = 0; sb < blocks / 8; sb++, a++, b++)
         {
-            prefetchPairAhead(a, b, group + groupBytes, groupBytes);
             const __m512 d16 = halfsPair(a->d, b->d);
             alignas(64) int xBias[R][64];
             for (int r = 0; r < R; r++)
@@ -556,6 +555,7 @@ struct Q6KInterleaved16
 #pragma GCC unroll 4  // quarter picks a plane, a nibble half and a shift: constants when unrolled
                 for (int quarter = 0; quarter < 4; quarter++)
                 {
+                    prefetchPairAhead<block_q6_Kx8, 8>(a, b, group + groupBytes, groupBytes, 4 * h + quarter);
                     const int block = 8 * sb + 4 * h + quarter;  // activation block
 #pragma GCC unroll 2
                     for (int half = 0; half < 2; half++)
