@@ -10,7 +10,7 @@
 
 #include "../../precomp.hpp"
 #include "../llm_layers.hpp"
-#include "../common/vector_ops.hpp"
+#include "../kernels/elementwise_kernels.hpp"
 
 #include <cmath>
 
@@ -75,7 +75,6 @@ inline float unaryOp(ElementwiseOp op, float x)
     switch (op)
     {
     case ElementwiseOp::Sigmoid: return 1.f / (1.f + std::exp(-x));
-    case ElementwiseOp::Silu: return x / (1.f + std::exp(-x));
     case ElementwiseOp::Relu: return std::max(x, 0.f);
     case ElementwiseOp::Tanh: return std::tanh(x);
     case ElementwiseOp::GeluTanh:  // GELU's tanh approximation (GPT-2's FFN)
@@ -88,31 +87,6 @@ inline float unaryOp(ElementwiseOp op, float x)
     }
 }
 
-#if CV_SIMD
-// silu(a) * b (pb: SwiGLU) or silu(a) over [begin, end) in vectors; a last partial vector through
-// padded copies, so each element takes the same arithmetic wherever a stripe starts or ends (a
-// batch's rows equal lone runs'). A batched step spent ~5% in the scalar std::exp loop, ~2% here.
-void siluVectors(const float* pa, const float* pb, float* py, int begin, int end)
-{
-    const int lanes = VTraits<v_float32>::vlanes();
-    int i = begin;
-    for (; i + lanes <= end; i += lanes)
-    {
-        const v_float32 y = llm::siluF32(vx_load(pa + i));
-        v_store(py + i, pb ? v_mul(y, vx_load(pb + i)) : y);
-    }
-    if (i < end)
-    {
-        float a[VTraits<v_float32>::max_nlanes] = {}, b[VTraits<v_float32>::max_nlanes] = {}, y[VTraits<v_float32>::max_nlanes];
-        std::copy(pa + i, pa + end, a);
-        if (pb)
-            std::copy(pb + i, pb + end, b);
-        const v_float32 s = llm::siluF32(vx_load(a));
-        v_store(y, pb ? v_mul(s, vx_load(b)) : s);
-        std::copy(y, y + (end - i), py + i);
-    }
-}
-#endif
 
 } // namespace
 
@@ -200,13 +174,19 @@ public:
 private:
     void run(const float* pa, const float* pb, float* py, int begin, int end) const
     {
-#if CV_SIMD
         if ((op_ == ElementwiseOp::SwiGLU && pb) || op_ == ElementwiseOp::Silu)
         {
-            siluVectors(pa, pb, py, begin, end);
+            llm::siluRange(pa, pb, py, begin, end);
             return;
         }
-#endif
+        if (pb && (op_ == ElementwiseOp::Add || op_ == ElementwiseOp::Sub || op_ == ElementwiseOp::Mul || op_ == ElementwiseOp::Div))
+        {
+            const llm::BinaryOp kernelOp = op_ == ElementwiseOp::Add ? llm::BinaryOp::Add
+                                         : op_ == ElementwiseOp::Sub ? llm::BinaryOp::Sub
+                                         : op_ == ElementwiseOp::Mul ? llm::BinaryOp::Mul : llm::BinaryOp::Div;
+            llm::binaryRange(kernelOp, pa, pb, py, begin, end);
+            return;
+        }
         if (op_ == ElementwiseOp::SoftCap)
         {
             // c * tanh(x / c), as ggml_scale(1/c), ggml_tanh, ggml_scale(c) compute it (Gemma 2's logits)
