@@ -109,14 +109,17 @@ using WideDotSum = DotSum<true>;
 // left (R a std::integral_constant: the kernels are templates on it). A kernel computes each
 // activation row on its own, so no result depends on R.
 template <typename Kernel>
-static inline void byRowTiles(int rows, Kernel kernel)
+static inline void byRowTiles(int rows, Kernel kernel, int widest = 8)
 {
     int r = 0;
 #if CV_AVX512_CLX
     // AVX-512's 32 vector registers hold 8 rows' accumulators: each weight chunk is loaded and
     // unpacked once for 8 activation rows.
-    for (; r + 8 <= rows; r += 8)
-        kernel(std::integral_constant<int, 8>(), r);
+    if (widest >= 8)
+        for (; r + 8 <= rows; r += 8)
+            kernel(std::integral_constant<int, 8>(), r);
+#else
+    CV_UNUSED(widest);
 #endif
     for (; r + 4 <= rows; r += 4)
         kernel(std::integral_constant<int, 4>(), r);
@@ -244,6 +247,6 @@ static void interleaved16Rows(const uchar* group, size_t groupBytes, const signe
     byRowTiles(rows, [&](auto R, int r) {
         Tile::template run16<decltype(R)::value>(group, groupBytes, q + r * qStride, qStride, d + (size_t)r * blocks,
                                                  sums + (size_t)r * blocks, blocks, out + r * outStride, outStride);
-    });
+    }, Tile::kWidestRowTile);
 }
 #endif

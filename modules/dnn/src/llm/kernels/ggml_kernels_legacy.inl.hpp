@@ -339,6 +339,7 @@ static inline void sumStarts(const int* sums, int n, int shift, int* start)
 template <int Type>
 struct LegacyInterleaved16
 {
+    static constexpr int kWidestRowTile = 8;  // activation rows per pass over the weights
     template <int R>
     LLM_TILE_NOINLINE static void run16(const uchar* group, size_t groupBytes, const signed char* q, size_t qStride,
                                         const float* d, const int* sums, int blocks, float* out, size_t outStride)
