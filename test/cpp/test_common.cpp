@@ -104,4 +104,25 @@ std::string onnxLlmError(const std::string& name)
     return "(no error)";
 }
 
+cv::Mat runElementwise(const std::string& operation, const cv::Mat& a, const cv::Mat& b)
+{
+    cv::dnn::LayerParams lp;
+    lp.name = "op";
+    lp.type = "LLMElementwise";
+    lp.set("operation", operation);
+    cv::dnn::Net net;
+    const int id = net.addLayer(lp.name, lp.type, lp);
+    net.connect(0, 0, id, 0);
+    if (b.empty())
+        net.setInput(a);
+    else
+    {
+        net.connect(0, 1, id, 1);
+        net.setInputsNames({"a", "b"});
+        net.setInput(a, "a");
+        net.setInput(b, "b");
+    }
+    return net.forward().clone();
+}
+
 } // namespace llm_test

@@ -35,6 +35,10 @@ std::vector<double> softmax(const cv::Mat& logits);
 // Largest |p[id] - entry.p| over the entries {id, p} of an oracle's top-k list.
 double maxDifference(const std::vector<double>& p, const cv::FileNode& topK);
 
+// A Net of one LLMElementwise layer with this operation applied to a (and b, for the operations
+// of two activations); the output, copied.
+cv::Mat runElementwise(const std::string& operation, const cv::Mat& a, const cv::Mat& b = cv::Mat());
+
 // The cv::Exception message of readNet on an ONNX model that
 // test/tools/make_onnx_llm_error_models.py made (onnx_llm_errors/<name>), or "(no error)".
 std::string onnxLlmError(const std::string& name);

@@ -11,26 +11,12 @@
 #include <cstring>
 #include <limits>
 
+#include "test_common.hpp"
+
 using namespace cv;
 using namespace cv::dnn;
 
 namespace {
-
-Mat runBinary(const std::string& op, const Mat& a, const Mat& b)
-{
-    LayerParams lp;
-    lp.name = "op";
-    lp.type = "LLMElementwise";
-    lp.set("operation", op);
-    Net net;
-    const int id = net.addLayer(lp.name, lp.type, lp);
-    net.connect(0, 0, id, 0);
-    net.connect(0, 1, id, 1);
-    net.setInputsNames({"a", "b"});
-    net.setInput(a, "a");
-    net.setInput(b, "b");
-    return net.forward().clone();
-}
 
 bool sameBits(float x, float y)
 {
@@ -67,7 +53,7 @@ TEST(ElementwiseBinary, matchesSinglePrecisionArithmetic)
     };
     for (const Case& c : cases)
     {
-        const Mat y = runBinary(c.op, a, b);
+        const Mat y = llm_test::runElementwise(c.op, a, b);
         ASSERT_EQ(y.total(), (size_t)n) << c.op;
         int wrong = 0;
         for (int i = 0; i < n; i++)

@@ -15,27 +15,6 @@ using namespace cv::dnn;
 
 namespace {
 
-Mat runSilu(const std::string& op, const Mat& gate, const Mat& up = Mat())
-{
-    LayerParams lp;
-    lp.name = "act";
-    lp.type = "LLMElementwise";
-    lp.set("operation", op);
-    Net net;
-    const int id = net.addLayer(lp.name, lp.type, lp);
-    net.connect(0, 0, id, 0);
-    if (!up.empty())
-    {
-        net.setInputsNames({"gate", "up"});
-        net.connect(0, 1, id, 1);
-        net.setInput(gate, "gate");
-        net.setInput(up, "up");
-    }
-    else
-        net.setInput(gate);
-    return net.forward().clone();
-}
-
 double silu(double x)
 {
     return x / (1 + std::exp(-x));
@@ -62,10 +41,10 @@ TEST(SiluLayer, matchesFormula)
         gate.at<float>(i) = -120.f + i * 0.004f;
     RNG rng(3);
     rng.fill(up, RNG::UNIFORM, -2.0, 2.0);
-    EXPECT_LT(worstError(runSilu("silu", gate), gate, Mat()), 6e-7);  // 5 float epsilons
-    EXPECT_LT(worstError(runSilu("swiglu", gate, up), gate, up), 6e-7);
+    EXPECT_LT(worstError(llm_test::runElementwise("silu", gate), gate, Mat()), 6e-7);  // 5 float epsilons
+    EXPECT_LT(worstError(llm_test::runElementwise("swiglu", gate, up), gate, up), 6e-7);
     // Far negative: silu(x) = x e^x underflows to (negative) zero, as in float arithmetic.
-    const Mat y = runSilu("silu", gate.colRange(0, 100).clone());
+    const Mat y = llm_test::runElementwise("silu", gate.colRange(0, 100).clone());
     for (int i = 0; i < 100; i++)
         EXPECT_EQ(y.at<float>(i), 0.f) << gate.at<float>(i);
 }
@@ -79,10 +58,10 @@ TEST(SiluLayer, batchRowsEqualLoneRows)
     RNG rng(5);
     rng.fill(gate, RNG::NORMAL, 0, 4);
     rng.fill(up, RNG::NORMAL, 0, 1);
-    const Mat all = runSilu("swiglu", gate, up);
+    const Mat all = llm_test::runElementwise("swiglu", gate, up);
     for (int r = 0; r < rows; r++)
     {
-        const Mat alone = runSilu("swiglu", gate.row(r).clone(), up.row(r).clone());
+        const Mat alone = llm_test::runElementwise("swiglu", gate.row(r).clone(), up.row(r).clone());
         EXPECT_EQ(cv::norm(alone, all.row(r), NORM_INF), 0.0) << "row " << r;
     }
 }
