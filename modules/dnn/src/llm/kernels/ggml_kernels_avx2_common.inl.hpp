@@ -114,7 +114,7 @@ static inline void byRowTiles(int rows, Kernel kernel, int widest = 8)
     int r = 0;
 #if CV_AVX512_CLX
     // AVX-512's 32 vector registers hold 8 rows' accumulators: each weight chunk is loaded and
-    // unpacked once for 8 activation rows.
+    // unpacked once for 8 activation rows (unless a kernel's `widest` tile is 4).
     if (widest >= 8)
         for (; r + 8 <= rows; r += 8)
             kernel(std::integral_constant<int, 8>(), r);

@@ -87,7 +87,6 @@ inline float unaryOp(ElementwiseOp op, float x)
     }
 }
 
-
 } // namespace
 
 class LLMElementwiseLayerImpl CV_FINAL : public LLMElementwiseLayer
