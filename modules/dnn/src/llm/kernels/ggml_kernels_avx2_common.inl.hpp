@@ -171,8 +171,8 @@ constexpr size_t prefetchDistance()
 // on them, Zen 5). Spread, from memory: Q6_K one row 7-13% faster, 8 rows 4-8%; Q5_K 3-7%;
 // Q4_K (38 lines) the same. The one-group AVX2 kernels (19-27 lines) gained nothing.
 //
-// The prefetch is an asm statement: GCC 12 at -O2 deletes _mm_prefetch in a loop whose bounds
-// are not constants (as the parts' are) as if it were dead code.
+// The prefetch is an asm statement: with _mm_prefetch in this loop, whose bounds are not
+// constants, GCC 12 (-O3) left no prefetch at all in these kernels, as if it were dead code.
 template <typename Unit, int Parts = 1>
 static inline void prefetchUnitAt(const char* p, int part = 0)
 {
