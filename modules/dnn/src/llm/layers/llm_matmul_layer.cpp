@@ -82,14 +82,15 @@ public:
         CV_Check(blobs.size(), blobs.size() == (size_t)n || blobs.size() == (size_t)2 * n,
                  "LLMMatMul: expects the weights, then optionally one bias per weight");
         parts_.resize(n);
+        const bool integerDotAllowed = params.get<bool>("integer_dot", true);
         for (int i = 0; i < n; i++)
         {
             Projection& p = parts_[i];
             p.type = (llm::GGMLType)types.get<int>(i);
             p.traits = &llm::weightTypeTraits(p.type);
             p.out = outs.get<int>(i);
-            p.integerDot = params.get<bool>("integer_dot", true) && p.traits->integerDot();
-            p.roundTokens = params.get<bool>("integer_dot", true);
+            p.integerDot = integerDotAllowed && p.traits->integerDot();
+            p.roundTokens = integerDotAllowed;
             p.weights = blobs[i];
             CV_CheckGT(p.out, 0, "LLMMatMul: out_features must be positive");
             CV_Check(p.type, p.traits->computable, "LLMMatMul: unsupported ggml type");
