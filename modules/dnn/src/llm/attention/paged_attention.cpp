@@ -184,6 +184,14 @@ struct AttentionContext
 
     float* stripeScratch(int stripe) const { return scratch + (size_t)stripe * scratchFloats; }
 
+    /* Tasks run KV head by KV head: task i is token i % tokens of KV head i / tokens. A
+       sequence's (layer, K/V, head) rows lie just before the next sequence's in the cache's
+       slabs (pages are taken lowest first), so the rows the kernels ask for ahead of a task are
+       the ones its stripe's next task reads; token by token they were the next sequence's rows
+       of the same head, read by another stripe, often on another core. */
+    int taskToken(int task) const { return task % plan->tokens; }
+    int taskKVHead(int task) const { return task / plan->tokens; }
+
     // Whole tokens per task: chunks computed and merged in order.
     void runTokens(int stripe) const
     {
@@ -194,7 +202,7 @@ struct AttentionContext
         const int t0 = (int)((int64)tasks * stripe / stripes), t1 = (int)((int64)tasks * (stripe + 1) / stripes);
         for (int task = t0; task < t1; task++)
         {
-            const int token = task / kvHeads, kvHead = task % kvHeads;
+            const int token = taskToken(task), kvHead = taskKVHead(task);
             for (int c = 0; c < chunks(token); c++)
             {
                 int begin, end;
@@ -259,7 +267,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     taskStart_.resize(ctx.tasks + 1);
     taskStart_[0] = 0;
     for (int task = 0; task < ctx.tasks; task++)
-        taskStart_[task + 1] = taskStart_[task] + ctx.chunks(task / ctx.kvHeads);
+        taskStart_[task + 1] = taskStart_[task] + ctx.chunks(ctx.taskToken(task));
     const int total = taskStart_[ctx.tasks];
     ctx.stripes = std::min(total, 4 * threads);
     const size_t need = (size_t)total * ctx.partialFloats + ctx.stripes * ctx.scratchFloats;
@@ -285,7 +293,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
             {
                 while (c.taskStart[task + 1] <= i)
                     task++;
-                const int token = task / c.kvHeads, kvHead = task % c.kvHeads, chunk = i - c.taskStart[task];
+                const int token = c.taskToken(task), kvHead = c.taskKVHead(task), chunk = i - c.taskStart[task];
                 int begin, end;
                 c.chunkRange(token, chunk, &begin, &end);
                 c.chunkPartial(token, kvHead, begin, end, scores, rowBuf, c.partials + (size_t)i * c.partialFloats);
@@ -301,7 +309,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
         float* state = ctx.partials + (size_t)ctx.taskStart[task] * ctx.partialFloats;
         for (int i = ctx.taskStart[task] + 1; i < ctx.taskStart[task + 1]; i++)
             ctx.merge(state, ctx.partials + (size_t)i * ctx.partialFloats);
-        ctx.writeOutput(task / ctx.kvHeads, task % ctx.kvHeads, state);
+        ctx.writeOutput(ctx.taskToken(task), ctx.taskKVHead(task), state);
     }
 }
 
