@@ -84,33 +84,52 @@ void RotaryEmbedding::angles(int position, float* cosSin) const
     }
 }
 
-void RotaryEmbedding::apply(float* x, int rows, size_t rowStride, int heads, int headDim, const int* positions) const
+void RotaryEmbedding::angles(const int* positions, int rows, float* cosSin) const
+{
+    for (int r = 0; r < rows; r++)
+        angles(positions[r], cosSin + (size_t)r * 2 * pairs_);
+}
+
+void RotaryEmbedding::rotateRow(float* row, int heads, int headDim, const float* cosSin) const
 {
     const int pairs = pairs_;
-    if (pairs == 0)
-        return;
-    CV_Assert(2 * pairs <= headDim);
     const int half = neox_ ? pairs : 1;   // distance between the two members of a pair
     const int step = neox_ ? 1 : 2;       // distance between consecutive pairs
-    AutoBuffer<float> cosSin(2 * pairs);
+    for (int h = 0; h < heads; h++)
+    {
+        float* v = row + (size_t)h * headDim;
+        for (int i = 0; i < pairs; i++)
+        {
+            float& a = v[i * step];
+            float& b = v[i * step + half];
+            const float c = cosSin[2 * i], s = cosSin[2 * i + 1];
+            const float a0 = a, b0 = b;
+            a = a0 * c - b0 * s;
+            b = a0 * s + b0 * c;
+        }
+    }
+}
+
+void RotaryEmbedding::apply(float* x, int rows, size_t rowStride, int heads, int headDim, const int* positions) const
+{
+    if (pairs_ == 0)
+        return;
+    CV_Assert(2 * pairs_ <= headDim);
+    AutoBuffer<float> cosSin(2 * pairs_);
     for (int r = 0; r < rows; r++)
     {
         angles(positions[r], cosSin.data());
-        float* row = x + r * rowStride;
-        for (int h = 0; h < heads; h++)
-        {
-            float* v = row + (size_t)h * headDim;
-            for (int i = 0; i < pairs; i++)
-            {
-                float& a = v[i * step];
-                float& b = v[i * step + half];
-                const float c = cosSin[2 * i], s = cosSin[2 * i + 1];
-                const float a0 = a, b0 = b;
-                a = a0 * c - b0 * s;
-                b = a0 * s + b0 * c;
-            }
-        }
+        rotateRow(x + r * rowStride, heads, headDim, cosSin.data());
     }
+}
+
+void RotaryEmbedding::rotate(float* x, int rows, size_t rowStride, int heads, int headDim, const float* cosSin) const
+{
+    if (pairs_ == 0)
+        return;
+    CV_Assert(2 * pairs_ <= headDim);
+    for (int r = 0; r < rows; r++)
+        rotateRow(x + r * rowStride, heads, headDim, cosSin + (size_t)r * 2 * pairs_);
 }
 
 std::vector<float> yarnAngleFactors(int ropeDim, float base, float freqScale, const YarnSettings& yarn)

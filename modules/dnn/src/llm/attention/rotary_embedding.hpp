@@ -47,8 +47,16 @@ public:
         (row r at x + r * rowStride, at position positions[r]). */
     void apply(float* x, int rows, size_t rowStride, int heads, int headDim, const int* positions) const;
 
+    /** The angles of `rows` positions, for rotate(): ropeDim() floats per position (cos and sin
+        of each pair). Computing them is most of apply()'s work; rows of queries and keys at the
+        same positions share them. */
+    void angles(const int* positions, int rows, float* cosSin) const;
+    //! apply() with the angles of each row's position from angles().
+    void rotate(float* x, int rows, size_t rowStride, int heads, int headDim, const float* cosSin) const;
+
 private:
     void angles(int position, float* cosSin) const;
+    void rotateRow(float* row, int heads, int headDim, const float* cosSin) const;
 
     std::vector<float> invFreq_;  // per pair, scaling folded in (formula mode)
     Mat cosTable_, sinTable_;     // positions x pairs (table mode)

@@ -184,8 +184,10 @@ public:
             std::copy_n(q.ptr<float>() + t * qStride, qWidth, query_.data() + (size_t)t * qWidth);
             std::copy_n(kData + t * kStride, kvWidth, keys_.data() + (size_t)t * kvWidth);
         }
-        rope_.apply(query_.data(), tokens, qWidth, heads_, headDim_, plan.position.data());
-        rope_.apply(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, plan.position.data());
+        angles_.resize((size_t)tokens * rope_.ropeDim());
+        rope_.angles(plan.position.data(), tokens, angles_.data());
+        rope_.rotate(query_.data(), tokens, qWidth, heads_, headDim_, angles_.data());
+        rope_.rotate(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, angles_.data());
         if (ropeAttnFactor_ != 1.f)
         {
             scaleRotated(query_.data(), (size_t)tokens * heads_);
@@ -235,6 +237,7 @@ private:
     int layerIndex_ = 0;
     llm::PagedAttention attention_;
     std::vector<float> query_, keys_;  // rotated copies, kept to avoid allocating per step
+    std::vector<float> angles_;        // the rotary angles of the step's positions (queries and keys)
 };
 
 Ptr<LLMAttentionLayer> LLMAttentionLayer::create(const LayerParams& params)
