@@ -43,6 +43,7 @@ struct AttentionContext
     float* scratch;            // per stripe: scores, decoded rows, a partial and the running state
     float* partials;           // split-KV: one partial per (token, KV head, chunk)
     const int* taskStart;      // split-KV: first partial of each (token, KV head)
+    const int* stripeStart;    // whole tasks: first task of each stripe
     int stripes, tasks;
 
     // The first position a token attends to; its chunks are those of [first, last attended]
@@ -51,6 +52,9 @@ struct AttentionContext
     {
         return window > 0 ? std::max(0, plan->position[token] - window + 1) : 0;
     }
+
+    //! The positions the token attends to.
+    int attended(int token) const { return plan->lastAttendedPosition(token) - firstPosition(token) + 1; }
 
     int chunks(int token) const
     {
@@ -199,8 +203,7 @@ struct AttentionContext
         float* rowBuf = scores + (size_t)group * PagedAttention::kChunkTokens;
         float* partial = rowBuf + (size_t)pageSize * headDim;
         float* state = partial + partialFloats;
-        const int t0 = (int)((int64)tasks * stripe / stripes), t1 = (int)((int64)tasks * (stripe + 1) / stripes);
-        for (int task = t0; task < t1; task++)
+        for (int task = stripeStart[stripe]; task < stripeStart[stripe + 1]; task++)
         {
             const int token = taskToken(task), kvHead = taskKVHead(task);
             for (int c = 0; c < chunks(token); c++)
@@ -215,6 +218,29 @@ struct AttentionContext
         }
     }
 };
+
+/* Stripe boundaries that give the stripes equal shares of the positions their tasks attend to
+   (plus a constant per task for its fixed costs): a prompt's tokens attend to 1 .. n positions,
+   so equal task counts left the stripes of its last tokens several times the work of its first,
+   and the threads waiting on them. */
+void balanceStripes(AttentionContext& ctx, std::vector<int>& stripeStart)
+{
+    const int64 kTaskOverhead = 16;  // positions' worth of a task's fixed costs
+    int64 total = 0;
+    for (int task = 0; task < ctx.tasks; task++)
+        total += ctx.attended(ctx.taskToken(task)) + kTaskOverhead;
+    stripeStart.assign(ctx.stripes + 1, ctx.tasks);
+    stripeStart[0] = 0;
+    int64 done = 0;
+    int stripe = 1;
+    for (int task = 0; task < ctx.tasks && stripe < ctx.stripes; task++)
+    {
+        done += ctx.attended(ctx.taskToken(task)) + kTaskOverhead;
+        while (stripe < ctx.stripes && done * ctx.stripes >= total * stripe)
+            stripeStart[stripe++] = task + 1;
+    }
+    ctx.stripeStart = stripeStart.data();
+}
 
 } // namespace
 
@@ -252,6 +278,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     if (!splitKV)
     {
         ctx.stripes = std::min(ctx.tasks, 4 * threads);
+        balanceStripes(ctx, stripeStart_);
         if (partials_.size() < ctx.stripes * ctx.scratchFloats)
             partials_.resize(ctx.stripes * ctx.scratchFloats);
         ctx.scratch = partials_.data();

@@ -39,6 +39,7 @@ public:
 private:
     std::vector<float> partials_;   // split-KV scratch: per (token, KV head, chunk) task
     std::vector<int> taskStart_;    // first task of each token's chunk list
+    std::vector<int> stripeStart_;  // first (token, KV head) task of each stripe
 };
 
 }}} // namespace cv::dnn::llm
