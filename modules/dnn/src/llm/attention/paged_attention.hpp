@@ -23,7 +23,8 @@ namespace llm {
     positions only, so a token's result does not depend on the thread count or on the other
     tokens of the batch. The query heads that share a KV head are processed together, so each
     key and value row is read once for all of them. Few tokens (decoding) are split across
-    threads by chunk as well (split-KV); many tokens by token and KV head.
+    threads by chunk as well (split-KV); many tokens by (token, KV head) task, taken KV head by
+    KV head, in stripes of equal shares of attended positions.
 */
 class PagedAttention
 {
