@@ -112,15 +112,9 @@ void RotaryEmbedding::rotateRow(float* row, int heads, int headDim, const float*
 
 void RotaryEmbedding::apply(float* x, int rows, size_t rowStride, int heads, int headDim, const int* positions) const
 {
-    if (pairs_ == 0)
-        return;
-    CV_Assert(2 * pairs_ <= headDim);
-    AutoBuffer<float> cosSin(2 * pairs_);
-    for (int r = 0; r < rows; r++)
-    {
-        angles(positions[r], cosSin.data());
-        rotateRow(x + r * rowStride, heads, headDim, cosSin.data());
-    }
+    AutoBuffer<float> cosSin((size_t)rows * 2 * pairs_);
+    angles(positions, rows, cosSin.data());
+    rotate(x, rows, rowStride, heads, headDim, cosSin.data());
 }
 
 void RotaryEmbedding::rotate(float* x, int rows, size_t rowStride, int heads, int headDim, const float* cosSin) const

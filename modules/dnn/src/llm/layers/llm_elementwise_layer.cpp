@@ -87,6 +87,19 @@ inline float unaryOp(ElementwiseOp op, float x)
     }
 }
 
+//! The dispatched kernel's operation for the four arithmetic operations; false for the others.
+bool arithmeticKernelOp(ElementwiseOp op, llm::BinaryOp* kernelOp)
+{
+    switch (op)
+    {
+    case ElementwiseOp::Add: *kernelOp = llm::BinaryOp::Add; return true;
+    case ElementwiseOp::Sub: *kernelOp = llm::BinaryOp::Sub; return true;
+    case ElementwiseOp::Mul: *kernelOp = llm::BinaryOp::Mul; return true;
+    case ElementwiseOp::Div: *kernelOp = llm::BinaryOp::Div; return true;
+    default: return false;
+    }
+}
+
 } // namespace
 
 class LLMElementwiseLayerImpl CV_FINAL : public LLMElementwiseLayer
@@ -178,11 +191,9 @@ private:
             llm::siluRange(pa, pb, py, begin, end);
             return;
         }
-        if (pb && (op_ == ElementwiseOp::Add || op_ == ElementwiseOp::Sub || op_ == ElementwiseOp::Mul || op_ == ElementwiseOp::Div))
+        llm::BinaryOp kernelOp;
+        if (pb && arithmeticKernelOp(op_, &kernelOp))
         {
-            const llm::BinaryOp kernelOp = op_ == ElementwiseOp::Add ? llm::BinaryOp::Add
-                                         : op_ == ElementwiseOp::Sub ? llm::BinaryOp::Sub
-                                         : op_ == ElementwiseOp::Mul ? llm::BinaryOp::Mul : llm::BinaryOp::Div;
             llm::binaryRange(kernelOp, pa, pb, py, begin, end);
             return;
         }
