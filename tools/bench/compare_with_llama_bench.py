@@ -13,7 +13,9 @@ Plain (the default when neither --batch nor --depth is given, or with --plain): 
 (G steps of K tokens): `llama-batched-bench -npp P -ntg G -npl K1,K2,...` beside
 `llm_bench --batch=K`. Both totals are all sequences' tokens per second: llama-batched-bench's
 S_PP t/s (pl*pp / t_pp) and S_TG t/s (pl*tg / t_tg) columns (tools/batched-bench/batched-bench.cpp).
-llama-batched-bench runs each K once (it has no repetitions); ours averages --repetitions.
+llama-batched-bench runs each K once (it has no repetitions, after a warm-up); ours averages
+--repetitions after an untimed one (llm_bench's warm-up: the first touch of the KV cache's pages,
+which llama.cpp's tools pay when they create their context).
 With K = 1 in the list, the last column is our speed-up over our own K = 1.
 
 --depth=D1,D2,...: generation of G tokens after a D-token context: `llama-bench -d D -n G -p 0`
