@@ -141,11 +141,12 @@ int main(int argc, char** argv)
         Net exact = matmulNet(*type, w, out, in, false);
         exact.setInput(x);
         const Mat reference = exact.forward().clone();
-        // Every copy repacks the same blob into memory of its own at load.
+        // Every copy has weights in memory of its own: a copy of the blob (float types read
+        // their blob in place; the quantized ones repack it at load).
         std::vector<Net> nets;
         for (int c = 0; c < copies; c++)
         {
-            nets.push_back(matmulNet(*type, w, out, in, true));
+            nets.push_back(matmulNet(*type, w.clone(), out, in, true));
             nets.back().setInput(x);
             nets.back().forward();  // the first forward plans and allocates
         }
