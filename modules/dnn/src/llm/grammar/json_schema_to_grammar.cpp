@@ -2,8 +2,16 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
+// The schema walk: each subschema becomes a GBNF expression, and named rules hold what is
+// referred to ($ref targets, so that recursive schemas terminate) or written once per property
+// (key-value pairs, the chains of optional properties). Two jobs with their own logic live
+// apart: integer bounds (json_schema_integer_ranges.cpp) and patterns (json_schema_regex.cpp).
+
 #include "../../precomp.hpp"
 #include "json_schema_to_grammar.hpp"
+#include "json_schema_common.hpp"
+#include "json_schema_integer_ranges.hpp"
+#include "json_schema_regex.hpp"
 #include "../common/json_document.hpp"
 
 #include <algorithm>
@@ -45,31 +53,6 @@ const char* kPrimitives =
     "uuid ::= \"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
     "\"-\" [0-9a-fA-F]{12} \"\\\"\"\n";
 
-// A GBNF string literal of UTF-8 bytes.
-std::string literal(const std::string& s)
-{
-    std::string out = "\"";
-    for (unsigned char c : s)
-    {
-        if (c == '"' || c == '\\') { out += '\\'; out += (char)c; }
-        else if (c == '\n') out += "\\n";
-        else if (c == '\r') out += "\\r";
-        else if (c == '\t') out += "\\t";
-        else if (c < 0x20 || c == 0x7F) out += format("\\x%02X", c);
-        else out += (char)c;
-    }
-    return out + "\"";
-}
-
-// A code point inside a GBNF character class.
-std::string classChar(uint32_t cp)
-{
-    if (cp == '\\' || cp == ']' || cp == '[' || cp == '-' || cp == '"' || cp == '^') return std::string("\\") + (char)cp;
-    if (cp < 0x20 || cp == 0x7F) return format("\\x%02X", cp);
-    if (cp < 0x80) return std::string(1, (char)cp);
-    return cp <= 0xFFFF ? format("\\u%04X", cp) : format("\\U%08X", cp);
-}
-
 std::string repetition(const std::string& item, int64_t minN, int64_t maxN, const std::string& separator)
 {
     // item{min,max} with separators between items
@@ -82,85 +65,6 @@ std::string repetition(const std::string& item, int64_t minN, int64_t maxN, cons
     std::string rest = "(" + separator + " " + item + ")" + bound;
     std::string seq = item + " " + rest;
     return minN == 0 ? "(" + seq + ")?" : seq;
-}
-
-// Integers in ranges: alternatives of digit classes (each without leading zeros).
-void sameLength(const std::string& s, const std::string& t, const std::string& prefix, std::vector<std::string>& out)
-{
-    if (s.empty()) { out.push_back(prefix.empty() ? "\"\"" : prefix); return; }
-    auto digit = [](char c) { return std::string("[") + c + "]"; };
-    if (s[0] == t[0]) { sameLength(s.substr(1), t.substr(1), prefix + (prefix.empty() ? "" : " ") + digit(s[0]), out); return; }
-    const size_t k = s.size() - 1;
-    const std::string zeros(k, '0'), nines(k, '9');
-    auto tail = [&](const std::string& p) { return k == 0 ? p : p + format(" [0-9]{%d}", (int)k); };
-    auto join = [&](const std::string& a) { return prefix + (prefix.empty() ? "" : " ") + a; };
-    char midLo = s[0], midHi = t[0];
-    if (s.substr(1) != zeros)
-    {
-        sameLength(s.substr(1), nines, join(digit(s[0])), out);
-        midLo = (char)(s[0] + 1);
-    }
-    bool upper = t.substr(1) != nines;
-    if (upper)
-        midHi = (char)(t[0] - 1);
-    if (midLo <= midHi)
-        out.push_back(join(tail(std::string("[") + midLo + "-" + midHi + "]")));
-    if (upper)
-        sameLength(zeros, t.substr(1), join(digit(t[0])), out);
-}
-
-// Non-negative integers in [lo, hi]; hi < 0: unbounded (up to 16 digits).
-std::vector<std::string> nonNegativeRange(int64_t lo, int64_t hi)
-{
-    std::vector<std::string> out;
-    const int maxDigits = 16;
-    const std::string loText = std::to_string(lo);
-    const int loLen = (int)loText.size();
-    const int hiLen = hi < 0 ? maxDigits : (int)std::to_string(hi).size();
-    for (int len = loLen; len <= hiLen; len++)
-    {
-        std::string a = len == loLen ? loText : "1" + std::string((size_t)len - 1, '0');
-        if (len == 1 && len != loLen) a = "0";
-        std::string b = hi >= 0 && len == hiLen ? std::to_string(hi) : std::string((size_t)len, '9');
-        if (hi < 0 && len > loLen)
-        {
-            // all longer numbers at once
-            out.push_back(format("[1-9] [0-9]{%d,%d}", len - 1, maxDigits - 1));
-            break;
-        }
-        if (a.size() == b.size() && a <= b)
-            sameLength(a, b, "", out);
-    }
-    return out;
-}
-
-std::string integerRange(bool hasMin, int64_t minV, bool hasMax, int64_t maxV)
-{
-    std::vector<std::string> alts;
-    if (!hasMin || minV < 0)
-    {
-        // negative part: "-" then |x| in [hasMax && maxV < 0 ? -maxV : 1, hasMin ? -minV : inf]
-        // "-0" too when there is a lower bound, as llama.cpp
-        int64_t absLo = hasMax && maxV < 0 ? -maxV : hasMin ? 0 : 1;
-        int64_t absHi = hasMin ? -minV : -1;
-        if (absHi < 0 || absLo <= absHi)
-            for (const std::string& a : nonNegativeRange(absLo, absHi))
-                alts.push_back("\"-\" " + a);
-    }
-    if (!hasMax || maxV >= 0)
-    {
-        int64_t lo = hasMin && minV > 0 ? minV : 0;
-        int64_t hi = hasMax ? maxV : -1;
-        if (hi < 0 || lo <= hi)
-            for (const std::string& a : nonNegativeRange(lo, hi))
-                alts.push_back(a);
-    }
-    if (alts.empty())
-        return "";
-    std::string out = "(";
-    for (size_t i = 0; i < alts.size(); i++)
-        out += (i ? " | " : "") + alts[i];
-    return out + ")";
 }
 
 class SchemaConverter
@@ -179,11 +83,6 @@ public:
     }
 
 private:
-    [[noreturn]] void fail(const std::string& path, const std::string& problem) const
-    {
-        CV_Error(Error::StsParseError, "JSON schema: " + path + ": " + problem);
-    }
-
     std::string ruleName(const std::string& hint)
     {
         std::string base;
@@ -201,7 +100,7 @@ private:
     std::string addRule(const std::string& hint, const std::string& body)
     {
         if (rules_.size() >= kMaxRules)
-            fail("#", format("the schema needs more than %zu grammar rules", kMaxRules));
+            failSchema("#", format("the schema needs more than %zu grammar rules", kMaxRules));
         std::string name = ruleName(hint);
         rules_.push_back({name, body});
         return name;
@@ -219,19 +118,19 @@ private:
         if (v.is_number_float() && std::fabs(v.get<double>()) <= limit &&
             v.get<double>() == std::floor(v.get<double>()))
             return (int64_t)v.get<double>();
-        CV_Error(Error::StsParseError, "JSON schema: " + path + ": " + what + " must be an integer of at most 17 digits");
+        failSchema(path, std::string(what) + " must be an integer of at most 17 digits");
     }
 
     const OrderedJson& resolve(const std::string& ref, const std::string& path)
     {
         if (ref.empty() || ref[0] != '#')
-            fail(path, "only local $ref (\"#/...\") is supported, not '" + ref + "'");
+            failSchema(path, "only local $ref (\"#/...\") is supported, not '" + ref + "'");
         const OrderedJson* cur = &root_;
         size_t p = 1;
         while (p < ref.size())
         {
             if (ref[p] != '/')
-                fail(path, "bad $ref '" + ref + "'");
+                failSchema(path, "bad $ref '" + ref + "'");
             size_t q = ref.find('/', p + 1);
             std::string key = ref.substr(p + 1, q == std::string::npos ? std::string::npos : q - p - 1);
             // JSON pointer escapes
@@ -243,7 +142,7 @@ private:
                      key.size() < 9 && std::stoul(key) < cur->size())
                 cur = &(*cur)[std::stoul(key)];
             else
-                fail(path, "$ref '" + ref + "' points to nothing");
+                failSchema(path, "$ref '" + ref + "' points to nothing");
             p = q == std::string::npos ? ref.size() : q;
         }
         return *cur;
@@ -251,13 +150,13 @@ private:
 
     std::string constant(const OrderedJson& v)
     {
-        return literal(v.dump());
+        return gbnfLiteral(v.dump());
     }
 
     std::string visit(const OrderedJson& s, const std::string& hint, const std::string& path)
     {
         if (++depth_ > 200)
-            fail(path, "the schema nests too deeply");
+            failSchema(path, "the schema nests too deeply");
         std::string r = visitInner(s, hint, path);
         depth_--;
         return r;
@@ -266,7 +165,7 @@ private:
     std::string alternatives(const OrderedJson& list, const std::string& hint, const std::string& path, const char* key)
     {
         if (!list.is_array() || list.empty())
-            fail(path + "/" + key, "must be a non-empty array");
+            failSchema(path + "/" + key, "must be a non-empty array");
         std::string out = "(";
         for (size_t i = 0; i < list.size(); i++)
             out += (i ? " | " : "") + visit(list[i], hint + "-" + std::to_string(i), path + "/" + key + "/" + std::to_string(i));
@@ -278,15 +177,15 @@ private:
         if (s.is_boolean())
         {
             if (!s.get<bool>())
-                fail(path, "the schema 'false' accepts nothing");
+                failSchema(path, "the schema 'false' accepts nothing");
             return "value";
         }
         if (!s.is_object())
-            fail(path, "a schema must be an object or a boolean");
+            failSchema(path, "a schema must be an object or a boolean");
         if (s.contains("$ref"))
         {
             if (!s["$ref"].is_string())
-                fail(path, "$ref must be a string");
+                failSchema(path, "$ref must be a string");
             const std::string ref = s["$ref"].get<std::string>();
             auto it = refRules_.find(ref);
             if (it != refRules_.end())
@@ -319,11 +218,11 @@ private:
         if (type)
         {
             if (!type->is_string())
-                fail(path + "/type", "must be a string or an array of strings");
+                failSchema(path + "/type", "must be a string or an array of strings");
             t = type->get<std::string>();
             static const std::set<std::string> known = {"object", "array", "string", "number", "integer", "boolean", "null"};
             if (!known.count(t))
-                fail(path + "/type", "unknown type '" + t + "'");
+                failSchema(path + "/type", "unknown type '" + t + "'");
         }
         if (s.contains("const"))
             return constant(s["const"]);
@@ -331,7 +230,7 @@ private:
         {
             const OrderedJson& e = s["enum"];
             if (!e.is_array() || e.empty())
-                fail(path + "/enum", "must be a non-empty array");
+                failSchema(path + "/enum", "must be a non-empty array");
             std::string out = "(";
             for (size_t i = 0; i < e.size(); i++)
                 out += (i ? " | " : "") + constant(e[i]);
@@ -348,8 +247,8 @@ private:
         if ((t.empty() || t == "string") && s.contains("pattern"))
         {
             if (!s["pattern"].is_string())
-                fail(path + "/pattern", "must be a string");
-            return "\"\\\"\" " + patternRule(s["pattern"].get<std::string>(), hint, path + "/pattern") + " \"\\\"\"";
+                failSchema(path + "/pattern", "must be a string");
+            return "\"\\\"\" " + patternToGbnf(s["pattern"].get<std::string>(), path + "/pattern") + " \"\\\"\"";
         }
         const std::string fmt = s.contains("format") && s["format"].is_string() ? s["format"].get<std::string>() : "";
         if ((t.empty() || t == "string") && !fmt.empty())
@@ -360,33 +259,10 @@ private:
             if (fmt.compare(0, 4, "uuid") == 0 && fmt.size() <= 5) return "uuid";
         }
         if (t == "string" && (s.contains("minLength") || s.contains("maxLength")))
-        {
-            int64_t lo = s.contains("minLength") ? asInt(s["minLength"], path, "minLength") : 0;
-            int64_t hi = s.contains("maxLength") ? asInt(s["maxLength"], path, "maxLength") : -1;
-            if (lo < 0 || (hi >= 0 && hi < lo))
-                fail(path, "bad minLength / maxLength");
-            if (lo > kMaxRepetition)
-                fail(path + "/minLength", format("above the limit of %d", (int)kMaxRepetition));
-            if (hi > kMaxRepetition) hi = -1;
-            return "\"\\\"\" " + (hi == 0 ? std::string() : repetition("char", lo, hi, "")) + " \"\\\"\"";
-        }
+            return lengthBoundedStringRule(s, path);
         if (t == "integer" && (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
                                s.contains("exclusiveMaximum")))
-        {
-            bool hasMin = false, hasMax = false;
-            int64_t lo = 0, hi = 0;
-            const int64_t big = 1000000000000000LL;  // 16 digits
-            if (s.contains("minimum")) { hasMin = true; lo = asInt(s["minimum"], path, "minimum"); }
-            else if (s.contains("exclusiveMinimum")) { hasMin = true; lo = asInt(s["exclusiveMinimum"], path, "exclusiveMinimum") + 1; }
-            if (s.contains("maximum")) { hasMax = true; hi = asInt(s["maximum"], path, "maximum"); }
-            else if (s.contains("exclusiveMaximum")) { hasMax = true; hi = asInt(s["exclusiveMaximum"], path, "exclusiveMaximum") - 1; }
-            if ((hasMin && (lo > big || lo < -big)) || (hasMax && (hi > big || hi < -big)))
-                fail(path, "integer bounds beyond 16 digits are not supported");
-            std::string r = integerRange(hasMin, lo, hasMax, hi);
-            if (r.empty())
-                fail(path, "the integer range is empty");
-            return r;  // as llama.cpp: no whitespace after a ranged integer
-        }
+            return boundedIntegerRule(s, path);
         if (t.empty() && s.contains("allOf"))
             return allOfRule(s, hint, path);
         if (t.empty())
@@ -394,6 +270,36 @@ private:
         if (t == "object") return "object";
         if (t == "array") return "array";
         return t;  // string, number, integer, boolean, null
+    }
+
+    std::string lengthBoundedStringRule(const OrderedJson& s, const std::string& path)
+    {
+        int64_t lo = s.contains("minLength") ? asInt(s["minLength"], path, "minLength") : 0;
+        int64_t hi = s.contains("maxLength") ? asInt(s["maxLength"], path, "maxLength") : -1;
+        if (lo < 0 || (hi >= 0 && hi < lo))
+            failSchema(path, "bad minLength / maxLength");
+        if (lo > kMaxRepetition)
+            failSchema(path + "/minLength", format("above the limit of %d", (int)kMaxRepetition));
+        if (hi > kMaxRepetition) hi = -1;
+        return "\"\\\"\" " + (hi == 0 ? std::string() : repetition("char", lo, hi, "")) + " \"\\\"\"";
+    }
+
+    // minimum / maximum / exclusiveMinimum / exclusiveMaximum (an inclusive bound wins)
+    std::string boundedIntegerRule(const OrderedJson& s, const std::string& path)
+    {
+        bool hasMin = false, hasMax = false;
+        int64_t lo = 0, hi = 0;
+        const int64_t big = 1000000000000000LL;  // 16 digits
+        if (s.contains("minimum")) { hasMin = true; lo = asInt(s["minimum"], path, "minimum"); }
+        else if (s.contains("exclusiveMinimum")) { hasMin = true; lo = asInt(s["exclusiveMinimum"], path, "exclusiveMinimum") + 1; }
+        if (s.contains("maximum")) { hasMax = true; hi = asInt(s["maximum"], path, "maximum"); }
+        else if (s.contains("exclusiveMaximum")) { hasMax = true; hi = asInt(s["exclusiveMaximum"], path, "exclusiveMaximum") - 1; }
+        if ((hasMin && (lo > big || lo < -big)) || (hasMax && (hi > big || hi < -big)))
+            failSchema(path, "integer bounds beyond 16 digits are not supported");
+        std::string r = integerRangeGbnf(hasMin, lo, hasMax, hi);
+        if (r.empty())
+            failSchema(path, "the integer range is empty");
+        return r;  // as llama.cpp: no whitespace after a ranged integer
     }
 
     std::string arrayRule(const OrderedJson& s, const std::string& hint, const std::string& path)
@@ -412,9 +318,9 @@ private:
         int64_t lo = s.contains("minItems") ? asInt(s["minItems"], path, "minItems") : 0;
         int64_t hi = s.contains("maxItems") ? asInt(s["maxItems"], path, "maxItems") : -1;
         if (lo < 0 || (hi >= 0 && hi < lo))
-            fail(path, "bad minItems / maxItems");
+            failSchema(path, "bad minItems / maxItems");
         if (lo > kMaxRepetition)
-            fail(path + "/minItems", format("above the limit of %d", (int)kMaxRepetition));
+            failSchema(path + "/minItems", format("above the limit of %d", (int)kMaxRepetition));
         if (hi > kMaxRepetition) hi = -1;
         return "\"[\" space " + repetition(item, lo, hi, "\",\" space") + " space \"]\"";
     }
@@ -450,8 +356,8 @@ private:
             std::string except;
             for (const auto& kv : trie[i].next)
             {
-                alts += (alts.empty() ? "" : " | ") + literal(std::string(1, (char)kv.first)) + " " + ruleOf[kv.second];
-                if (kv.first < 0x80) except += classChar(kv.first);
+                alts += (alts.empty() ? "" : " | ") + gbnfLiteral(std::string(1, (char)kv.first)) + " " + ruleOf[kv.second];
+                if (kv.first < 0x80) except += gbnfClassChar(kv.first);
             }
             // leave the names: another character, then anything
             alts += (alts.empty() ? "" : " | ") + std::string("([^\"\\\\\\x7F\\x00-\\x1F") + except +
@@ -469,7 +375,7 @@ private:
         if (s.contains("properties"))
         {
             if (!s["properties"].is_object())
-                fail(path + "/properties", "must be an object");
+                failSchema(path + "/properties", "must be an object");
             for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it)
                 props.push_back({it.key(), &it.value()});
         }
@@ -488,7 +394,7 @@ private:
         std::set<std::string> required;
         const OrderedJson& all = s["allOf"];
         if (!all.is_array())
-            fail(path + "/allOf", "must be an array");
+            failSchema(path + "/allOf", "must be an array");
         // enum components: the values all of them allow
         std::vector<std::string> enumOrder;
         std::map<std::string, size_t> enumCount;
@@ -515,7 +421,7 @@ private:
                 }
             }
             else
-                fail(p, "allOf supports object schemas with properties, and enums, only");
+                failSchema(p, "allOf supports object schemas with properties, and enums, only");
         };
         for (size_t i = 0; i < all.size(); i++)
         {
@@ -535,7 +441,7 @@ private:
                 if (enumCount[lit] == all.size())
                     out += (out.empty() ? "" : " | ") + lit;
             if (out.empty())
-                fail(path + "/allOf", "the enums have no value in common");
+                failSchema(path + "/allOf", "the enums have no value in common");
             return "(" + out + ")";
         }
         return buildObject(props, required, nullptr, hint, path);
@@ -549,7 +455,7 @@ private:
         for (const auto& p : props)
         {
             std::string value = visit(*p.second, hint + "-" + p.first, path + "/properties/" + p.first);
-            std::string kv = addRule(hint + "-" + p.first + "-kv", literal(OrderedJson(p.first).dump()) +
+            std::string kv = addRule(hint + "-" + p.first + "-kv", gbnfLiteral(OrderedJson(p.first).dump()) +
                                      " space \":\" space " + value);
             (required.count(p.first) ? req : opt).push_back(kv);
             names.push_back(p.first);
@@ -592,189 +498,11 @@ private:
         return out + " space \"}\"";
     }
 
-    // A regular expression (ECMA-like subset) as a GBNF expression of JSON string content.
-    std::string patternRule(const std::string& re, const std::string& hint, const std::string& path)
-    {
-        size_t pos = 0;
-        std::string body = re;
-        if (!body.empty() && body[0] == '^') body = body.substr(1);
-        if (!body.empty() && body.back() == '$' && (body.size() < 2 || body[body.size() - 2] != '\\')) body.pop_back();
-        re_ = &body;
-        rePath_ = path;
-        std::string out = regexAlternatives(pos, 0);
-        if (pos != body.size())
-            fail(path, format("unexpected '%c' at offset %zu of the pattern", body[pos], pos));
-        (void)hint;
-        return "(" + out + ")";
-    }
-
-    std::string regexAlternatives(size_t& pos, int depth)
-    {
-        if (depth > 100) fail(rePath_, "the pattern nests too deeply");
-        const std::string& s = *re_;
-        std::string out = regexSequence(pos, depth);
-        while (pos < s.size() && s[pos] == '|')
-        {
-            pos++;
-            out += " | " + regexSequence(pos, depth);
-        }
-        return out;
-    }
-
-    static std::string escapeClass(char c)
-    {
-        switch (c)
-        {
-        case 'd': return "0-9";
-        case 'w': return "a-zA-Z0-9_";
-        case 's': return " \\t\\n\\r";
-        default: return "";
-        }
-    }
-
-    // One regex character (after a backslash or not) as a JSON-string-content GBNF literal.
-    static std::string jsonChar(uint32_t c)
-    {
-        std::string bytes;
-        if (c == '"') return literal("\\\"");
-        if (c == '\\') return literal("\\\\");
-        if (c == '\n') return literal("\\n");
-        if (c == '\t') return literal("\\t");
-        if (c == '\r') return literal("\\r");
-        bytes += (char)c;
-        return literal(bytes);
-    }
-
-    std::string regexSequence(size_t& pos, int depth)
-    {
-        const std::string& s = *re_;
-        std::vector<std::string> items;
-        while (pos < s.size() && s[pos] != '|' && s[pos] != ')')
-        {
-            char c = s[pos];
-            std::string atom;
-            if (c == '(')
-            {
-                pos++;
-                if (s.compare(pos, 2, "?:") == 0) pos += 2;
-                atom = "(" + regexAlternatives(pos, depth + 1) + ")";
-                if (pos >= s.size() || s[pos] != ')')
-                    fail(rePath_, "unbalanced parenthesis in the pattern");
-                pos++;
-            }
-            else if (c == '[')
-            {
-                size_t start = pos++;
-                std::string cls = "[";
-                if (pos < s.size() && s[pos] == '^') { cls += "^"; pos++; }
-                while (pos < s.size() && s[pos] != ']')
-                {
-                    if (s[pos] == '\\' && pos + 1 < s.size())
-                    {
-                        std::string e = escapeClass(s[pos + 1]);
-                        cls += e.empty() ? classChar((unsigned char)s[pos + 1]) : e;
-                        pos += 2;
-                    }
-                    else if (s[pos] == '-' && cls.size() > 1 && pos + 1 < s.size() && s[pos + 1] != ']')
-                    {
-                        cls += "-";
-                        pos++;
-                    }
-                    else
-                    {
-                        // UTF-8 bytes of one character go through as they are
-                        unsigned char b = (unsigned char)s[pos];
-                        if (b < 0x80) cls += classChar(b);
-                        else cls += (char)b;
-                        pos++;
-                    }
-                }
-                if (pos >= s.size())
-                    fail(rePath_, format("unterminated character class at offset %zu of the pattern", start));
-                pos++;
-                if (cls == "[" || cls == "[^")
-                    fail(rePath_, "empty character class in the pattern");
-                atom = cls + "]";
-                // a class of JSON string content must not let quotes or control characters through unescaped
-                if (atom.compare(0, 2, "[^") == 0)
-                    atom = "[^\"\\\\\\x00-\\x1F\\x7F" + atom.substr(2);
-            }
-            else if (c == '.')
-            {
-                // one raw character of the string (as llama.cpp, without escape sequences)
-                atom = "[^\"\\\\\\x00-\\x1F\\x7F]";
-                pos++;
-            }
-            else if (c == '\\')
-            {
-                if (pos + 1 >= s.size())
-                    fail(rePath_, "a pattern ending with a backslash");
-                char e = s[pos + 1];
-                std::string cls = escapeClass(e);
-                if (!cls.empty()) atom = "[" + cls + "]";
-                else if (e == 'D') atom = "[^0-9\"\\\\\\x00-\\x1F\\x7F]";
-                else if (e == 'W') atom = "[^a-zA-Z0-9_\"\\\\\\x00-\\x1F\\x7F]";
-                else if (e == 'S') atom = "[^ \\t\\n\\r\"\\\\\\x00-\\x1F\\x7F]";
-                else if (e == 'n') atom = jsonChar('\n');
-                else if (e == 't') atom = jsonChar('\t');
-                else if (e == 'r') atom = jsonChar('\r');
-                else if (std::isalnum((unsigned char)e))
-                    fail(rePath_, std::string("unsupported escape \\") + e + " in the pattern");
-                else atom = jsonChar((unsigned char)e);
-                pos += 2;
-            }
-            else if (c == '*' || c == '+' || c == '?' || c == '{')
-                fail(rePath_, format("a quantifier with nothing before it at offset %zu of the pattern", pos));
-            else if (c == '^' || c == '$')
-                fail(rePath_, "anchors inside the pattern are not supported");
-            else
-            {
-                unsigned char b = (unsigned char)c;
-                int n = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : 4;
-                if (n == 1) atom = jsonChar(b);
-                else atom = literal(s.substr(pos, (size_t)n));
-                pos += (size_t)n;
-            }
-            // quantifier
-            if (pos < s.size())
-            {
-                char q = s[pos];
-                if (q == '*' || q == '+' || q == '?')
-                {
-                    atom = "(" + atom + ")" + q;
-                    pos++;
-                }
-                else if (q == '{')
-                {
-                    size_t close = s.find('}', pos);
-                    if (close == std::string::npos)
-                        fail(rePath_, "unterminated {} in the pattern");
-                    std::string inner = s.substr(pos + 1, close - pos - 1);
-                    if (inner.empty() || inner.find_first_not_of("0123456789,") != std::string::npos || inner[0] == ',')
-                        fail(rePath_, "bad {} quantifier in the pattern");
-                    atom = "(" + atom + "){" + inner + "}";
-                    pos = close + 1;
-                }
-                if (pos < s.size() && s[pos] == '?')
-                    pos++;  // lazy quantifier: same language
-            }
-            items.push_back(atom);
-        }
-        if (items.empty())
-            return "\"\"";
-        std::string out;
-        for (size_t i = 0; i < items.size(); i++)
-            out += (i ? " " : "") + items[i];
-        return out;
-    }
-
     const OrderedJson& root_;
     std::vector<std::pair<std::string, std::string> > rules_;
     std::set<std::string> used_;
     std::map<std::string, std::string> refRules_;
     int depth_ = 0;
-    const std::string* re_ = nullptr;
-    std::string rePath_;
 };
 
 } // namespace
