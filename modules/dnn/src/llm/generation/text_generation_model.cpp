@@ -27,12 +27,11 @@
 #include "batch_generation.hpp"
 #include "completion.hpp"
 #include "drafter.hpp"
+#include "session_file.hpp"
 #include "../vision/multimodal_prompt.hpp"
 
 #include <atomic>
 #include <climits>
-#include <cstring>
-#include <map>
 
 namespace cv {
 namespace dnn {
@@ -826,181 +825,8 @@ Net TextGenerationModel::getNetwork() const
     return impl->net;
 }
 
-// Sessions on disk: a KV sequence file (kv_cache/kv_sequence_file.hpp) of sequence 0 with the
-// tokens in `fed`; its extra data is the conversation (little-endian):
-//   u32 version (1 or 2), u32 message count, then per message u32 role bytes, role, u32
-//   content bytes, content;
-//   version 2 only (a session with images; text sessions stay version 1, which older builds
-//   read): u32 image count, per image u32 digest bytes, digest (of the preprocessed pixels),
-//   u32 rows, u32 columns, rows x columns f32 embeddings, u32 layout length, that many i32
-//   ids (the image's ids in a prompt: -1 - k for row k, wrapper tokens); u32 count and that many u32 indices
-//   into the images: the conversation's images in order; u32 count and indices: the images of
-//   the table the fed image ids (-1, -2, ...) refer to, in order.
-namespace {
-
-const uint32_t kMaxDigestBytes = 65536;  // tiled images: a digest per tile
-
-void putU32(std::vector<uchar>& out, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        out.push_back((uchar)(v >> (8 * i)));
-}
-
-typedef llm::MultimodalPrompter::ImageEntry ImageEntry;
-
-struct SessionImages
-{
-    std::vector<ImageEntry> images;              // digest, embeddings (CV_32F), layout
-    std::vector<uint32_t> conversation, table;   // indices into `images`
-};
-
-std::vector<uchar> encodeSession(const std::vector<llm::ChatMessage>& conversation, const SessionImages* images)
-{
-    std::vector<uchar> out;
-    putU32(out, images ? 2 : 1);
-    putU32(out, (uint32_t)conversation.size());
-    for (const llm::ChatMessage& m : conversation)
-        for (const std::string* text : {&m.role, &m.content})
-        {
-            putU32(out, (uint32_t)text->size());
-            out.insert(out.end(), text->begin(), text->end());
-        }
-    if (!images)
-        return out;
-    putU32(out, (uint32_t)images->images.size());
-    for (const ImageEntry& image : images->images)
-    {
-        putU32(out, (uint32_t)image.digest.size());
-        out.insert(out.end(), image.digest.begin(), image.digest.end());
-        const Mat rows = image.rows.isContinuous() ? image.rows : image.rows.clone();
-        CV_Assert(rows.type() == CV_32F);
-        putU32(out, (uint32_t)rows.rows);
-        putU32(out, (uint32_t)rows.cols);
-        for (size_t i = 0; i < rows.total(); i++)
-        {
-            uint32_t bits;
-            std::memcpy(&bits, rows.ptr<float>() + i, 4);
-            putU32(out, bits);
-        }
-        putU32(out, (uint32_t)image.layout.size());
-        for (int id : image.layout)
-            putU32(out, (uint32_t)id);
-    }
-    for (const std::vector<uint32_t>* list : {&images->conversation, &images->table})
-    {
-        putU32(out, (uint32_t)list->size());
-        for (uint32_t index : *list)
-            putU32(out, index);
-    }
-    return out;
-}
-
-std::vector<llm::ChatMessage> decodeSession(const std::vector<uchar>& in, const std::string& path, int vocab,
-                                            SessionImages& images)
-{
-    size_t pos = 0;
-    auto u32 = [&](const char* field) {
-        if (in.size() - pos < 4)
-            CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' ends "
-                                                  "inside %s", path.c_str(), field));
-        uint32_t v = 0;
-        for (int i = 0; i < 4; i++)
-            v |= (uint32_t)in[pos + i] << (8 * i);
-        pos += 4;
-        return v;
-    };
-    if (in.empty())
-        CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' is a KV sequence file without a "
-                                          "session (saved by KVCache::saveSequence, not saveSession)", path.c_str()));
-    const uint32_t version = u32("its version");
-    if (version != 1 && version != 2)
-        CV_Error(Error::StsNotImplemented, format("TextGenerationModel::loadSession: the conversation in '%s' has "
-                                                  "version %u; this build reads versions 1 and 2", path.c_str(), version));
-    const uint32_t count = u32("the message count");
-    std::vector<llm::ChatMessage> conversation;
-    for (uint32_t i = 0; i < count; i++)
-    {
-        llm::ChatMessage m;
-        for (std::string* text : {&m.role, &m.content})
-        {
-            const uint32_t n = u32("a message");
-            if (in.size() - pos < n)
-                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
-                                                      "ends inside message %u", path.c_str(), i));
-            text->assign((const char*)in.data() + pos, n);
-            pos += n;
-        }
-        conversation.push_back(m);
-    }
-    images = SessionImages();
-    if (version == 2)
-    {
-        const uint32_t imageCount = u32("the image count");
-        for (uint32_t i = 0; i < imageCount; i++)
-        {
-            const uint32_t n = u32("an image digest");
-            if (n == 0 || n > kMaxDigestBytes || in.size() - pos < n)
-                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has a digest "
-                                                      "of %u bytes (1 to %u, within the file)", i, path.c_str(), n,
-                                                      kMaxDigestBytes));
-            std::string digest((const char*)in.data() + pos, n);
-            pos += n;
-            const uint32_t rows = u32("an image's rows"), cols = u32("an image's columns");
-            if (rows == 0 || cols == 0 || rows > (uint32_t)INT_MAX || cols > (uint32_t)INT_MAX ||
-                (uint64_t)cols > (uint64_t)(in.size() - pos) / 4 / rows)
-                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has %u x %u "
-                                                      "embeddings, which the file does not hold", i, path.c_str(),
-                                                      rows, cols));
-            ImageEntry e;
-            e.digest = digest;
-            e.rows.create((int)rows, (int)cols, CV_32F);
-            std::memcpy(e.rows.ptr<float>(), in.data() + pos, (size_t)rows * cols * 4);  // little-endian hosts
-            pos += (size_t)rows * cols * 4;
-            // The layout: rows -1 .. -rows once each, in order, among wrapper tokens of the vocabulary.
-            const uint32_t n2 = u32("an image's layout");
-            if ((uint64_t)n2 * 4 > (uint64_t)(in.size() - pos))
-                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
-                                                      "ends inside image %u's layout", path.c_str(), i));
-            int nextRow = 0;
-            for (uint32_t k = 0; k < n2; k++)
-            {
-                const int id = (int)u32("an image's layout");
-                if ((id < 0 && id != -1 - nextRow) || id >= vocab)
-                    CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has id %d "
-                                                          "at place %u of its layout (expected row id %d or a token "
-                                                          "below %d)", i, path.c_str(), id, k, -1 - nextRow, vocab));
-                nextRow += id < 0;
-                e.layout.push_back(id);
-            }
-            if (nextRow != (int)rows)
-                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: image %u of '%s' has %u rows "
-                                                      "but its layout places %d", i, path.c_str(), rows, nextRow));
-            images.images.push_back(e);
-        }
-        for (std::vector<uint32_t>* list : {&images.conversation, &images.table})
-        {
-            const uint32_t n = u32("a list of images");
-            if ((uint64_t)n * 4 > (uint64_t)(in.size() - pos))
-                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' "
-                                                      "ends inside a list of %u images", path.c_str(), n));
-            for (uint32_t k = 0; k < n; k++)
-            {
-                const uint32_t index = u32("a list of images");
-                if (index >= imageCount)
-                    CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: '%s' refers to image %u; "
-                                                          "it holds %u", path.c_str(), index, imageCount));
-                list->push_back(index);
-            }
-        }
-    }
-    if (pos != in.size())
-        CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: the conversation in '%s' has %zu "
-                                              "bytes after its end", path.c_str(), in.size() - pos));
-    return conversation;
-}
-
-} // namespace
-
+// Sessions on disk: a KV sequence file of sequence 0 with the tokens in `fed` and, as its extra
+// data, the conversation and its images (session_file.hpp).
 void TextGenerationModel::saveSession(const String& path) const
 {
     Impl::Busy busy(*impl);
@@ -1012,30 +838,20 @@ void TextGenerationModel::saveSession(const String& path) const
     const bool fedImages = std::any_of(impl->fed.begin(), impl->fed.end(), llm::MultimodalPrompter::isImageId);
     if (!impl->vision || (!fedImages && impl->conversationImages.empty()))
     {
-        impl->cache->saveSequence(0, path, impl->fed, encodeSession(impl->conversation, nullptr));
+        impl->cache->saveSequence(0, path, impl->fed, llm::encodeSession(impl->conversation, nullptr));
         return;
     }
     // The images the session refers to, each once: those of the table the fed image ids mean
     // (the last prompt fed), and the conversation's (encoded again if they left the cache of
     // recent images).
     llm::MultimodalPrompter& v = *impl->vision;
-    SessionImages images;
-    std::map<std::string, uint32_t> indexOf;
-    auto add = [&](const ImageEntry& e) {
-        auto it = indexOf.find(e.digest);
-        if (it != indexOf.end())
-            return it->second;
-        const uint32_t index = (uint32_t)images.images.size();
-        images.images.push_back(e);
-        indexOf[e.digest] = index;
-        return index;
-    };
+    llm::SessionImages images;
     if (fedImages)
     {
         int rows = 0;
-        for (const ImageEntry& e : v.committedEntries())
+        for (const llm::MultimodalPrompter::ImageEntry& e : v.committedEntries())
         {
-            images.table.push_back(add(e));
+            images.table.push_back(images.add(e));
             rows += e.rows.rows;
         }
         int lowest = 0;
@@ -1046,9 +862,9 @@ void TextGenerationModel::saveSession(const String& path) const
     for (size_t i = 0; i < impl->conversationImages.size(); i++)
     {
         const std::string known = i < impl->conversationDigests.size() ? impl->conversationDigests[i] : std::string();
-        images.conversation.push_back(add(v.entryOf(impl->conversationImages[i], known)));
+        images.conversation.push_back(images.add(v.entryOf(impl->conversationImages[i], known)));
     }
-    impl->cache->saveSequence(0, path, impl->fed, encodeSession(impl->conversation, &images));
+    impl->cache->saveSequence(0, path, impl->fed, llm::encodeSession(impl->conversation, &images));
 }
 
 int TextGenerationModel::loadSession(const String& path)
@@ -1060,9 +876,9 @@ int TextGenerationModel::loadSession(const String& path)
     if (!file.hasTokens)
         CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' holds no token ids (saved by "
                                           "KVCache::saveSequence without them)", path.c_str()));
-    SessionImages images;
+    llm::SessionImages images;
     const int vocab = impl->tokenizer->vocabSize();
-    std::vector<llm::ChatMessage> conversation = decodeSession(file.extra, path, vocab, images);
+    std::vector<llm::ChatMessage> conversation = llm::decodeSession(file.extra, path, vocab, images);
     if (!images.images.empty())
     {
         if (!impl->vision)
@@ -1101,7 +917,7 @@ int TextGenerationModel::loadSession(const String& path)
     {
         // The fed image ids mean the rows of the saved table; the conversation's images are
         // known by digest, with their saved embeddings and layouts.
-        std::vector<ImageEntry> table;
+        std::vector<llm::MultimodalPrompter::ImageEntry> table;
         for (uint32_t index : images.table)
             table.push_back(images.images[index]);
         impl->vision->restore(table, images.images);

@@ -7,6 +7,7 @@
 
 #include "../../precomp.hpp"
 #include "../../net_impl.hpp"
+#include "../common/byte_io.hpp"
 #include "kv_sequence_file.hpp"
 #include "paged_kv_cache.hpp"
 
@@ -51,70 +52,22 @@ inline uint64 mix64(uint64 h)
     return h;
 }
 
-// Little-endian output.
-struct Writer
+std::string truncatedMessage(const std::string& what, const char* field, uint64 needed, size_t offset,
+                             size_t left)
 {
-    std::vector<uchar> out;
-    void u32(uint32_t v)
-    {
-        for (int i = 0; i < 4; i++)
-            out.push_back((uchar)(v >> (8 * i)));
-    }
-    void u64(uint64 v)
-    {
-        for (int i = 0; i < 8; i++)
-            out.push_back((uchar)(v >> (8 * i)));
-    }
-    void bytes(const void* p, size_t n)
-    {
-        const uchar* b = static_cast<const uchar*>(p);
-        out.insert(out.end(), b, b + n);
-    }
-};
+    return format("KV sequence file '%s' is truncated or corrupted: %s needs %llu bytes at offset %zu, the file has %zu "
+                  "left", what.c_str(), field, (unsigned long long)needed, offset, left);
+}
 
-// Bounded little-endian input: a field that does not fit in what is left of the file is an
-// error naming the field.
-struct Reader
+//! A u32 in [lo, hi].
+uint32_t readBounded(ByteReader& r, const std::string& what, const char* field, uint32_t lo, uint32_t hi)
 {
-    const std::vector<uchar>& in;
-    size_t pos;
-    const std::string& what;
-
-    void need(size_t n, const char* field) const
-    {
-        if (n > in.size() - pos)
-            CV_Error(Error::StsParseError, format(
-                "KV sequence file '%s' is truncated or corrupted: %s needs %zu bytes at offset %zu, the file has %zu left",
-                what.c_str(), field, n, pos, in.size() - pos));
-    }
-    uint32_t u32(const char* field)
-    {
-        need(4, field);
-        uint32_t v = 0;
-        for (int i = 0; i < 4; i++)
-            v |= (uint32_t)in[pos + i] << (8 * i);
-        pos += 4;
-        return v;
-    }
-    uint64 u64(const char* field)
-    {
-        need(8, field);
-        uint64 v = 0;
-        for (int i = 0; i < 8; i++)
-            v |= (uint64)in[pos + i] << (8 * i);
-        pos += 8;
-        return v;
-    }
-    //! A u32 in [lo, hi].
-    uint32_t bounded(const char* field, uint32_t lo, uint32_t hi)
-    {
-        const uint32_t v = u32(field);
-        if (v < lo || v > hi)
-            CV_Error(Error::StsParseError, format("KV sequence file '%s' is corrupted: %s is %u (expected %u..%u)",
-                                                  what.c_str(), field, v, lo, hi));
-        return v;
-    }
-};
+    const uint32_t v = r.u32(field);
+    if (v < lo || v > hi)
+        CV_Error(Error::StsParseError, format("KV sequence file '%s' is corrupted: %s is %u (expected %u..%u)",
+                                              what.c_str(), field, v, lo, hi));
+    return v;
+}
 
 int storageTypeOfCode(uint32_t code, const std::string& what)
 {
@@ -271,43 +224,41 @@ KVSequenceFile parseKVSequenceFile(std::vector<uchar>&& data, const std::string&
     if (b.size() < sizeof(kMagic) || std::memcmp(b.data(), kMagic, sizeof(kMagic)) != 0)
         CV_Error(Error::StsParseError, format("'%s' is not a KV sequence file (no OCVKVSEQ magic; %zu bytes)",
                                               what.c_str(), b.size()));
-    Reader r{b, sizeof(kMagic), what};
+    ByteReader r(b.data(), b.size(), what, truncatedMessage);
+    r.bytes(sizeof(kMagic), "the magic");  // checked above
     f.version = r.u32("the format version");
     if (f.version != kKVSequenceFileVersion)
         CV_Error(Error::StsNotImplemented, format("KV sequence file '%s' has format version %u; this build reads version %u",
                                                   what.c_str(), f.version, kKVSequenceFileVersion));
-    const uint32_t flags = r.bounded("the flags", 0, kFlagTokens);
+    const uint32_t flags = readBounded(r, what, "the flags", 0, kFlagTokens);
     f.hasTokens = (flags & kFlagTokens) != 0;
     f.identity.layout = r.u64("the layout hash");
     f.identity.weights = r.u64("the weights hash");
-    const uint32_t descriptionBytes = r.bounded("the description size", 0, kMaxDescription);
-    r.need(descriptionBytes, "the model description");
-    f.identity.description.assign((const char*)b.data() + r.pos, descriptionBytes);
-    r.pos += descriptionBytes;
-    f.layers = (int)r.bounded("the layer count", 1, kMaxLayers);
-    f.kvHeads = (int)r.bounded("the KV head count", 1, kMaxHeads);
-    f.headDim = (int)r.bounded("the head size", 1, kMaxHeadDim);
+    const uint32_t descriptionBytes = readBounded(r, what, "the description size", 0, kMaxDescription);
+    f.identity.description.assign((const char*)r.bytes(descriptionBytes, "the model description"), descriptionBytes);
+    f.layers = (int)readBounded(r, what, "the layer count", 1, kMaxLayers);
+    f.kvHeads = (int)readBounded(r, what, "the KV head count", 1, kMaxHeads);
+    f.headDim = (int)readBounded(r, what, "the head size", 1, kMaxHeadDim);
     f.storageType = storageTypeOfCode(r.u32("the storage type"), what);
     f.rowBytes = r.u32("the row size");
     if (f.rowBytes != KVStorageCodec(f.storageType, f.headDim).rowBytes())
         CV_Error(Error::StsParseError, format("KV sequence file '%s' is corrupted: rows of %zu bytes for head size %d in %s",
                                               what.c_str(), f.rowBytes, f.headDim, storageName(f.storageType)));
-    r.need((size_t)f.layers * 4, "the layer windows");
+    r.need((uint64)f.layers * 4, "the layer windows");
     f.windows.resize(f.layers);
     for (int l = 0; l < f.layers; l++)
-        f.windows[l] = (int)r.bounded("a layer window", 0, INT_MAX);
-    f.length = (int)r.bounded("the sequence length", 0, INT_MAX);
+        f.windows[l] = (int)readBounded(r, what, "a layer window", 0, INT_MAX);
+    f.length = (int)readBounded(r, what, "the sequence length", 0, INT_MAX);
     if (f.hasTokens)
     {
-        r.need((size_t)f.length * 4, "the token ids");
+        r.need((uint64)f.length * 4, "the token ids");
         f.tokens.resize(f.length);
         for (int i = 0; i < f.length; i++)
-            f.tokens[i] = (int)r.u32("a token id");
+            f.tokens[i] = r.i32("a token id");
     }
     const uint64 extraBytes = r.u64("the extra data size");
-    r.need((size_t)std::min<uint64>(extraBytes, (uint64)SIZE_MAX), "the extra data");
-    f.extra.assign(b.begin() + r.pos, b.begin() + r.pos + (size_t)extraBytes);
-    r.pos += (size_t)extraBytes;
+    const uchar* extra = r.bytes(extraBytes, "the extra data");
+    f.extra.assign(extra, extra + (size_t)extraBytes);
     const uint64 payloadBytes = r.u64("the payload size");
     // The payload the header describes (beyond 2^62 bytes: a corrupted header, not a big file).
     const uint64 kHuge = (uint64)1 << 62;
@@ -322,15 +273,14 @@ KVSequenceFile parseKVSequenceFile(std::vector<uchar>&& data, const std::string&
             "KV sequence file '%s' is corrupted: a payload of %llu bytes, where %d layers of %d KV heads, %d tokens "
             "and rows of %zu bytes take %llu", what.c_str(), (unsigned long long)payloadBytes, f.layers, f.kvHeads,
             f.length, f.rowBytes, (unsigned long long)expected));
-    r.need((size_t)std::min<uint64>(payloadBytes, (uint64)SIZE_MAX), "the keys and values");
-    f.payloadOffset = r.pos;
+    f.payloadOffset = r.position();
     f.payloadBytes = (size_t)payloadBytes;
-    r.pos += f.payloadBytes;
-    const size_t checked = r.pos;
+    r.bytes(payloadBytes, "the keys and values");
+    const size_t checked = r.position();
     const uint64 checksum = r.u64("the checksum");
-    if (r.pos != b.size())
+    if (r.remaining() != 0)
         CV_Error(Error::StsParseError, format("KV sequence file '%s' is corrupted: %zu bytes after its end (%zu bytes)",
-                                              what.c_str(), b.size() - r.pos, r.pos));
+                                              what.c_str(), r.remaining(), r.position()));
     const uint64 actual = kvChecksum(b.data(), checked);
     if (actual != checksum)
         CV_Error(Error::StsParseError, format("KV sequence file '%s' is corrupted: its checksum is %016llx, its "
@@ -373,15 +323,13 @@ void PagedKVCache::saveSequence(int sequenceId, const String& path, const std::v
     if (!tokens.empty() && (int)tokens.size() != s.length)
         CV_Error(Error::StsBadArg, format("KVCache::saveSequence: %zu token ids given for sequence %d of %d tokens",
                                           tokens.size(), sequenceId, s.length));
-    Writer w;
+    ByteWriter w;
     w.bytes(kMagic, sizeof(kMagic));
     w.u32(kKVSequenceFileVersion);
     w.u32(tokens.empty() ? 0 : kFlagTokens);
     w.u64(identity_.layout);
     w.u64(identity_.weights);
-    const std::string description = identity_.description.substr(0, kMaxDescription);
-    w.u32((uint32_t)description.size());
-    w.bytes(description.data(), description.size());
+    w.string(identity_.description.substr(0, kMaxDescription));
     w.u32((uint32_t)layers_);
     w.u32((uint32_t)kvHeads_);
     w.u32((uint32_t)headDim_);
@@ -391,7 +339,7 @@ void PagedKVCache::saveSequence(int sequenceId, const String& path, const std::v
         w.u32((uint32_t)layerWindow(l));
     w.u32((uint32_t)s.length);
     for (int t : tokens)
-        w.u32((uint32_t)t);
+        w.i32(t);
     w.u64(extra.size());
     w.bytes(extra.data(), extra.size());
     // The rows of the positions a next token attends to: all of them, but in sliding-window
