@@ -2,9 +2,9 @@
 // piece by piece. Earlier turns stay in the model's KV cache, so each turn only processes the
 // new message. End of input ends the conversation; "/reset" starts a new one. The first line
 // says which chat template formats the conversation: the model's own Jinja template, or the
-// built-in family --template names (for files without one).
+// built-in family --chat-template names (for files without one).
 //
-//   llm_chatbot [--model=FILE] [--system=TEXT] [--template=NAME] [--temperature=T] [--top-p=P]
+//   llm_chatbot [--model=FILE] [--system=TEXT] [--chat-template=NAME] [--temperature=T] [--top-p=P]
 //               [--seed=S] [--max-new-tokens=N] [--threads=N]
 
 #include <opencv2/core/utility.hpp>
@@ -23,7 +23,7 @@ using namespace cv::dnn;
 static std::string describe(const Ptr<ChatTemplate>& chatTemplate)
 {
     if (chatTemplate->getName() != "jinja")
-        return "built-in \"" + chatTemplate->getName() + "\" (--template)";
+        return "built-in \"" + chatTemplate->getName() + "\" (--chat-template)";
     return format("the model's own Jinja template (%zu bytes)", chatTemplate->getSource().size());
 }
 
@@ -31,7 +31,7 @@ static const char* keys =
     "{help h usage ? |       | print this help }"
     "{model m        |       | GGUF model file (default: the project's demo model, models/demo/demo-stories.gguf) }"
     "{system         |       | system message }"
-    "{template       |       | built-in chat template instead of the model's own: llama2, llama3, chatml, mistral, phi3, gemma, zephyr }"
+    "{chat-template  |       | built-in chat template instead of the model's own: llama2, llama3, chatml, mistral, phi3, gemma, zephyr }"
     "{temperature    | 0     | 0: greedy; otherwise sample at this temperature }"
     "{top-p          | 1     | nucleus sampling threshold, in (0, 1] }"
     "{seed           | 0     | random seed }"
@@ -44,7 +44,7 @@ int main(int argc, char** argv)
     SampleCommandLine cl(argc, argv, keys, "Streaming chatbot with cv::dnn::TextGenerationModel");
     std::string modelPath = cl.getString("model");
     const std::string system = cl.getString("system");
-    const std::string templateName = cl.getString("template");
+    const std::string templateName = cl.getString("chat-template");
     GenerationConfig config;
     config.temperature = (float)cl.getReal("temperature", 0);
     config.topP = (float)cl.getReal("top-p", 0, 1, true);

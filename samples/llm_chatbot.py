@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """A streaming chatbot on cv2.dnn.TextGenerationModel, through the step API ("/reset" starts a
 new conversation); the first line says which chat template it uses (the model's own Jinja
-template, or the built-in family --template names). The same keys as the C++ llm_chatbot,
+template, or the built-in family --chat-template names). The same keys as the C++ llm_chatbot,
 written the same way (key=value):
 
     PYTHONPATH=build/opencv/lib/python3 samples/llm_chatbot.py [--model=FILE] [--system=TEXT]
-        [--template=NAME] [--temperature=T] [--top-p=P] [--seed=S] [--max-new-tokens=N] [--threads=N]
+        [--chat-template=NAME] [--temperature=T] [--top-p=P] [--seed=S] [--max-new-tokens=N] [--threads=N]
 """
 import argparse
 import math
@@ -37,7 +37,7 @@ def main():
     ap.add_argument("--model", "-m", default=str(pathlib.Path(__file__).resolve().parents[1] / "models" / "demo" / "demo-stories.gguf"),
                     metavar="FILE", help="GGUF model file (default: the project's demo model, models/demo/demo-stories.gguf)")
     ap.add_argument("--system", default="", metavar="TEXT", help="system message")
-    ap.add_argument("--template", default="", metavar="NAME", help="built-in chat template instead of the model's own: "
+    ap.add_argument("--chat-template", default="", metavar="NAME", help="built-in chat template instead of the model's own: "
                     "llama2, llama3, chatml, mistral, phi3, gemma, zephyr")
     ap.add_argument("--temperature", type=number(float, 0), default=0.0,
                     metavar="T", help="0: greedy; otherwise sample at this temperature")
@@ -57,14 +57,14 @@ def main():
     if args.threads > 0:
         cv.setNumThreads(args.threads)
     model = cv.dnn.TextGenerationModel(args.model, args.context)
-    if args.template:
-        model.setChatTemplate(args.template)
+    if args.chat_template:
+        model.setChatTemplate(args.chat_template)
     try:
         chat_template = model.getChatTemplate()
     except cv.error as e:  # no template in the file, or one that does not compile
         sys.exit(f"llm_chatbot.py: {e.err}")
     if chat_template.getName() != "jinja":
-        print(f'chat template: built-in "{chat_template.getName()}" (--template)')
+        print(f'chat template: built-in "{chat_template.getName()}" (--chat-template)')
     else:
         print(f"chat template: the model's own Jinja template ({len(chat_template.getSource().encode())} bytes)")
     model.resetConversation(args.system)

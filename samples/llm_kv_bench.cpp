@@ -7,7 +7,7 @@
 //    buffers) against a steady decode step;
 //  - heap allocations per steady decode step.
 //
-//   llm_kv_bench --model=FILE --threads=N [--steps=S]
+//   llm_kv_bench --model=FILE --threads=N [--gen-tokens=G]
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
@@ -31,7 +31,7 @@ const char* const keys =
     "{help h usage ? |    | print this help }"
     "{model m        |    | GGUF model file (required) }"
     "{threads        |    | threads (required) }"
-    "{steps          | 32 | decode steps per measurement }";
+    "{gen-tokens     | 32 | generated tokens (decode steps) per measurement }";
 
 class Bench
 {
@@ -96,7 +96,7 @@ int main(int argc, char** argv)
     if (model.empty() || !cl.given("threads"))
         cl.fail("--model and --threads are required");
     const int threads = cl.getInt("threads", 1);
-    const int steps = cl.getInt("steps", 1);
+    const int steps = cl.getInt("gen-tokens", 1);
     try
     {
         setNumThreads(threads);

@@ -7,7 +7,7 @@
 // layers with weights of their own in turn, so that C x the weights' bytes beyond the caches
 // times the read from memory, as a model's step does.
 //
-//   llm_matmul_bench [--type=Q4_0] [--rows=8] [--out=5632] [--in=2048] [--iterations=50] [--threads=1] [--copies=1]
+//   llm_matmul_bench [--type=Q4_0] [--rows=8] [--out=5632] [--in=2048] [--repetitions=50] [--threads=1] [--copies=1]
 
 #include <opencv2/dnn.hpp>
 
@@ -28,7 +28,7 @@ static const char* keys =
     "{rows           | 8    | activation rows (tokens) per forward }"
     "{out            | 5632 | output features (weight rows) }"
     "{in             | 2048 | input features (a multiple of the type's block) }"
-    "{iterations     | 50   | timed forwards (of each copy) }"
+    "{repetitions    | 50   | timed forwards (of each copy) }"
     "{threads        | 1    | threads (-1: OpenCV's default) }"
     "{copies         | 1    | layers with their own weights, run in turn: enough of them (more bytes than the caches hold) time the weights read from memory at a small shape }";
 
@@ -117,7 +117,7 @@ int main(int argc, char** argv)
     if (type == types.end())
         cl.fail("--type: unknown weight type '" + typeName + "'");
     const int rows = cl.getInt("rows", 1, 4096), out = cl.getInt("out", 1, 1 << 20), in = cl.getInt("in", 1, 1 << 20);
-    const int iterations = cl.getInt("iterations", 1, 100000), threads = cl.getInt("threads", -1, 1024);
+    const int iterations = cl.getInt("repetitions", 1, 100000), threads = cl.getInt("threads", -1, 1024);
     const int copies = cl.getInt("copies", 1, 4096);
     if (threads == 0)
         cl.fail("--threads must be -1 (OpenCV's default) or positive, got 0");

@@ -1,10 +1,10 @@
-// A long generation with context shifting, watching resident memory: generates --tokens=N
+// A long generation with context shifting, watching resident memory: generates --gen-tokens=N
 // tokens (sampling, end-of-generation tokens ignored) with cv::dnn::TextGenerationModel, the
 // context shifting whenever it is full, and prints the resident set size every --report=N
 // tokens. Exits with status 1 if memory grew by more than --max-growth-mb=M MiB after the first
 // report (the cache's pages and the Net's buffers have all been allocated by then).
 //
-//   llm_soak --model=FILE [--tokens=10000] [--report=1000] [--max-growth-mb=4] [--threads=N]
+//   llm_soak --model=FILE [--gen-tokens=10000] [--report=1000] [--max-growth-mb=4] [--threads=N]
 
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
@@ -24,7 +24,7 @@ using namespace cv::dnn;
 static const char* keys =
     "{help h usage ? |      | print this help }"
     "{model m        |      | GGUF model file (required) }"
-    "{tokens         | 10000| tokens to generate }"
+    "{gen-tokens     | 10000| tokens to generate }"
     "{report         | 1000 | report memory every this many tokens }"
     "{max-growth-mb  | 4    | fail if resident memory grows more than this many MiB after the first report }"
     "{threads        | -1   | threads (-1: OpenCV's default) }";
@@ -44,7 +44,7 @@ int main(int argc, char** argv)
     const std::string model = cl.getString("model");
     if (model.empty())
         cl.fail("--model is required");
-    const int tokens = cl.getInt("tokens", 1), report = cl.getInt("report", 1);
+    const int tokens = cl.getInt("gen-tokens", 1), report = cl.getInt("report", 1);
     const double maxGrowth = cl.getReal("max-growth-mb", 0);
     const int threads = cl.getThreads();
     try

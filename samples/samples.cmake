@@ -1,8 +1,8 @@
 # Included by apps/CMakeLists.txt. Samples land in build/bin. All share one command-line style
 # (samples/command_line.hpp: cv::CommandLineParser, --key=value).
 set(sample_root "${LLM_PROJECT_ROOT}/samples")
-foreach(sample llm_generate llm_chatbot llm_parallel llm_bench llm_soak llm_rmsnorm_bench llm_vision_chat
-               llm_grammar_bench llm_matmul_bench)
+foreach(sample llm_hello llm_generate llm_chatbot llm_parallel llm_bench llm_soak llm_rmsnorm_bench llm_vision_chat
+               llm_matmul_bench)
   add_executable(${sample} "${sample_root}/${sample}.cpp")
   target_link_libraries(${sample} PRIVATE ${OpenCV_LIBS})
 endforeach()

@@ -1,7 +1,9 @@
 """The samples run end to end on stories260K: the chatbots (C++ and Python) non-interactively,
-and the parallel completions. All of them share one command line (issue 14): --key=value with
-kebab-case keys, --help listing the keys, a wrong argument ending with status 2 and a message,
-and every command line of README.md's "Tools and samples" section parses and runs as written."""
+and the parallel completions; the hello programs (C++ and Python) on the demo model. All of them,
+and the tools in build/bin, share one command line (issue 14): --key=value with kebab-case keys,
+one name per concept across programs, --help listing the keys, a wrong argument ending with
+status 2 and a message, and every command line of README.md's "Tools and samples" section parses
+and runs as written."""
 import os
 import pathlib
 import re
@@ -16,32 +18,38 @@ from conftest import PROJECT_ROOT, SHARED_TESTDATA
 
 BIN = pathlib.Path(os.environ.get("LLM_BIN_DIR", PROJECT_ROOT / "build" / "bin"))
 MODEL = SHARED_TESTDATA / "stories260K.gguf"
+DEMO_MODEL = PROJECT_ROOT / "models" / "demo" / "demo-stories.gguf"
 
 # Each program's keys: the interface issue 14 asks for (the flags each program had, renamed to
-# one convention). --help must list exactly these (plus help itself).
-CHATBOT_KEYS = ["model", "system", "template", "temperature", "top-p", "seed", "max-new-tokens", "threads", "context"]
+# one convention; one name per concept: --chat-template, --json-schema, --gen-tokens for a count of
+# tokens to generate, --repetitions for timed runs). --help must list exactly these (plus help).
+HELLO_KEYS = ["model", "prompt"]
+CHATBOT_KEYS = ["model", "system", "chat-template", "temperature", "top-p", "seed", "max-new-tokens", "threads", "context"]
 KEYS = {
+    "llm_hello": HELLO_KEYS,
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
                      "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache",
                      "mmproj", "image", "grammar-file", "json-schema", "json"],
     "llm_vision_chat": ["model", "mmproj", "image", "prompt", "max-new-tokens", "chat-template", "threads"],
     "llm_chatbot": CHATBOT_KEYS,
-    "llm_parallel": ["model", "prompt", "prompts-file", "n", "temperature", "seed", "max-new-tokens", "parallel",
-                     "sequential", "threads"],
+    "llm_parallel": ["model", "prompt", "prompts-file", "shared-prefix", "requests", "arrival-ms", "temperature", "seed",
+                     "max-new-tokens", "parallel", "print-token-ids", "compare-alone", "threads"],
     "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions", "batch", "depth", "draft-tokens",
                   "lookup-ngram", "draft-model", "draft-p-min", "prompt", "kv-type"],
-    "llm_kv_bench": ["model", "threads", "steps"],
-    "llm_soak": ["model", "tokens", "report", "max-growth-mb", "threads"],
+    "llm_kv_bench": ["model", "threads", "gen-tokens"],
+    "llm_soak": ["model", "gen-tokens", "report", "max-growth-mb", "threads"],
     "llm_rmsnorm_bench": ["rows", "dim", "eps"],
-    "llm_matmul_bench": ["type", "rows", "out", "in", "iterations", "threads", "copies"],
-    "llm_grammar_bench": ["model", "schema", "text", "repeat"],
+    "llm_matmul_bench": ["type", "rows", "out", "in", "repetitions", "threads", "copies"],
+    "llm_grammar_bench": ["model", "json-schema", "text", "repetitions"],
     "llm_chatbot.py": CHATBOT_KEYS,
+    "llm_hello.py": HELLO_KEYS,
 }
 
 # Arguments that pass every check but the one a test breaks (no model is opened: the command
 # line is checked first).
 VALID = {
+    "llm_hello": [],
     "llm_generate": ["--model=x.gguf", "--prompt=a"],
     "llm_chatbot": [],
     "llm_vision_chat": ["--model=x.gguf", "--mmproj=y.gguf", "--image=z.ppm"],
@@ -53,20 +61,22 @@ VALID = {
     "llm_matmul_bench": [],
     "llm_grammar_bench": ["--model=x.gguf"],
     "llm_chatbot.py": [],
+    "llm_hello.py": [],
 }
 
-# (a value that is not a number, a value out of range with the range the message names) per program.
+# (a value that is not a number, a value out of range with the range the message names) per program
+# that takes numbers.
 BAD_VALUES = {
     "llm_generate": ("--max-new-tokens=12abc", "--top-p=0", "--top-p must be in (0, 1], got 0"),
     "llm_chatbot": ("--seed=x", "--temperature=-1", "--temperature must be at least 0, got -1"),
     "llm_vision_chat": ("--max-new-tokens=12abc", "--max-new-tokens=0", "--max-new-tokens must be at least 1, got 0"),
-    "llm_parallel": ("--n=4.5", "--parallel=0", "--parallel must be at least 1, got 0"),
+    "llm_parallel": ("--requests=4.5", "--parallel=0", "--parallel must be at least 1, got 0"),
     "llm_bench": ("--prompt-tokens=1e3", "--repetitions=0", "--repetitions must be at least 1, got 0"),
-    "llm_kv_bench": ("--steps=", "--steps=0", "--steps must be at least 1, got 0"),
+    "llm_kv_bench": ("--gen-tokens=", "--gen-tokens=0", "--gen-tokens must be at least 1, got 0"),
     "llm_soak": ("--max-growth-mb=4MB", "--threads=0", "--threads must be -1 (OpenCV's default) or positive, got 0"),
     "llm_rmsnorm_bench": ("--eps=nan", "--eps=0", "--eps must be in (0, 1], got 0"),
     "llm_matmul_bench": ("--rows=8x", "--rows=0", "--rows must be in [1, 4096], got 0"),
-    "llm_grammar_bench": ("--repeat=2x", "--repeat=0", "--repeat must be at least 1, got 0"),
+    "llm_grammar_bench": ("--repetitions=2x", "--repetitions=0", "--repetitions must be at least 1, got 0"),
     "llm_chatbot.py": ("--max-new-tokens=12abc", "--top-p=0", "argument --top-p: must be in (0, 1], got '0'"),
 }
 
@@ -95,14 +105,25 @@ def test_help_lists_the_keys(program):
         assert all("_" not in k for k in listed)  # one convention: kebab-case
 
 
+def test_an_optional_model_is_the_demo_model():
+    # A program runs without --model exactly when VALID gives it none; then its help names the
+    # demo model as the default.
+    for program, keys in KEYS.items():
+        if "model" in keys:
+            text = " ".join(run(program, "--help").stdout.split())  # argparse wraps its lines
+            optional = not any(a.startswith("--model=") for a in VALID[program])
+            assert ("(default: the project's demo model" in text) == optional, (program, text)
+
+
 @pytest.mark.parametrize("program", KEYS)
 def test_wrong_arguments_exit_2_with_a_message(program):
     cpp = not program.endswith(".py")
-    not_a_number, out_of_range, range_message = BAD_VALUES[program]
-    cases = [(["--bogus=1"], "unknown option --bogus" if cpp else "unrecognized arguments: --bogus=1"),
-             ([not_a_number], f"{not_a_number.split('=')[0]}: invalid number '{not_a_number.split('=')[1]}'"
-              if cpp else "invalid number"),
-             ([out_of_range], range_message)]
+    cases = [(["--bogus=1"], "unknown option --bogus" if cpp else "unrecognized arguments: --bogus=1")]
+    if program in BAD_VALUES:
+        not_a_number, out_of_range, range_message = BAD_VALUES[program]
+        cases += [([not_a_number], f"{not_a_number.split('=')[0]}: invalid number '{not_a_number.split('=')[1]}'"
+                   if cpp else "invalid number"),
+                  ([out_of_range], range_message)]
     if cpp:
         key = KEYS[program][0]
         cases += [([f"--{key}", "5"], f"--{key} needs a value: --{key}=VALUE"),   # the space form
@@ -157,7 +178,7 @@ PROGRAM_PLACEHOLDERS = {
     "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3", **VISION},
     "llm_vision_chat": {"N": "8", "NAME": "chatml", **VISION},
     "llm_bench": {"P": "16", "G": "8", "K": "3", "N": "2", "D": "16"},
-    "llm_kv_bench": {"S": "4"},
+    "llm_kv_bench": {"G": "4"},
     "llm_soak": {"N": "600", "M": "4"},
     "llm_rmsnorm_bench": {"N": "64", "D": "256"},
     "llm_matmul_bench": {"NAME": "Q4_K", "N": "9", "O": "64", "I": "512", "C": "2"},
@@ -205,14 +226,14 @@ def test_readme_command_lines_run_as_written(command_line):
 
 
 def test_cpp_chatbot_streams_replies_and_resets():
-    r = run("llm_chatbot", f"--model={MODEL}", "--template=zephyr", "--max-new-tokens=12",
+    r = run("llm_chatbot", f"--model={MODEL}", "--chat-template=zephyr", "--max-new-tokens=12",
             stdin="Tell me a story.\n/reset\nHi\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("tokens/s]") == 2 and "(new conversation)" in r.stdout
 
 
 def test_python_chatbot_runs():
-    r = run("llm_chatbot.py", f"--model={MODEL}", "--template=zephyr", "--max-new-tokens=12",
+    r = run("llm_chatbot.py", f"--model={MODEL}", "--chat-template=zephyr", "--max-new-tokens=12",
             stdin="Tell me a story.\n")
     assert r.returncode == 0, r.stderr
     assert "tokens/s]" in r.stdout
@@ -220,7 +241,7 @@ def test_python_chatbot_runs():
 
 def test_cpp_and_python_chatbots_reply_alike():
     # The same keys mean the same thing in both: greedy replies of the same model are equal.
-    args = [f"--model={MODEL}", "--template=zephyr", "--max-new-tokens=10", "--system=Be brief."]
+    args = [f"--model={MODEL}", "--chat-template=zephyr", "--max-new-tokens=10", "--system=Be brief."]
     cpp, py = run("llm_chatbot", *args, stdin="Hi\n"), run("llm_chatbot.py", *args, stdin="Hi\n")
     assert cpp.returncode == 0 and py.returncode == 0, cpp.stderr + py.stderr
     reply = lambda out: out.replace("> ", "").split("\n  [")[0]
@@ -228,9 +249,23 @@ def test_cpp_and_python_chatbots_reply_alike():
 
 
 def test_parallel_prints_each_completion():
-    r = run("llm_parallel", f"--model={MODEL}", "--n=3", "--max-new-tokens=8", "--parallel=2", "--sequential")
+    r = run("llm_parallel", f"--model={MODEL}", "--requests=3", "--max-new-tokens=8", "--parallel=2",
+            "--arrival-ms=0", "--compare-alone")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert [l[:3] for l in lines[:3]] == ["[0]", "[1]", "[2]"] and "3 completions" in lines[3]
-    assert len(set(lines[:3])) > 1  # seeds S, S+1, S+2 give different samples
-    assert "same tokens: yes" in lines[4]
+    assert [l[:3] for l in lines[:3]] == ["[1]", "[2]", "[3]"] and len(set(lines[:3])) == 3
+    assert "requests: 3," in r.stdout and "ids equal to lone runs: 3/3" in r.stdout
+
+
+@pytest.mark.parametrize("program", ["llm_hello", "llm_hello.py"])
+@pytest.mark.parametrize("prompt", [None, "The little dog"])
+def test_hello_prints_the_demo_models_greedy_completion(program, prompt):
+    # Without --model the hello programs load the demo model; their text is the prompt followed by
+    # llm_generate's greedy completion of it (32 new tokens) on the same model.
+    hello = run(program, *([f"--prompt={prompt}"] if prompt else []))
+    assert hello.returncode == 0, hello.stderr
+    prompt = prompt or "Once upon a time"  # the programs' default prompt
+    generate = run("llm_generate", f"--model={DEMO_MODEL}", f"--prompt={prompt}", "--max-new-tokens=32")
+    assert generate.returncode == 0, generate.stderr
+    assert generate.stdout.strip() != ""
+    assert hello.stdout == prompt + generate.stdout

@@ -2,21 +2,25 @@
 // of allowed tokens (GrammarMatcher + TokenTrie, as Completion does it) over a model's whole
 // vocabulary, along a JSON text that follows a schema, token by token.
 //
-//   llm_grammar_bench --model=FILE [--schema=TEXT|@FILE] [--text=TEXT|@FILE] [--repeat=N]
+//   llm_grammar_bench --model=FILE [--json-schema=TEXT|@FILE] [--text=TEXT|@FILE] [--repetitions=N]
 //
 // The model file may hold only a vocabulary (tokenizer.ggml.*). Prints the vocabulary size,
 // the trie's build time and the mask time per token (mean, median, max). Compare it with a
 // decode step of the model (llm_bench).
+//
+// A tool, not a sample: it times internals that the public API does not expose (the tokenizer's
+// pieces, TokenTrie, GrammarMatcher), so it includes the library's private headers, as the tests
+// do. It is built beside its smoke test (test/tests.cmake) and shares the samples' command line.
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/gguf.hpp>
 
-#include "command_line.hpp"
+#include "../../samples/command_line.hpp"
 
-#include "../modules/dnn/src/llm/grammar/gbnf_parser.hpp"
-#include "../modules/dnn/src/llm/grammar/json_schema_to_grammar.hpp"
-#include "../modules/dnn/src/llm/grammar/token_mask.hpp"
-#include "../modules/dnn/src/llm/tokenizer/tokenizer.hpp"
+#include "../../modules/dnn/src/llm/grammar/gbnf_parser.hpp"
+#include "../../modules/dnn/src/llm/grammar/json_schema_to_grammar.hpp"
+#include "../../modules/dnn/src/llm/grammar/token_mask.hpp"
+#include "../../modules/dnn/src/llm/tokenizer/tokenizer.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -32,9 +36,9 @@ namespace {
 const char* const keys =
     "{help h usage ? |    | print this help }"
     "{model m        |    | GGUF file with a tokenizer (a vocabulary-only file will do) (required) }"
-    "{schema         |    | the JSON schema (text or @FILE; default: a record with strings, numbers, an array, an enum) }"
+    "{json-schema    |    | the JSON schema (text or @FILE; default: a record with strings, numbers, an array, an enum) }"
     "{text           |    | the JSON text to walk (text or @FILE; default: one that follows the default schema) }"
-    "{repeat         | 3  | walks of the text }";
+    "{repetitions    | 3  | walks of the text }";
 
 const char* const kSchema = R"({"type": "object", "properties": {
   "name": {"type": "string"}, "age": {"type": "integer", "minimum": 0, "maximum": 150},
@@ -69,9 +73,9 @@ int main(int argc, char** argv)
     const std::string modelPath = cl.getString("model");
     if (modelPath.empty())
         cl.fail("--model is required");
-    const std::string schema = cl.given("schema") ? valueOrFile(cl.getString("schema")) : kSchema;
+    const std::string schema = cl.given("json-schema") ? valueOrFile(cl.getString("json-schema")) : kSchema;
     const std::string text = cl.given("text") ? valueOrFile(cl.getString("text")) : kText;
-    const int repeat = cl.getInt("repeat", 1);
+    const int repetitions = cl.getInt("repetitions", 1);
     try
     {
         Ptr<GGUFFile> file = GGUFFile::open(modelPath);
@@ -89,7 +93,7 @@ int main(int argc, char** argv)
         std::vector<uint8_t> allowed;
         double allowedShare = 0;
         size_t tokens = 0;
-        for (int r = 0; r < repeat; r++)
+        for (int r = 0; r < repetitions; r++)
         {
             GrammarMatcher m(grammar);
             TokenTrie::Scratch scratch;  // fresh for each walk, as for each generated sequence
@@ -138,7 +142,7 @@ int main(int argc, char** argv)
                             trie.nodeCount(), build.getTimeMilli());
         std::cout << format("text %zu tokens x %d walks: mask per token mean %.3f ms, median %.3f ms, max %.3f ms; "
                             "%.1f%% of the vocabulary allowed on average\n",
-                            tokens, repeat, sum / ms.size(), sorted[sorted.size() / 2], sorted.back(),
+                            tokens, repetitions, sum / ms.size(), sorted[sorted.size() / 2], sorted.back(),
                             100.0 * allowedShare / ms.size());
         return 0;
     }
