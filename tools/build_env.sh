@@ -115,5 +115,5 @@ llm_run_demo() {
     --temperature=0.8 --top-p=0.95 --seed=7
   echo "== llm_chatbot, non-interactive (the demo model's chat template, two turns)"
   printf 'Tell me a story about a cat.\nHello!\n' | "$bin/llm_chatbot" --model="$model" --max-new-tokens=120
-  echo "== next: build/bin/llm_chatbot --model=<any llama/qwen2 GGUF, e.g. tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf>"
+  echo "== next: build/bin/llm_chatbot --model=<a GGUF of an architecture README.md lists, e.g. tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf>"
 }

@@ -1,0 +1,64 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../../precomp.hpp"
+#include "architectures.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+namespace {
+
+/* The GGUF architectures, as llama.cpp names them (general.architecture). Each row is llama's
+   graph with what its architecture changes (gguf_architecture.hpp); README.md and gguf.hpp list
+   the same names (test_architecture_table.cpp checks). The order is that of the "supported:"
+   list in the error for an unknown architecture. */
+constexpr GGUFArchitecture kArchitectures[] = {
+    // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
+    GGUFArchitecture("llama"),
+    GGUFArchitecture("qwen2").neoxRope(),  // Q/K/V biases (used wherever a file has them)
+    // head size from attention.key_length (Qwen3-0.6B: 16 x 128 > n_embd 1024)
+    GGUFArchitecture("qwen3").neoxRope().withQKNorm(QKNorm::PerHead),
+    // no rotary, LayerNorm with bias, plain GELU FFN
+    GGUFArchitecture("gpt2").withoutRope().withLayerNorm().withLearnedPositions()
+        .readingKeys(readGPT2HyperParameters).withBlock(gpt2Block),
+    // Phi-3 / 3.5 / 4-mini: fused q|k|v and gate|up
+    GGUFArchitecture("phi3").neoxRope().withRopeFactors(RopeFactors::LongRoPE)
+        .readingKeys(readPhi3HyperParameters).withBlock(phi3Block),
+    // sliding window 4096 unless the file says otherwise, every second layer global
+    GGUFArchitecture("gemma2").neoxRope().withPostNorms().withGeluFFN().withTiedOutput()
+        .withSlidingWindow({2, 4096, 0.f, true}).readingKeys(readGemma2HyperParameters),
+    GGUFArchitecture("gemma3").neoxRope().withQKNorm(QKNorm::PerHead).withPostNorms().withGeluFFN()
+        .withSlidingWindow({6, 0, 10000.f, false}).scalingTokenRowsOnly().readingKeys(readGemma3HyperParameters),
+    // OLMo 2 (OLMo 3 adds sliding windows)
+    GGUFArchitecture("olmo2").neoxRope().withQKNorm(QKNorm::Whole).withoutPreNorms().withPostNorms()
+        .withSlidingWindow({4}),
+    // Granite 3.x: embedding, residual, attention and logit scales
+    GGUFArchitecture("granite").requiringFullRope().readingKeys(readGraniteHyperParameters),
+    // no rotary on layers 3, 7, ... (llama.cpp's n_no_rope_layer_step = 4, no key)
+    GGUFArchitecture("smollm3").withoutRopeEvery(4).withRopeFactors(RopeFactors::None).requiringFullRope(),
+    // Ministral 3 / Mistral Small 3.x: attention temperature, its YaRN keys
+    GGUFArchitecture("mistral3").requiringFullRope().readingKeys(readMistral3HyperParameters),
+};
+
+} // namespace
+
+const GGUFArchitecture* findGGUFArchitecture(const std::string& name)
+{
+    for (const GGUFArchitecture& a : kArchitectures)
+        if (name == a.name)
+            return &a;
+    return nullptr;
+}
+
+std::vector<std::string> ggufArchitectureNames()
+{
+    std::vector<std::string> names;
+    for (const GGUFArchitecture& a : kArchitectures)
+        names.push_back(a.name);
+    return names;
+}
+
+}}} // namespace cv::dnn::llm
