@@ -1,22 +1,28 @@
-// Several completions with cv::dnn::TextGenerationModel::generateBatch (continuous batching:
-// up to --parallel=N sequences decode in one forward, finished ones leave, waiting ones join):
-// N prompts, or N samples of one prompt (sample i uses seed S+i; its prompt is prefilled once
-// and its pages shared). Each completion is printed, then the aggregate speed; --sequential
-// also runs them one by one and prints the speed ratio.
+// Requests arriving over time, served by cv::dnn::GenerationEngine: one decode loop on a thread
+// of its own runs every admitted request in one forward (continuous batching), and a prompt
+// that starts with whole KV pages another request holds shares them (prefix reuse). Request i
+// uses prompt i (cycling through --prompt / --prompts-file) after --shared-prefix, with seed
+// S + i; requests are submitted --arrival-ms apart. Each completion is printed with its id as
+// it ends, then a summary line. --compare-alone then runs every request alone with the
+// model's own generate path and says whether the token ids are the same (they are with greedy
+// settings, and with sampling too: the seeds are the same).
 //
-//   llm_parallel --model=FILE --prompt="Once upon a time" --n=4 --temperature=0.8
-//   llm_parallel --model=FILE --prompts-file=prompts.txt --parallel=8 --sequential
+//   llm_parallel --requests=8 --arrival-ms=50 --shared-prefix="Once upon a time, in a small town, "
+//   llm_parallel --model=FILE --prompts-file=prompts.txt --parallel=8 --compare-alone --print-token-ids
 
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
-#include <opencv2/dnn/text_generation.hpp>
+#include <opencv2/dnn/generation_engine.hpp>
 
 #include "command_line.hpp"
 #include "demo_model_path.hpp"
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace cv;
@@ -24,28 +30,33 @@ using namespace cv::dnn;
 
 static const char* keys =
     "{help h usage ? |                 | print this help }"
-    "{model m        |                 | GGUF model file (default: the project's demo model, models/demo/demo-stories.gguf) }"
-    "{prompt p       | Once upon a time| the prompt (sampled --n times) }"
-    "{prompts-file   |                 | one prompt per line (instead of --prompt) }"
-    "{n              | 4               | samples of --prompt }"
-    "{temperature    | 0.8             | 0: greedy; otherwise sample at this temperature }"
-    "{seed           | 1               | seed of the first sample; sample i uses seed + i }"
+    "{model m        |                 | model file (default: the project's demo model, models/demo/demo-stories.gguf) }"
+    "{prompt p       |                 | the prompt of every request (default: four stories' beginnings, in turn) }"
+    "{prompts-file   |                 | one prompt per line, used in turn (instead of --prompt) }"
+    "{shared-prefix  | Once upon a time, in a small town by the sea, | text before every prompt, joined with a space (shared in the KV cache) }"
+    "{requests n     | 8               | requests to submit }"
+    "{arrival-ms     | 50              | milliseconds between two submissions }"
+    "{temperature    | 0               | 0: greedy; otherwise sample at this temperature }"
+    "{seed           | 1               | seed of the first request; request i uses seed + i }"
     "{max-new-tokens | 48              | completion length limit in tokens }"
-    "{parallel       | 16              | most sequences per forward (continuous batching) }"
-    "{sequential     | false           | also run the completions one by one and compare speed and tokens }"
+    "{parallel       | 16              | most requests generating at once }"
+    "{print-token-ids| false           | print each completion's token ids }"
+    "{compare-alone  | false           | run every request alone afterwards and compare the token ids }"
     "{threads        | -1              | threads (-1: OpenCV's default) }";
 
 int main(int argc, char** argv)
 {
-    SampleCommandLine cl(argc, argv, keys, "Parallel completions with cv::dnn::TextGenerationModel");
+    SampleCommandLine cl(argc, argv, keys, "Requests over time with cv::dnn::GenerationEngine");
     std::string modelPath = cl.getString("model");
-    const std::string prompt = cl.getString("prompt");
     const std::string promptsFile = cl.getString("prompts-file");
-    const int n = cl.getInt("n", 1, 4096);
+    const std::string prefix = cl.getString("shared-prefix");
+    const int requests = cl.getInt("requests", 1, 100000);
+    const int arrivalMs = cl.getInt("arrival-ms", 0, 3600000);
     const int seed = cl.getInt("seed");
     const int threads = cl.getThreads();
     const int parallel = cl.getInt("parallel", 1);
-    const bool sequential = cl.getFlag("sequential");
+    const bool printIds = cl.getFlag("print-token-ids");
+    const bool compareAlone = cl.getFlag("compare-alone");
     GenerationConfig config;
     config.temperature = (float)cl.getReal("temperature", 0);
     config.maxNewTokens = cl.getInt("max-new-tokens", 0);
@@ -65,57 +76,86 @@ int main(int argc, char** argv)
         if (prompts.empty())
             cl.fail("--prompts-file=" + promptsFile + " holds no prompt");
     }
+    else if (cl.given("prompt"))
+        prompts.push_back(cl.getString("prompt"));
     else
-        prompts.assign(n, prompt);
+        prompts = {"there was a little girl named Lily.", "a big dog found a red ball.",
+                   "an old fisherman lived in a blue house.", "a cat and a bird were best friends."};
     try
     {
         if (threads > 0)
             setNumThreads(threads);
         TextGenerationModel model(modelPath);
-        model.setMaxParallelSequences(parallel);
+        Ptr<GenerationEngine> engine = GenerationEngine::create(model);
+        engine->setMaxRunningRequests(parallel);
         Ptr<Tokenizer> tokenizer = model.getTokenizer();
-        std::vector<std::vector<int>> promptIds;
-        for (const std::string& p : prompts)
-            promptIds.push_back(tokenizer->encode(p));
-        config.seed = seed;
 
-        // All completions in one continuous batch.
-        TickMeter batchTime;
-        batchTime.start();
-        const std::vector<std::vector<int>> generated = model.generateBatchTokenIds(promptIds, config);
-        batchTime.stop();
-        size_t tokens = 0;
-        for (size_t i = 0; i < prompts.size(); i++)
+        std::mutex printing;
+        std::vector<std::string> texts(requests);
+        std::vector<GenerationRequest> submitted(requests);
+        std::vector<GenerationResult> results(requests);
+        std::thread loop([&] { engine->run(); });
+        TickMeter wall;
+        wall.start();
+        std::vector<int> ids;
+        for (int i = 0; i < requests; i++)
         {
-            tokens += generated[i].size();
-            std::cout << "[" << i << "] " << prompts[i] << tokenizer->decode(generated[i]) << "\n";
+            if (i > 0 && arrivalMs > 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(arrivalMs));
+            GenerationRequest& r = submitted[i];
+            texts[i] = prefix.empty() ? prompts[i % prompts.size()] : prefix + " " + prompts[i % prompts.size()];
+            r.promptTokenIds = tokenizer->encode(texts[i]);
+            r.config = config;
+            r.config.seed = seed + i;
+            r.onFinish = [&, i](const GenerationResult& result) {
+                results[i] = result;
+                std::lock_guard<std::mutex> lock(printing);
+                std::cout << format("[%d] (%s; prompt %d tokens, %d cached) ", result.requestId,
+                                    result.finishReason.c_str(), result.promptTokens, result.cachedPromptTokens)
+                          << texts[i] << "|" << result.text << "\n";
+                if (!result.error.empty())
+                    std::cout << "    error: " << result.error << "\n";
+                if (printIds)
+                {
+                    std::cout << "    ids:";
+                    for (int t : result.tokenIds)
+                        std::cout << " " << t;
+                    std::cout << "\n";
+                }
+            };
+            ids.push_back(engine->submit(r));
         }
-        std::cout << format("batched: %zu completions, %zu tokens in %.2f s: %.1f tokens/s (up to %d sequences per forward)\n",
-                            prompts.size(), tokens, batchTime.getTimeSec(), tokens / batchTime.getTimeSec(), parallel);
+        while (engine->getStats().finishedRequests < requests)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        wall.stop();
+        engine->stop();
+        loop.join();
 
-        if (sequential)
+        const GenerationEngineStats s = engine->getStats();
+        std::cout << format("requests: %d, cached_prompt_tokens: %.0f, prefill_tok_s: %.1f, decode_tok_s: %.1f\n",
+                            requests, s.cachedPromptTokens, s.prefillTokensPerSecond, s.decodeTokensPerSecond);
+        std::cout << format("prompt tokens: %.0f (%.0f run), generated: %.0f, cache hits: %.0f, wall: %.2f s\n",
+                            s.promptTokens, s.prefilledTokens, s.generatedTokens, s.cacheHits, wall.getTimeSec());
+        bool failed = false;
+        for (const GenerationResult& r : results)
+            failed = failed || r.finishReason == "error";
+        if (compareAlone)
         {
-            // The same completions one after another: the same tokens, for the speed ratio.
-            TickMeter oneByOne;
-            bool same = true;
-            for (size_t i = 0; i < prompts.size(); i++)
+            int same = 0;
+            for (int i = 0; i < requests; i++)
             {
-                GenerationConfig single = config;
-                single.seed = seed + (int)i;
-                oneByOne.start();
-                model.startWithTokenIds(promptIds[i], single);
+                model.startWithTokenIds(submitted[i].promptTokenIds, submitted[i].config);
                 while (!model.isDone())
                     model.next();
-                oneByOne.stop();
-                same = same && model.getGeneratedTokenIds() == generated[i];
+                const bool equal = model.getGeneratedTokenIds() == results[i].tokenIds;
+                same += equal;
+                if (!equal)
+                    std::cout << format("[%d] differs from its lone run\n", ids[i]);
             }
-            std::cout << format("one by one: %.2f s: %.1f tokens/s; batched/one-by-one speed %.2fx; same tokens: %s\n",
-                                oneByOne.getTimeSec(), tokens / oneByOne.getTimeSec(),
-                                oneByOne.getTimeSec() / batchTime.getTimeSec(), same ? "yes" : "NO");
-            if (!same)
-                return 1;
+            std::cout << format("ids equal to lone runs: %d/%d\n", same, requests);
+            failed = failed || same != requests;
         }
-        return 0;
+        return failed ? 1 : 0;
     }
     catch (const cv::Exception& e)
     {

@@ -62,6 +62,8 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW bool jsonMode = false;
 };
 
+class GenerationEngine;
+
 /** @brief Text generation with a language model: tokenizer, sampling, stop conditions,
 streaming, chat and batches over a cv::dnn::Net.
 
@@ -240,6 +242,7 @@ public:
 
 protected:
     Ptr<Impl> impl;
+    friend class GenerationEngine;  // GenerationEngine::create(model) runs on the model's decode loop
 };
 
 //! @}

@@ -93,7 +93,8 @@ Completion::Completion(const Tokenizer& tokenizer, const std::vector<int>& promp
                                    "use stop token ids");
     for (int id : config.stopTokenIds)
         CV_Check(id, id >= 0 && id < tokenizer.vocabSize(), "TextGenerationModel: stop token id out of range");
-    done_ = config.maxNewTokens == 0;
+    if (config.maxNewTokens == 0)
+        end(FinishReason::Length);
     if (std::shared_ptr<const Grammar> grammar = configGrammar(config))
     {
         if (!tokenizer.hasText())
@@ -177,7 +178,7 @@ String Completion::accept(const float* logits, int vocab, int roomLeft, int draf
             if (matcher_->canEnd())
             {
                 lastSampled_ = -1;
-                return finish();
+                return end(FinishReason::Stop);
             }
             CV_Error(Error::StsError, "TextGenerationModel: no token of the vocabulary can continue the text "
                                       "under the grammar (after \"" + stream_.text() + "\")");
@@ -188,7 +189,7 @@ String Completion::accept(const float* logits, int vocab, int roomLeft, int draf
     const int id = sampler_.sample(logits, vocab, history_, draft);
     lastSampled_ = id;
     if (isStopToken(id))
-        return finish();
+        return end(FinishReason::Stop);
     if (matcher_)
     {
         const bool ok = matcher_->accept(tokenizer_.tokenToPiece(id, false));
@@ -198,17 +199,38 @@ String Completion::accept(const float* logits, int vocab, int roomLeft, int draf
     history_.push_back(id);
     // Without a tokenizer (ids in, ids out) there is no text to stream.
     const String piece = tokenizer_.hasText() ? stream_.push(tokenizer_.tokenToPiece(id, false)) : String();
-    if (stream_.stopped() || (int)generated_.size() >= config_.maxNewTokens || roomLeft <= 1)
-        return piece + finish();
+    if (stream_.stopped())
+        return piece + end(FinishReason::Stop);
+    if ((int)generated_.size() >= config_.maxNewTokens || roomLeft <= 1)
+        return piece + end(FinishReason::Length);
     return piece;
 }
 
 String Completion::finish()
 {
+    return end(FinishReason::Cancelled);
+}
+
+String Completion::end(FinishReason reason)
+{
     if (done_)
         return String();
     done_ = true;
+    finishReason_ = reason;
     return stream_.flush();
+}
+
+const char* finishReasonName(FinishReason reason)
+{
+    switch (reason)
+    {
+    case FinishReason::None: return "";
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
+    }
+    return "";
 }
 
 }}} // namespace cv::dnn::llm

@@ -19,6 +19,18 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
+/** Why a completion ended (OpenAI's finish_reason names, plus cancelled and error). */
+enum class FinishReason
+{
+    None,       //!< still running
+    Stop,       //!< an end-of-generation or stop token, a stop string, or the grammar's end
+    Length,     //!< maxNewTokens or the context
+    Cancelled,  //!< finish() before any of those (a cancel, a stream callback that said stop)
+    Error       //!< a failure of this request (set by the engine, not by Completion)
+};
+//! "stop", "length", "cancelled", "error" ("" for None).
+const char* finishReasonName(FinishReason reason);
+
 /** One completion being generated: its sampler, stop conditions and text. The caller runs the
     model; accept() takes the logits of the next token and says whether to feed it. */
 class Completion
@@ -38,6 +50,7 @@ public:
     String finish();
 
     bool done() const { return done_; }
+    FinishReason finishReason() const { return finishReason_; }
     int lastToken() const { return generated_.back(); }
     //! The token the last accept() chose, a stop token included (-1 before any).
     int lastSampled() const { return lastSampled_; }
@@ -59,6 +72,8 @@ public:
     const GrammarMatcher* grammarMatcher() const { return matcher_.get(); }
 
 private:
+    //! Ends generation for `reason` (the first reason stays); returns the text held back.
+    String end(FinishReason reason);
     bool isStopToken(int id) const;
     //! Sets the logits of the tokens the grammar does not allow to -inf (into masked_).
     const float* maskByGrammar(const float* logits, int vocab, bool& anyAllowed);
@@ -72,6 +87,7 @@ private:
     std::vector<float> masked_;         // logits with those ids at -inf
     int lastSampled_ = -1;
     bool done_ = false;
+    FinishReason finishReason_ = FinishReason::None;
 
     // grammar-constrained generation
     std::unique_ptr<GrammarMatcher> matcher_;

@@ -1,0 +1,319 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+// GenerationEngine: requests from any thread into the model's decode loop (decode_loop.hpp).
+// Two locks, never nested the other way: `state_` (submitted requests, cancels, results; held
+// briefly by any thread) inside the model's loopMutex (held by whoever steps the loop, callbacks
+// included).
+
+#include "../../precomp.hpp"
+#include "text_generation_impl.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+
+namespace cv {
+namespace dnn {
+CV__DNN_INLINE_NS_BEGIN
+
+GenerationEngine::~GenerationEngine() {}
+
+namespace {
+
+class GenerationEngineImpl CV_FINAL : public GenerationEngine
+{
+public:
+    explicit GenerationEngineImpl(const TextGenerationModel& model, const Ptr<TextGenerationModel::Impl>& impl)
+        : model_(model), impl_(*impl)
+    {
+    }
+
+    int submit(const GenerationRequest& request) CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        const int id = nextId_++;
+        Request& r = requests_[id];
+        r.onPiece = request.onPiece;
+        r.onFinish = request.onFinish;
+        submitted_.emplace_back(id, request);
+        wake_.notify_all();
+        return id;
+    }
+
+    bool cancel(int requestId) CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        auto it = requests_.find(requestId);
+        if (it == requests_.end() || it->second.done)
+            return false;
+        cancelled_.push_back(requestId);
+        wake_.notify_all();
+        return true;
+    }
+
+    bool step() CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
+        std::deque<std::pair<int, GenerationRequest>> submitted;
+        std::vector<int> cancelled;
+        {
+            std::lock_guard<std::mutex> lock(stateMutex_);
+            submitted.swap(submitted_);
+            cancelled.swap(cancelled_);
+        }
+        for (const auto& s : submitted)
+            enqueue(s.first, s.second);
+        for (int id : cancelled)
+            impl_.loop->cancel(id);
+        const bool more = impl_.loop->step();
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        return more || !submitted_.empty() || !cancelled_.empty();
+    }
+
+    void run() CV_OVERRIDE
+    {
+        {
+            std::lock_guard<std::mutex> lock(stateMutex_);
+            runners_++;
+        }
+        while (!stopping_)
+        {
+            if (step())
+                continue;
+            std::unique_lock<std::mutex> lock(stateMutex_);
+            wake_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !cancelled_.empty(); });
+        }
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        stopping_ = false;
+        runners_--;
+        finished_.notify_all();
+    }
+
+    void stop() CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        stopping_ = true;
+        wake_.notify_all();
+    }
+
+    String takeText(int requestId) CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        auto it = requests_.find(requestId);
+        if (it == requests_.end())
+            return String();
+        String text;
+        text.swap(it->second.newText);
+        return text;
+    }
+
+    bool isDone(int requestId) const CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        auto it = requests_.find(requestId);
+        return it != requests_.end() && it->second.done;
+    }
+
+    GenerationResult takeResult(int requestId) CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        auto it = requests_.find(requestId);
+        if (it == requests_.end())
+            CV_Error(Error::StsBadArg, format("GenerationEngine: no request %d (its result was taken, it was given to "
+                                              "onFinish, or it was never submitted)", requestId));
+        GenerationResult result = it->second.result;
+        if (it->second.done)
+            requests_.erase(it);
+        else
+        {
+            result.requestId = requestId;
+            result.text = it->second.text;
+        }
+        return result;
+    }
+
+    GenerationResult wait(int requestId) CV_OVERRIDE
+    {
+        for (;;)
+        {
+            {
+                std::unique_lock<std::mutex> lock(stateMutex_);
+                auto it = requests_.find(requestId);
+                if (it == requests_.end())
+                    CV_Error(Error::StsBadArg, format("GenerationEngine::wait: no request %d", requestId));
+                if (it->second.done)
+                {
+                    GenerationResult result = it->second.result;
+                    requests_.erase(it);
+                    return result;
+                }
+                if (runners_ > 0)  // a run() thread steps the loop: wait for it to end the request
+                {
+                    finished_.wait(lock);
+                    continue;
+                }
+            }
+            step();
+        }
+    }
+
+    void setMaxRunningRequests(int n) CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
+        impl_.loop->setMaxRunning(n);
+    }
+
+    int getMaxRunningRequests() const CV_OVERRIDE
+    {
+        return impl_.loop->maxRunning();
+    }
+
+    void setPrefixReuse(bool enabled) CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
+        keepForReuse_ = enabled;
+        if (!enabled)
+            impl_.loop->prefixCache().clear();
+    }
+
+    void clearPrefixCache() CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
+        impl_.loop->prefixCache().clear();
+    }
+
+    GenerationEngineStats getStats() const CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
+        GenerationEngineStats stats = impl_.loop->stats();
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        stats.waitingRequests += (int)submitted_.size();
+        return stats;
+    }
+
+private:
+    struct Request
+    {
+        String text, newText;  // all of it; what takeText() has not taken
+        GenerationResult result;
+        bool done = false;
+        std::function<bool(int, const String&)> onPiece;
+        std::function<void(const GenerationResult&)> onFinish;
+    };
+
+    // Turns a submitted request into the loop's (token ids, images): a request that cannot be
+    // turned ends here with its error.
+    void enqueue(int id, const GenerationRequest& request)
+    {
+        llm::LoopRequest r;
+        try
+        {
+            r = impl_.makeLoopRequest(request);
+        }
+        catch (...)
+        {
+            llm::LoopSequence failed;
+            failed.request.id = id;
+            failed.failure = std::current_exception();
+            try
+            {
+                std::rethrow_exception(failed.failure);
+            }
+            catch (const cv::Exception& e)
+            {
+                failed.error = e.err;
+            }
+            catch (const std::exception& e)
+            {
+                failed.error = e.what();
+            }
+            failed.finishReason = llm::FinishReason::Error;
+            finish(failed);
+            return;
+        }
+        r.id = id;
+        r.keepForReuse = keepForReuse_;
+        r.onPiece = [this, id](const String& piece) { return onPiece(id, piece); };
+        r.onFinish = [this](const llm::LoopSequence& s) { finish(s); };
+        impl_.loop->enqueue(r);
+    }
+
+    bool onPiece(int id, const String& piece)
+    {
+        std::function<bool(int, const String&)> callback;
+        {
+            std::lock_guard<std::mutex> lock(stateMutex_);
+            auto it = requests_.find(id);
+            if (it != requests_.end())
+            {
+                it->second.text += piece;
+                it->second.newText += piece;
+                callback = it->second.onPiece;
+            }
+        }
+        return !callback || callback(id, piece);
+    }
+
+    void finish(const llm::LoopSequence& s)
+    {
+        GenerationResult result = s.result();
+        std::function<void(const GenerationResult&)> callback;
+        {
+            std::lock_guard<std::mutex> lock(stateMutex_);
+            auto it = requests_.find(s.request.id);
+            if (it == requests_.end())
+                return;
+            callback = it->second.onFinish;
+            if (callback)
+                requests_.erase(it);  // given to onFinish, not kept
+            else
+            {
+                it->second.result = result;
+                it->second.done = true;
+            }
+            finished_.notify_all();
+        }
+        if (callback)
+            callback(result);
+    }
+
+    TextGenerationModel model_;  // keeps the model (and impl_) alive
+    TextGenerationModel::Impl& impl_;
+    mutable std::mutex stateMutex_;
+    std::condition_variable wake_, finished_;
+    std::deque<std::pair<int, GenerationRequest>> submitted_;
+    std::vector<int> cancelled_;
+    std::map<int, Request> requests_;
+    int nextId_ = 1;
+    std::atomic<bool> stopping_{false};
+    int runners_ = 0;
+    bool keepForReuse_ = true;  // used under the loop's lock
+};
+
+} // namespace
+
+Ptr<GenerationEngine> GenerationEngine::create(const TextGenerationModel& model)
+{
+    const Ptr<TextGenerationModel::Impl>& impl = model.impl;
+    if (!impl)
+        CV_Error(Error::StsError, "GenerationEngine::create: no model loaded");
+    impl->checkLoaded();
+    std::lock_guard<std::mutex> lock(impl->engineMutex);
+    Ptr<GenerationEngine> e = impl->engine.lock();
+    if (!e)
+    {
+        e = makePtr<GenerationEngineImpl>(model, impl);
+        impl->engine = e;
+    }
+    return e;
+}
+
+Ptr<GenerationEngine> GenerationEngine::create(const String& modelPath)
+{
+    return create(TextGenerationModel(modelPath));
+}
+
+CV__DNN_INLINE_NS_END
+}} // namespace cv::dnn
