@@ -548,4 +548,15 @@ TEST(Grammar, SchemaErrors)
     EXPECT_FALSE(matches(g, R"({"v": 1, "next": {"v": 2}})"));
 }
 
+// A backslash before a non-ASCII character in a pattern escapes the whole character, as Python's
+// re does (it read past the pattern's end before; AddressSanitizer saw it once the pattern was
+// longer than 15 bytes).
+TEST(Grammar, PatternEscapesWholeUtf8Characters)
+{
+    auto g = parseGbnf(jsonSchemaToGbnf(R"({"type":"string","pattern":"^aaaaaaaaaaaaaaaaaaaa\\é+$"})"));
+    EXPECT_TRUE(matches(g, "\"aaaaaaaaaaaaaaaaaaaa" "\xC3\xA9\xC3\xA9" "\""));
+    EXPECT_FALSE(matches(g, "\"aaaaaaaaaaaaaaaaaaaae\""));
+    EXPECT_FALSE(matches(g, "\"aaaaaaaaaaaaaaaaaaaa\""));
+}
+
 } // namespace

@@ -11,6 +11,7 @@
 #include "json_schema_regex.hpp"
 #include "json_schema_common.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -162,6 +163,12 @@ private:
         if (pos + 1 >= pattern_.size())
             fail("a pattern ending with a backslash");
         const char e = pattern_[pos + 1];
+        if ((unsigned char)e >= 0x80)
+        {
+            // an escaped non-ASCII character is that character, all of its UTF-8 bytes
+            pos++;
+            return utf8Character(pos);
+        }
         pos += 2;
         const std::string cls = classEscapeContents(e);
         if (!cls.empty()) return "[" + cls + "]";
@@ -179,7 +186,8 @@ private:
     std::string utf8Character(size_t& pos)
     {
         const unsigned char b = (unsigned char)pattern_[pos];
-        const size_t n = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : 4;
+        const size_t n = std::min<size_t>(b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : 4,
+                                          pattern_.size() - pos);
         std::string atom = n == 1 ? jsonStringChar((char)b) : gbnfLiteral(pattern_.substr(pos, n));
         pos += n;
         return atom;
