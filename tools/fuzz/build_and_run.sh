@@ -104,7 +104,7 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
     # The family code and the Jinja engine with what it uses (JSON reading, UTF-8, Unicode tables).
     "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
       "$SRC"/llm/generation/chat_template.cpp "$SRC"/llm/generation/chat_template_api.cpp "$SRC"/llm/jinja/*.cpp \
-      "$SRC"/llm/common/json_document.cpp "$SRC"/llm/tokenizer/utf8.cpp "$SRC"/llm/tokenizer/unicode_tables.cpp \
+      "$SRC"/llm/common/json_document.cpp "$SRC"/llm/common/utf8.cpp "$SRC"/llm/common/unicode_tables.cpp \
       "${LIBS[@]}"
   fi
   if selected fuzz_grammar; then

@@ -23,7 +23,7 @@
 
 #include "llm/generation/chat_template.hpp"
 #include "llm/jinja/template.hpp"
-#include "llm/tokenizer/utf8.hpp"
+#include "llm/common/utf8.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -2,11 +2,11 @@
 # This file is part of OpenCV project.
 # It is subject to the license terms in the LICENSE file found in the top-level directory
 # of this distribution and at http://opencv.org/license.html.
-"""Writes unicode_tables_data.hpp (modules/dnn/src/llm/tokenizer/): the few Unicode properties
+"""Writes unicode_tables_data.hpp (modules/dnn/src/llm/common/): the few Unicode properties
 that the WordPiece (BERT) pre-tokenizer needs, as compact range tables, from Python's own
 unicodedata module.
 
-    /usr/bin/python3 tools/tokenizer/gen_unicode_tables.py > modules/dnn/src/llm/tokenizer/unicode_tables_data.hpp
+    /usr/bin/python3 tools/tokenizer/gen_unicode_tables.py > modules/dnn/src/llm/common/unicode_tables_data.hpp
 
 Tables:
   punctuation, accent marks, control: sorted [first, last] code point ranges of the general

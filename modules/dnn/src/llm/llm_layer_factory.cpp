@@ -7,7 +7,7 @@
 
 #include "../precomp.hpp"
 #include <opencv2/dnn/layer.details.hpp>
-#include "llm_layers.hpp"
+#include "layers/llm_layers.hpp"
 
 namespace cv {
 namespace dnn {

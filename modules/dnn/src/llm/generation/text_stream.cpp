@@ -4,7 +4,7 @@
 
 #include "../../precomp.hpp"
 #include "text_stream.hpp"
-#include "../tokenizer/utf8.hpp"
+#include "../common/utf8.hpp"
 
 namespace cv {
 namespace dnn {

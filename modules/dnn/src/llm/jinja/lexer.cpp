@@ -8,7 +8,7 @@
 #include "python_format.hpp"
 #include "text.hpp"
 
-#include "../tokenizer/utf8.hpp"
+#include "../common/utf8.hpp"
 
 #include <cstring>
 

@@ -6,8 +6,8 @@
 #include "text.hpp"
 #include "errors.hpp"
 
-#include "../tokenizer/unicode_tables.hpp"
-#include "../tokenizer/utf8.hpp"
+#include "../common/unicode_tables.hpp"
+#include "../common/utf8.hpp"
 
 #include <algorithm>
 #include <unordered_map>

@@ -7,7 +7,7 @@
 #include "python_format.hpp"
 #include "text.hpp"
 
-#include "../tokenizer/unicode_tables.hpp"
+#include "../common/unicode_tables.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -6,7 +6,6 @@
 // PagedKVCache::saveSequence / loadSequence.
 
 #include "../../precomp.hpp"
-#include "../../net_impl.hpp"
 #include "../common/byte_io.hpp"
 #include "kv_sequence_file.hpp"
 #include "paged_kv_cache.hpp"
@@ -18,7 +17,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #ifdef _WIN32
 #ifndef NOMINMAX
@@ -88,16 +86,6 @@ const char* storageName(int type)
     return type == CV_32F ? "CV_32F" : type == CV_16F ? "CV_16F" : "CV_8S";
 }
 
-void hashString(uint64& h, const std::string& s)
-{
-    h = kvChecksum(s.data(), s.size(), h ^ s.size());
-}
-
-void hashValue(uint64& h, uint64 v)
-{
-    h = kvChecksum(&v, sizeof(v), h);
-}
-
 } // namespace
 
 uint64 kvChecksum(const void* data, size_t bytes, uint64 seed)
@@ -123,57 +111,6 @@ uint64 kvChecksum(const void* data, size_t bytes, uint64 seed)
 int kvStorageCode(int type)
 {
     return type == CV_32F ? 0 : type == CV_16F ? 1 : 2;
-}
-
-KVModelIdentity computeModelIdentity(const Net& net)
-{
-    KVModelIdentity id;
-    CV_Assert(!net.empty());
-    uint64 layout = 0x6c61796f7574ULL, weights = 0x77656967687473ULL;
-    size_t blobs = 0, blobBytes = 0;
-    const Net::Impl* impl = net.getImpl();
-    for (const auto& entry : impl->layers)
-    {
-        const LayerData& ld = entry.second;
-        hashValue(layout, (uint64)entry.first);
-        hashString(layout, ld.type);
-        hashString(layout, ld.name);
-        for (const auto& kv : ld.params)
-        {
-            std::ostringstream value;
-            value << kv.second;
-            hashString(layout, kv.first);
-            hashString(layout, value.str());
-        }
-        for (const Mat& m : ld.params.blobs)
-        {
-            hashValue(layout, (uint64)m.type());
-            hashValue(layout, (uint64)m.dims);
-            for (int d = 0; d < m.dims; d++)
-                hashValue(layout, (uint64)m.size[d]);
-            if (m.empty())
-                continue;
-            blobs++;
-            // A continuous blob is sampled over its whole length; another over its first row.
-            const size_t bytes = m.isContinuous() ? m.total() * m.elemSize() : m.step[0];
-            blobBytes += m.total() * m.elemSize();
-            const uchar* p = m.ptr();
-            const size_t window = 64;
-            if (bytes <= 4 * window)
-                weights = kvChecksum(p, bytes, weights);
-            else
-            {
-                weights = kvChecksum(p, window, weights);
-                weights = kvChecksum(p + (bytes / 2 - window / 2), window, weights);
-                weights = kvChecksum(p + (bytes - window), window, weights);
-            }
-        }
-    }
-    id.layout = layout;
-    id.weights = weights;
-    id.description = format("%zu Net layers, %zu weight blobs of %.1f MB", impl->layers.size(), blobs,
-                             blobBytes / 1048576.0);
-    return id;
 }
 
 void writeFileAtomically(const std::string& path, const std::vector<uchar>& bytes)

@@ -33,20 +33,15 @@ namespace cv {
 namespace dnn {
 namespace llm {
 
-/** What makes two Nets "the same model" for a saved sequence (see doc/design.md):
-    `layout` hashes the Net's layers (type, name, every parameter, the shape and type of every
-    weight blob), `weights` hashes a sample of every weight blob's bytes (all of a small blob; 3
-    windows of 64 bytes of a large one), so that another model of the same shape is told apart
-    without reading all of its weights. */
+/** What makes two Nets "the same model" for a saved sequence (see doc/design.md): a hash of
+    the Net's layers (`layout`) and one of a sample of its weights (`weights`). Computed from the
+    Net when its state is installed (net/net_assembly.cpp) and given to its cache. */
 struct KVModelIdentity
 {
     uint64 layout = 0;
     uint64 weights = 0;
     std::string description;  //!< for error messages: what the model is
 };
-
-//! The identity of a Net's layers and weights (cheap: touches a few bytes of each weight blob).
-CV_EXPORTS KVModelIdentity computeModelIdentity(const Net& net);
 
 //! A 64-bit hash (multiply-rotate over 8-byte words, then a final mix); not cryptographic.
 CV_EXPORTS uint64 kvChecksum(const void* data, size_t bytes, uint64 seed = 0);

@@ -9,7 +9,7 @@
 // against that plan.
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 #include "../attention/paged_attention.hpp"
 #include "../attention/rotary_embedding.hpp"
 #include "../net/llm_net_state.hpp"

@@ -9,7 +9,7 @@
 // allocations.
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 #include "../kernels/elementwise_kernels.hpp"
 
 #include <cmath>

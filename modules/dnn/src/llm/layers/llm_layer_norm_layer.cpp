@@ -10,7 +10,7 @@
 // in place of nothing but the planned buffer (a decode step allocates nothing).
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 
 namespace cv {
 namespace dnn {

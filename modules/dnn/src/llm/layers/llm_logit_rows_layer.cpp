@@ -7,7 +7,7 @@
 // matmul of a small model, runs on those rows only.
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 #include "../net/llm_net_state.hpp"
 
 namespace cv {

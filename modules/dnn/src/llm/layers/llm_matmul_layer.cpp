@@ -24,7 +24,7 @@
 // and a wait at its end, about 20 us on 2 threads (doc/performance.md, issue 18).
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 #include "../ggml/ggml_types.hpp"
 #include "../kernels/ggml_kernels.hpp"
 #include "../kernels/interleaved_weights.hpp"

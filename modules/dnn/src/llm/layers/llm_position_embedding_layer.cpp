@@ -8,7 +8,7 @@
 // table row is decoded straight into the output row, then the input is added.
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 #include "../kernels/ggml_kernels.hpp"
 #include "../net/llm_net_state.hpp"
 

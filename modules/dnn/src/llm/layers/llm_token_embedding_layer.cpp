@@ -3,7 +3,7 @@
 // of this distribution and at http://opencv.org/license.html.
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 #include "../kernels/ggml_kernels.hpp"
 
 namespace cv {

@@ -7,7 +7,7 @@
 // Q/K norm on a tokens x (heads * head_dim) projection).
 
 #include "../../precomp.hpp"
-#include "../llm_layers.hpp"
+#include "llm_layers.hpp"
 
 #include <opencv2/core/hal/intrin.hpp>
 

@@ -3,12 +3,86 @@
 // of this distribution and at http://opencv.org/license.html.
 
 #include "../../precomp.hpp"
+#include "../../net_impl.hpp"
 #include "net_assembly.hpp"
 #include "llm_net_state.hpp"
+#include "llm_state_layers.hpp"
+#include "../kv_cache/kv_sequence_file.hpp"
+
+#include <sstream>
 
 namespace cv {
 namespace dnn {
 namespace llm {
+
+namespace {
+
+void hashString(uint64& h, const std::string& s)
+{
+    h = kvChecksum(s.data(), s.size(), h ^ s.size());
+}
+
+void hashValue(uint64& h, uint64 v)
+{
+    h = kvChecksum(&v, sizeof(v), h);
+}
+
+/** What sequence files record as the model (kv_sequence_file.hpp): a hash of the Net's layers
+    (type, name, every parameter, the shape and type of every weight blob) and one of a sample of
+    every weight blob's bytes (all of a small blob; 3 windows of 64 bytes of a large one), so that
+    another model of the same shape is told apart without reading all of its weights. */
+KVModelIdentity computeModelIdentity(const Net& net)
+{
+    KVModelIdentity id;
+    CV_Assert(!net.empty());
+    uint64 layout = 0x6c61796f7574ULL, weights = 0x77656967687473ULL;
+    size_t blobs = 0, blobBytes = 0;
+    const Net::Impl* impl = net.getImpl();
+    for (const auto& entry : impl->layers)
+    {
+        const LayerData& ld = entry.second;
+        hashValue(layout, (uint64)entry.first);
+        hashString(layout, ld.type);
+        hashString(layout, ld.name);
+        for (const auto& kv : ld.params)
+        {
+            std::ostringstream value;
+            value << kv.second;
+            hashString(layout, kv.first);
+            hashString(layout, value.str());
+        }
+        for (const Mat& m : ld.params.blobs)
+        {
+            hashValue(layout, (uint64)m.type());
+            hashValue(layout, (uint64)m.dims);
+            for (int d = 0; d < m.dims; d++)
+                hashValue(layout, (uint64)m.size[d]);
+            if (m.empty())
+                continue;
+            blobs++;
+            // A continuous blob is sampled over its whole length; another over its first row.
+            const size_t bytes = m.isContinuous() ? m.total() * m.elemSize() : m.step[0];
+            blobBytes += m.total() * m.elemSize();
+            const uchar* p = m.ptr();
+            const size_t window = 64;
+            if (bytes <= 4 * window)
+                weights = kvChecksum(p, bytes, weights);
+            else
+            {
+                weights = kvChecksum(p, window, weights);
+                weights = kvChecksum(p + (bytes / 2 - window / 2), window, weights);
+                weights = kvChecksum(p + (bytes - window), window, weights);
+            }
+        }
+    }
+    id.layout = layout;
+    id.weights = weights;
+    id.description = format("%zu Net layers, %zu weight blobs of %.1f MB", impl->layers.size(), blobs,
+                             blobBytes / 1048576.0);
+    return id;
+}
+
+} // namespace
 
 void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logitRowsLayer,
                      const std::string& sourcePath, int tokenWidth)
@@ -16,33 +90,33 @@ void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logi
     CV_Assert(!net.empty());
     if (attentionLayers.empty())
         CV_Error(Error::StsBadArg, "LLM: a language model's Net needs at least one attention layer");
-    std::vector<Ptr<LLMAttentionLayer>> attention;
+    std::vector<Ptr<KVCacheUser>> attention;
     for (int id : attentionLayers)
     {
-        Ptr<LLMAttentionLayer> layer = net.getLayer(id).dynamicCast<LLMAttentionLayer>();
+        Ptr<KVCacheUser> layer = net.getLayer(id).dynamicCast<KVCacheUser>();
         CV_Assert(layer);
         attention.push_back(layer);
     }
     // One cache for all layers: they must agree on what a token's keys and values are.
     int context = attention[0]->maxContext();
-    for (const Ptr<LLMAttentionLayer>& layer : attention)
+    for (const Ptr<KVCacheUser>& layer : attention)
     {
         CV_CheckEQ(layer->kvHeads(), attention[0]->kvHeads(), "LLM: attention layers differ in KV head count");
         CV_CheckEQ(layer->headDim(), attention[0]->headDim(), "LLM: attention layers differ in head size");
         context = std::min(context, layer->maxContext());
     }
     bool allLogits = false;
-    Ptr<LLMLogitRowsLayer> logitRows;
+    Ptr<LogitRowsSelector> logitRows;
     if (logitRowsLayer >= 0)
     {
-        logitRows = net.getLayer(logitRowsLayer).dynamicCast<LLMLogitRowsLayer>();
+        logitRows = net.getLayer(logitRowsLayer).dynamicCast<LogitRowsSelector>();
         CV_Assert(logitRows);
         allLogits = logitRows->allLogits();
     }
     Ptr<PagedKVCache> cache = makePtr<PagedKVCache>((int)attention.size(), attention[0]->kvHeads(),
                                                     attention[0]->headDim(), context);
     std::vector<int> windows;
-    for (const Ptr<LLMAttentionLayer>& layer : attention)
+    for (const Ptr<KVCacheUser>& layer : attention)
         windows.push_back(layer->slidingWindow());
     cache->setLayerWindows(windows);
     // What sequence files record as the model (kv_sequence_file.hpp): its layers (with their

@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "../llm_layers.hpp"
-
 namespace cv {
 namespace dnn {
 namespace llm {

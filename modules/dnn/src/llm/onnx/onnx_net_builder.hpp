@@ -12,7 +12,7 @@
 
 #include "onnx_proto.hpp"
 
-#include "../llm_layers.hpp"
+#include "../layers/llm_layers.hpp"
 #include "../ggml/ggml_types.hpp"
 #include "../net/load_options.hpp"
 #include "onnx_model_file.hpp"

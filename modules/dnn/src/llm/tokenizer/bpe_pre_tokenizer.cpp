@@ -4,8 +4,8 @@
 
 #include "../../precomp.hpp"
 #include "bpe_pre_tokenizer.hpp"
-#include "unicode_tables.hpp"
-#include "utf8.hpp"
+#include "../common/unicode_tables.hpp"
+#include "../common/utf8.hpp"
 
 #include <opencv2/core/utils/logger.hpp>
 

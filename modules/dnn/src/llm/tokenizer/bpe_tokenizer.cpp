@@ -16,7 +16,7 @@
 #include "../../precomp.hpp"
 #include "tokenizer_models.hpp"
 #include "bpe_pre_tokenizer.hpp"
-#include "utf8.hpp"
+#include "../common/utf8.hpp"
 
 #include <queue>
 #include <unordered_map>

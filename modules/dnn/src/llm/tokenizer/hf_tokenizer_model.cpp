@@ -5,7 +5,7 @@
 #include "../../precomp.hpp"
 #include "hf_tokenizer_model.hpp"
 #include "bpe_pre_tokenizer.hpp"
-#include "utf8.hpp"
+#include "../common/utf8.hpp"
 #include "vocabulary.hpp"
 
 #include <opencv2/core/utils/logger.hpp>

@@ -11,7 +11,7 @@
 
 #include "../../precomp.hpp"
 #include "tokenizer_models.hpp"
-#include "utf8.hpp"
+#include "../common/utf8.hpp"
 
 #include <queue>
 #include <string_view>

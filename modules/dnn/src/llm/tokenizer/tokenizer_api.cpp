@@ -9,7 +9,7 @@
 
 #include "hf_tokenizer.hpp"
 #include "tokenizer.hpp"
-#include "utf8.hpp"
+#include "../common/utf8.hpp"
 
 namespace cv {
 namespace dnn {

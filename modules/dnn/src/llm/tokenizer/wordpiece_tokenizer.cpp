@@ -12,8 +12,8 @@
 
 #include "../../precomp.hpp"
 #include "tokenizer_models.hpp"
-#include "unicode_tables.hpp"
-#include "utf8.hpp"
+#include "../common/unicode_tables.hpp"
+#include "../common/utf8.hpp"
 
 #include <climits>
 #include <cstring>

@@ -33,7 +33,7 @@
 #define OPENCV_DNN_SRC_LLM_VISION_MULTIMODAL_PROMPT_HPP
 
 #include "vision_encoder.hpp"
-#include "../llm_layers.hpp"
+#include "../layers/llm_layers.hpp"
 #include "../tokenizer/tokenizer.hpp"
 
 #include <climits>

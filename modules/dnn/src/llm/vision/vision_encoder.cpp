@@ -24,7 +24,7 @@
 #include "vision_encoder.hpp"
 #include "image_preprocess.hpp"
 #include "vision_layers.hpp"
-#include "../llm_layers.hpp"
+#include "../layers/llm_layers.hpp"
 #include "../net/net_assembly.hpp"
 
 #include <cstring>

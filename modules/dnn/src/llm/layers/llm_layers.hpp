@@ -3,16 +3,17 @@
 // of this distribution and at http://opencv.org/license.html.
 
 // Layers of the LLM extension. Each is created by dnn's layer factory from LayerParams
-// (see llm_layer_factory.cpp for the type names); the implementations live in layers/.
+// (see ../llm_layer_factory.cpp for the type names); the implementations are beside this file.
 
-#ifndef OPENCV_DNN_SRC_LLM_LLM_LAYERS_HPP
-#define OPENCV_DNN_SRC_LLM_LLM_LAYERS_HPP
+#ifndef OPENCV_DNN_SRC_LLM_LAYERS_LLM_LAYERS_HPP
+#define OPENCV_DNN_SRC_LLM_LAYERS_LLM_LAYERS_HPP
 
 #include <opencv2/dnn.hpp>
 
+#include "../net/llm_state_layers.hpp"
+
 namespace cv {
 namespace dnn {
-namespace llm { class LLMNetState; }  // net/llm_net_state.hpp
 CV__DNN_INLINE_NS_BEGIN
 
 /** Root-mean-square normalization: y = x / sqrt(mean(x^2) + epsilon) * scale.
@@ -125,28 +126,18 @@ public:
     per-pair frequency factors), "table" (blobs[0], blobs[1]: cos and sin, positions x pairs;
     `rope_neox`; max_context is capped at the tables' positions) or "none".
 */
-class LLMAttentionLayer : public Layer
+class LLMAttentionLayer : public Layer, public llm::KVCacheUser
 {
 public:
     static Ptr<LLMAttentionLayer> create(const LayerParams& params);
-    //! Makes the layer the `layerIndex`-th attention layer of a Net with this state (its KV cache layer).
-    virtual void attachState(const Ptr<llm::LLMNetState>& state, int layerIndex) = 0;
-    //! KV heads and head size (what the Net's KV cache must hold per layer), and the context.
-    virtual int kvHeads() const = 0;
-    virtual int headDim() const = 0;
-    virtual int maxContext() const = 0;
-    //! Positions a token attends to, itself included (0: all; the KV cache releases the rest).
-    virtual int slidingWindow() const = 0;
 };
 
 /** Selects the rows whose logits a forward returns: the last token of each sequence of the batch
     plan, in plan order (or every row with `all_logits`). Input: T x features. */
-class LLMLogitRowsLayer : public Layer
+class LLMLogitRowsLayer : public Layer, public llm::LogitRowsSelector
 {
 public:
     static Ptr<LLMLogitRowsLayer> create(const LayerParams& params);
-    virtual void attachState(const Ptr<llm::LLMNetState>& state) = 0;
-    virtual bool allLogits() const = 0;
 };
 
 /** LayerNorm over the last axis with a per-feature weight and bias (GPT-2):

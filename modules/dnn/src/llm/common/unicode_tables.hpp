@@ -2,13 +2,13 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// The Unicode character properties that BERT's basic pre-tokenizer needs. The byte-level BPE
-// pre-tokenizers get theirs from PCRE2 instead (\p{L}, \p{N}, ... in their regexes); PCRE2
-// has no public API for case mapping or decomposition, hence these small generated tables
-// (tools/gen_unicode_tables.py).
+// The Unicode character properties that BERT's basic pre-tokenizer and Jinja's str methods
+// need. The byte-level BPE pre-tokenizers get theirs from PCRE2 instead (\p{L}, \p{N}, ... in
+// their regexes); PCRE2 has no public API for case mapping or decomposition, hence these small
+// generated tables (tools/tokenizer/gen_unicode_tables.py).
 
-#ifndef OPENCV_DNN_SRC_LLM_TOKENIZER_UNICODE_TABLES_HPP
-#define OPENCV_DNN_SRC_LLM_TOKENIZER_UNICODE_TABLES_HPP
+#ifndef OPENCV_DNN_SRC_LLM_COMMON_UNICODE_TABLES_HPP
+#define OPENCV_DNN_SRC_LLM_COMMON_UNICODE_TABLES_HPP
 
 #include <cstdint>
 

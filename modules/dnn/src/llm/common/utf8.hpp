@@ -2,12 +2,13 @@
 // It is subject to the license terms in the LICENSE file found in the top-level directory
 // of this distribution and at http://opencv.org/license.html.
 
-// UTF-8 helpers of the tokenizers. Text given to a tokenizer is untrusted: any byte string
-// must be accepted, so malformed sequences are either kept as raw bytes (SentencePiece byte
-// fallback) or replaced by U+FFFD, never rejected.
+// UTF-8 helpers of the tokenizers, the Jinja interpreter's string methods and streaming. Text
+// given to a tokenizer is untrusted: any byte string must be accepted, so malformed sequences
+// are either kept as raw bytes (SentencePiece byte fallback) or replaced by U+FFFD, never
+// rejected.
 
-#ifndef OPENCV_DNN_SRC_LLM_TOKENIZER_UTF8_HPP
-#define OPENCV_DNN_SRC_LLM_TOKENIZER_UTF8_HPP
+#ifndef OPENCV_DNN_SRC_LLM_COMMON_UTF8_HPP
+#define OPENCV_DNN_SRC_LLM_COMMON_UTF8_HPP
 
 #include <cstdint>
 #include <string>
