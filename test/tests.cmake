@@ -162,3 +162,6 @@ add_test(NAME llm_bench_depth_mode
                  --gen-tokens=4 --repetitions=2)
 set_tests_properties(llm_bench_depth_mode PROPERTIES
   PASS_REGULAR_EXPRESSION "\ntg4@d300: [0-9.]+ tok/s")
+
+# Every quoted #include of modules/dnn/src/llm against the map of folders in doc/design.md (issue 39).
+add_test(NAME check_includes COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/check_includes.py" "${LLM_PROJECT_ROOT}")
