@@ -129,8 +129,8 @@ public:
 
     //! The engine of a model (the same one each time for the same model).
     CV_WRAP static Ptr<GenerationEngine> create(const TextGenerationModel& model);
-    //! Loads a model (as TextGenerationModel(modelPath)) and makes its engine.
-    CV_WRAP static Ptr<GenerationEngine> create(const String& modelPath);
+    //! Loads a model (as TextGenerationModel(modelPath, options)) and makes its engine.
+    CV_WRAP static Ptr<GenerationEngine> create(const String& modelPath, const LLMLoadOptions& options = LLMLoadOptions());
 
     /** @brief Queues a request and returns its id (positive, increasing). The request is checked
     when it is admitted; its errors end it with finishReason "error". */

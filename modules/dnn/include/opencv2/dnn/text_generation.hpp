@@ -62,6 +62,32 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW bool jsonMode = false;
 };
 
+/** @brief How a language model is loaded (TextGenerationModel, GenerationEngine::create). The
+defaults are those of TextGenerationModel(modelPath). */
+struct CV_EXPORTS_W_SIMPLE LLMLoadOptions
+{
+    CV_WRAP LLMLoadOptions() {}
+
+    /** Tokens one sequence may hold, as llama.cpp's n_ctx (0: the model's training context): the
+    KV cache's limit per sequence and what context-dependent rotary scaling (phi3's LongRoPE)
+    chooses by. */
+    CV_PROP_RW int contextLength = 0;
+    //! Element type of the KV cache: CV_32F, CV_16F or CV_8S (see KVCache::setStorageType; -1: CV_32F).
+    CV_PROP_RW int kvStorageType = -1;
+    //! The KV cache's memory budget in bytes (KVCache::setMemoryBudget; 0: the cache's default).
+    CV_PROP_RW double kvMemoryBudget = 0;
+    /** Quantized matmuls quantize their activations to 8 bits for integer dot products
+    (llama.cpp's path, faster): 1; the exact float path: 0; -1: the environment variable
+    OPENCV_DNN_LLM_INTEGER_DOT decides ("0": off), on by default. */
+    CV_PROP_RW int integerDot = -1;
+    //! A llama.cpp `mmproj` GGUF (vision encoder and projector) for images in prompts ("": none).
+    CV_PROP_RW String mmprojPath;
+    //! A smaller model of the same vocabulary for speculative decoding (TextGenerationModel::setDraftModel; "": none).
+    CV_PROP_RW String draftModelPath;
+    //! Most sequences generating in one forward (generateBatch, GenerationEngine).
+    CV_PROP_RW int maxParallelSequences = 16;
+};
+
 class GenerationEngine;
 
 /** @brief Text generation with a language model: tokenizer, sampling, stop conditions,
@@ -79,8 +105,11 @@ class CV_EXPORTS_W_SIMPLE TextGenerationModel
 {
 public:
     CV_WRAP TextGenerationModel();
-    //! Loads a GGUF model and its tokenizer.
+    /** @brief Loads a model and its tokenizer: a GGUF file (architectures: see readNetFromGGUF) or
+    an ONNX decoder (`folder/model.onnx` with tokenizer.json beside it). */
     CV_WRAP explicit TextGenerationModel(const String& modelPath);
+    //! Loads a model as `options` say (context length, KV cache, projector, draft model, ...).
+    CV_WRAP TextGenerationModel(const String& modelPath, const LLMLoadOptions& options);
     /** Loads a model with a context of `contextLength` tokens instead of its training context
         (0: that one), as llama.cpp's n_ctx: the KV cache's limit per sequence and what
         context-dependent rotary scaling (phi3's LongRoPE) chooses by. */

@@ -528,7 +528,8 @@ void DecodeLoop::retire(size_t index)
 {
     std::shared_ptr<LoopSequence> s = running_[index];
     running_.erase(running_.begin() + index);
-    if (s->drafter)
+    // A draft model keeps the caller's sequence (sequence 0: a chat's next turn drafts after it).
+    if (s->drafter && s->request.sequenceId < 0)
         s->drafter->forget(s->sequenceId);
     if (s->failure && s->request.sequenceId < 0)
         prefixCache_.remove(s->sequenceId);  // its cache rows may not match its tokens

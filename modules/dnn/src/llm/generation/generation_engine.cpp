@@ -310,9 +310,9 @@ Ptr<GenerationEngine> GenerationEngine::create(const TextGenerationModel& model)
     return e;
 }
 
-Ptr<GenerationEngine> GenerationEngine::create(const String& modelPath)
+Ptr<GenerationEngine> GenerationEngine::create(const String& modelPath, const LLMLoadOptions& options)
 {
-    return create(TextGenerationModel(modelPath));
+    return create(TextGenerationModel(modelPath, options));
 }
 
 CV__DNN_INLINE_NS_END

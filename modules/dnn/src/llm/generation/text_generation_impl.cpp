@@ -36,6 +36,28 @@ void TextGenerationModel::Impl::load(const llm::ModelBundle& bundle)
     loop.reset(new llm::DecodeLoop(net, *cache, *tokenizer));
 }
 
+void TextGenerationModel::Impl::load(const String& modelPath, const LLMLoadOptions& options)
+{
+    llm::LoadOptions netOptions = llm::LoadOptions::fromEnvironment(false, options.contextLength);
+    if (options.integerDot >= 0)
+        netOptions.integerDot = options.integerDot != 0;
+    load(llm::loadModelBundle(modelPath, netOptions));
+    if (options.kvStorageType >= 0)
+        cache->setStorageType(options.kvStorageType);
+    if (options.kvMemoryBudget < 0)
+        CV_Error(Error::StsBadArg, "TextGenerationModel: LLMLoadOptions::kvMemoryBudget must not be negative");
+    if (options.kvMemoryBudget > 0)
+        cache->setMemoryBudget((size_t)options.kvMemoryBudget);
+    loop->setMaxRunning(options.maxParallelSequences);
+    if (!options.mmprojPath.empty())
+        vision = std::make_shared<llm::MultimodalPrompter>(options.mmprojPath, net, tokenizer);
+    if (!options.draftModelPath.empty())
+    {
+        netOptions.contextLength = contextLength;  // the draft model drafts within this model's context
+        setDraftModel(llm::loadModelBundle(options.draftModelPath, netOptions));
+    }
+}
+
 // The model's template is compiled once; one that does not compile is reported when a chat
 // needs it, so that the model still generates.
 void TextGenerationModel::Impl::loadChatTemplate(const std::string& jinja)

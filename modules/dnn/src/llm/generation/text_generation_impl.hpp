@@ -83,6 +83,7 @@ struct TextGenerationModel::Impl
 
     // text_generation_impl.cpp
     void load(const llm::ModelBundle& bundle);
+    void load(const String& modelPath, const LLMLoadOptions& options);
     void loadChatTemplate(const std::string& jinja);
     Ptr<ChatTemplate> chatTemplate() const;
     void checkLoaded() const;

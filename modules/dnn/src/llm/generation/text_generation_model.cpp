@@ -19,13 +19,37 @@ TextGenerationModel::TextGenerationModel() : impl(makePtr<Impl>()) {}
 // constructor threw, after C++ has already destroyed the members: a failing constructor
 // leaves `impl` empty first, so that second destructor finds nothing to free (AddressSanitizer
 // saw a use-after-free there otherwise).
-TextGenerationModel::TextGenerationModel(const String& modelPath) : TextGenerationModel(modelPath, 0) {}
+TextGenerationModel::TextGenerationModel(const String& modelPath) : TextGenerationModel(modelPath, LLMLoadOptions()) {}
 
-TextGenerationModel::TextGenerationModel(const String& modelPath, int contextLength) : impl(makePtr<Impl>())
+static LLMLoadOptions withContextLength(int contextLength)
+{
+    LLMLoadOptions options;
+    options.contextLength = contextLength;
+    return options;
+}
+
+static LLMLoadOptions withProjector(const String& mmprojPath)
+{
+    LLMLoadOptions options;
+    options.mmprojPath = mmprojPath;
+    return options;
+}
+
+TextGenerationModel::TextGenerationModel(const String& modelPath, int contextLength)
+    : TextGenerationModel(modelPath, withContextLength(contextLength))
+{
+}
+
+TextGenerationModel::TextGenerationModel(const String& modelPath, const String& mmprojPath)
+    : TextGenerationModel(modelPath, withProjector(mmprojPath))
+{
+}
+
+TextGenerationModel::TextGenerationModel(const String& modelPath, const LLMLoadOptions& options) : impl(makePtr<Impl>())
 {
     try
     {
-        impl->load(llm::loadModelBundle(modelPath, contextLength));
+        impl->load(modelPath, options);
     }
     catch (...)
     {
@@ -39,20 +63,6 @@ TextGenerationModel::TextGenerationModel(const Net& network) : impl(makePtr<Impl
     try
     {
         impl->load(llm::loadModelBundle(network));
-    }
-    catch (...)
-    {
-        impl.release();
-        throw;
-    }
-}
-
-TextGenerationModel::TextGenerationModel(const String& modelPath, const String& mmprojPath) : impl(makePtr<Impl>())
-{
-    try
-    {
-        impl->load(llm::loadModelBundle(modelPath, 0));
-        impl->vision = std::make_shared<llm::MultimodalPrompter>(mmprojPath, impl->net, impl->tokenizer);
     }
     catch (...)
     {

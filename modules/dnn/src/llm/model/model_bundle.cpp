@@ -122,7 +122,7 @@ bool isONNXPath(const std::string& path)
 }
 
 // `net` is used when given (TextGenerationModel(net)); otherwise the file's Net is built.
-ModelBundle loadGGUF(const std::string& path, const Net& net, int contextLength)
+ModelBundle loadGGUF(const std::string& path, const Net& net, const LoadOptions& options)
 {
     ModelBundle b;
     const GGUFModelFile file(path);
@@ -130,7 +130,7 @@ ModelBundle loadGGUF(const std::string& path, const Net& net, int contextLength)
     if (file.hasMetadata("tokenizer.chat_template"))
         b.chatTemplate = file.getString("tokenizer.chat_template");
     b.generationDefaults = ggufGenerationDefaults(file);
-    b.net = net.empty() ? buildNetFromGGUF(file, LoadOptions::fromEnvironment(false, contextLength)) : net;
+    b.net = net.empty() ? buildNetFromGGUF(file, options) : net;
     b.format = "gguf";
     return b;
 }
@@ -138,7 +138,7 @@ ModelBundle loadGGUF(const std::string& path, const Net& net, int contextLength)
 // An ONNX Runtime GenAI model folder: model.onnx, tokenizer.json (+ tokenizer_config.json
 // with the chat template) and genai_config.json (end-of-generation ids, context length); or an
 // optimum export's folder, with Hugging Face's config.json instead of genai_config.json.
-ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
+ModelBundle loadONNX(const std::string& path, const Net& net, const LoadOptions& options)
 {
     ModelBundle b;
     const size_t slash = path.find_last_of("/\\");
@@ -170,7 +170,7 @@ ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
         if (!isONNXLanguageModel(file))
             CV_Error(Error::StsBadArg, "TextGenerationModel: " + path + " is not a decoder with a KV cache "
                                        "(no attention fed by past key/value inputs)");
-        b.net = buildNetFromONNXLanguageModel(file, config, LoadOptions::fromEnvironment(false, contextLength));
+        b.net = buildNetFromONNXLanguageModel(file, config, options);
     }
     else
     {
@@ -180,9 +180,9 @@ ModelBundle loadONNX(const std::string& path, const Net& net, int contextLength)
     return b;
 }
 
-ModelBundle load(const std::string& path, const Net& net, int contextLength = 0)
+ModelBundle load(const std::string& path, const Net& net, const LoadOptions& options)
 {
-    ModelBundle b = isONNXPath(path) ? loadONNX(path, net, contextLength) : loadGGUF(path, net, contextLength);
+    ModelBundle b = isONNXPath(path) ? loadONNX(path, net, options) : loadGGUF(path, net, options);
     b.sourcePath = path;
     return b;
 }
@@ -191,7 +191,12 @@ ModelBundle load(const std::string& path, const Net& net, int contextLength = 0)
 
 ModelBundle loadModelBundle(const std::string& path, int contextLength)
 {
-    return load(path, Net(), contextLength);
+    return load(path, Net(), LoadOptions::fromEnvironment(false, contextLength));
+}
+
+ModelBundle loadModelBundle(const std::string& path, const LoadOptions& options)
+{
+    return load(path, Net(), options);
 }
 
 ModelBundle loadModelBundle(const Net& net)
@@ -201,7 +206,7 @@ ModelBundle loadModelBundle(const Net& net)
     if (!state || state->sourcePath().empty())
         CV_Error(Error::StsBadArg, "TextGenerationModel: the Net was not made by readNet from a GGUF or ONNX "
                                    "language model (it names no model file)");
-    return load(state->sourcePath(), net);
+    return load(state->sourcePath(), net, LoadOptions::fromEnvironment());
 }
 
 }}} // namespace cv::dnn::llm

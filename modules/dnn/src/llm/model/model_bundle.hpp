@@ -12,6 +12,8 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/text_generation.hpp>
 
+#include "../net/load_options.hpp"
+
 #include <memory>
 #include <string>
 
@@ -38,6 +40,8 @@ struct ModelBundle
     template), or an ONNX decoder whose folder holds tokenizer.json (and tokenizer_config.json,
     genai_config.json, read once). */
 ModelBundle loadModelBundle(const std::string& path, int contextLength = 0);
+//! loadModelBundle() with the Net built as `options` say.
+ModelBundle loadModelBundle(const std::string& path, const LoadOptions& options);
 
 /** The bundle of a Net that readNet() made from a language model: the tokenizer and template
     come from the file the Net was read from. */
