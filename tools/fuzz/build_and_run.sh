@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang (libFuzzer + AddressSanitizer + UBSan) and runs each for
 # FUZZ_SECONDS (default 60). Our parser, tokenizer and chat-template sources are compiled into
-# the targets (instrumented); the rest of OpenCV comes from build/opencv. Usage, from the
-# project root:
+# the targets (instrumented); the rest of OpenCV comes from build/opencv (tools/fuzz/CMakeLists.txt).
+# Usage, from the project root:
 #   tools/fuzz/build_and_run.sh [seconds]
 # Environment:
 #   FUZZ_TARGETS   the targets to build and run (default: all eight, listed in TARGETS below)
@@ -20,98 +20,17 @@ TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cach
 B=${LLM_BUILD_DIR:-build}
 SHARED=${LLM_SHARED_TESTDATA:-$ROOT/../shared/testdata}
 OUT=$B/fuzz
-SRC=$B/opencv-src/modules/dnn/src
-# ccache makes rebuilds in a fresh clone cheap (paths relative to the project root).
-CXX=(clang++)
-if command -v ccache > /dev/null; then
-  export CCACHE_BASEDIR="$ROOT"
-  CXX=(ccache clang++)
-fi
-mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_kv_session" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/corpus_grammar" "$OUT/artifacts"
-# -msse3: OpenCV's baseline on x86-64 (SSE, SSE2, SSE3), which the universal intrinsics of our
-# kernels' baseline code may use (v_reduce_sum4).
-BASELINE=()
-[ "$(uname -m)" = x86_64 ] && BASELINE=(-msse3)
-CXXFLAGS=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined "${BASELINE[@]}"
-  -D__OPENCV_BUILD=1 -DHAVE_PROTOBUF=1
-  -I $B/opencv-src/modules/core/include -I $B/opencv-src/modules/dnn/include
-  -I $B/opencv-src/modules/imgproc/include -I $B/opencv -I $B/opencv/modules/dnn -I "$SRC")
-LIBS=(-L $B/opencv/lib -lopencv_dnn -lopencv_imgproc -lopencv_core -Wl,-rpath,"$(cd "$B/opencv/lib" && pwd)" -lpcre2-8)
-
-# The KV cache and the Net state that plans each forward (used by both model builders).
-KV_CACHE_SOURCES=("$SRC"/llm/kv_cache/*.cpp "$SRC"/llm/net/net_assembly.cpp "$SRC"/llm/net/llm_net_state.cpp
-  "$SRC"/llm/net/load_options.cpp)
-
 selected() { [[ " $TARGETS " == *" $1 "* ]]; }
+mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_kv_session" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/corpus_grammar" "$OUT/artifacts"
 
+# The targets are a CMake project of their own (tools/fuzz/CMakeLists.txt) in $OUT/build: Ninja
+# rebuilds only what changed since the last run, ccache what another clone compiled already.
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
-  if selected fuzz_gguf; then
-    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_gguf" tools/fuzz/fuzz_gguf.cpp \
-      "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/mapped_file.cpp "$SRC"/llm/ggml/ggml_types.cpp \
-      "$SRC"/llm/gguf/gguf_net_builder.cpp "$SRC"/llm/gguf/gguf_hyper_parameters.cpp "${KV_CACHE_SOURCES[@]}" \
-      "$SRC"/llm/attention/rotary_embedding.cpp "${LIBS[@]}"
+  if [ ! -f "$OUT/build/build.ninja" ]; then
+    cmake -S tools/fuzz -B "$OUT/build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+      -DLLM_BUILD_DIR="$(cd "$B" && pwd)" -DFUZZ_OUTPUT_DIR="$(cd "$OUT" && pwd)" > /dev/null
   fi
-  if selected fuzz_tokenizer; then
-    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_tokenizer" tools/fuzz/fuzz_tokenizer.cpp \
-      "$SRC"/llm/tokenizer/*.cpp "$SRC"/llm/gguf/gguf_model_file.cpp "$SRC"/llm/common/*.cpp \
-      "$SRC"/llm/ggml/ggml_types.cpp "${LIBS[@]}"
-  fi
-  if selected fuzz_kv_cache; then
-    # The attention kernels are dispatched by CPU features: their AVX2 copy is compiled as
-    # OpenCV's build compiles it (the generated build/opencv/.../attention_kernels.avx2.cpp).
-    GEN=$B/opencv/modules/dnn/llm/attention
-    AVX2=(-mavx2 -mfma -mf16c -mpopcnt -msse4.2 -DCV_CPU_DISPATCH_MODE=AVX2 -DCV_CPU_COMPILE_AVX2=1
-      -DCV_CPU_COMPILE_AVX=1 -DCV_CPU_COMPILE_FMA3=1 -DCV_CPU_COMPILE_FP16=1 -DCV_CPU_COMPILE_POPCNT=1
-      -DCV_CPU_COMPILE_SSE4_1=1 -DCV_CPU_COMPILE_SSE4_2=1 -DCV_CPU_COMPILE_SSSE3=1)
-    AVX512=(-mavx512f -mavx512cd -mavx512vl -mavx512bw -mavx512dq "${AVX2[@]/AVX2/AVX512_SKX}"
-      -DCV_CPU_COMPILE_AVX_512F=1 -DCV_CPU_COMPILE_AVX512_COMMON=1 -DCV_CPU_COMPILE_AVX512_SKX=1)
-    "${CXX[@]}" "${CXXFLAGS[@]}" "${AVX2[@]}" -c -o "$OUT/attention_kernels.avx2.o" "$GEN/attention_kernels.avx2.cpp"
-    "${CXX[@]}" "${CXXFLAGS[@]}" "${AVX512[@]}" -c -o "$OUT/attention_kernels.avx512.o" "$GEN/attention_kernels.avx512_skx.cpp"
-    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_cache" tools/fuzz/fuzz_kv_cache.cpp \
-      "$SRC"/llm/kv_cache/*.cpp "$SRC"/llm/attention/paged_attention.cpp \
-      "$SRC"/llm/attention/attention_kernels.dispatch.cpp "$OUT/attention_kernels.avx2.o" \
-      "$OUT/attention_kernels.avx512.o" "$SRC"/llm/attention/rotary_embedding.cpp "${LIBS[@]}"
-  fi
-  if selected fuzz_kv_session; then
-    # The sequence file's parser and PagedKVCache's loader (kv_sequence_file.cpp), instrumented.
-    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_kv_session" tools/fuzz/fuzz_kv_session.cpp \
-      "$SRC"/llm/kv_cache/*.cpp "${LIBS[@]}"
-  fi
-  if selected fuzz_onnx; then
-    # Our layers run from build/opencv (not instrumented); the importer and protobuf are OpenCV's.
-    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_onnx" tools/fuzz/fuzz_onnx.cpp "${LIBS[@]}"
-  fi
-  if selected fuzz_onnx_llm; then
-    # Our ONNX language-model importer, compiled in with its own copy of the ONNX message
-    # classes: libopencv_dnn's copy is hidden, and a second registration of opencv-onnx.proto
-    # (package opencv_onnx) in libprotobuf's generated pool aborts at start-up. So the target's
-    # copy is generated from the same .proto under another file name and package
-    # (opencv_onnx_fuzz, which -Dopencv_onnx=... makes our sources use), by the system protoc
-    # that matches the libprotobuf OpenCV links.
-    PROTO=$OUT/onnx_llm_proto
-    mkdir -p "$PROTO"
-    sed 's/^package opencv_onnx;/package opencv_onnx_fuzz;/' $B/opencv-src/modules/dnn/src/onnx/opencv-onnx.proto \
-      > "$PROTO/fuzz-opencv-onnx.proto"
-    protoc --proto_path="$PROTO" --cpp_out="$PROTO" "$PROTO/fuzz-opencv-onnx.proto"
-    printf '#include "fuzz-opencv-onnx.pb.h"\n' > "$PROTO/opencv-onnx.pb.h"
-    "${CXX[@]}" -I "$PROTO" "${CXXFLAGS[@]}" -Dopencv_onnx=opencv_onnx_fuzz -o "$OUT/fuzz_onnx_llm" \
-      tools/fuzz/fuzz_onnx_llm.cpp "$SRC"/llm/onnx/onnx_model_file.cpp "$SRC"/llm/onnx/onnx_llm_importer.cpp "$SRC"/llm/onnx/onnx_import_*.cpp "$SRC"/llm/onnx/onnx_derived_values.cpp "$SRC"/llm/onnx/decoder_graph.cpp \
-      "$SRC"/llm/onnx/matmul_nbits.cpp "$SRC"/llm/onnx/genai_config.cpp "$SRC"/llm/common/json_document.cpp "$SRC"/llm/common/mapped_file.cpp \
-      "$SRC"/llm/ggml/ggml_types.cpp "${KV_CACHE_SOURCES[@]}" "$SRC"/llm/attention/rotary_embedding.cpp \
-      "$PROTO/fuzz-opencv-onnx.pb.cc" "${LIBS[@]}" -lprotobuf
-  fi
-  if selected fuzz_chat_template; then
-    # The family code and the Jinja engine with what it uses (JSON reading, UTF-8, Unicode tables).
-    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_chat_template" tools/fuzz/fuzz_chat_template.cpp \
-      "$SRC"/llm/generation/chat_template.cpp "$SRC"/llm/generation/chat_template_api.cpp "$SRC"/llm/jinja/*.cpp \
-      "$SRC"/llm/common/json_document.cpp "$SRC"/llm/common/utf8.cpp "$SRC"/llm/common/unicode_tables.cpp \
-      "${LIBS[@]}"
-  fi
-  if selected fuzz_grammar; then
-    # The GBNF parser, the matcher, the token trie and the JSON-schema converter (with JSON reading).
-    "${CXX[@]}" "${CXXFLAGS[@]}" -o "$OUT/fuzz_grammar" tools/fuzz/fuzz_grammar.cpp "$SRC"/llm/grammar/*.cpp \
-      "$SRC"/llm/common/json_document.cpp "${LIBS[@]}"
-  fi
+  cmake --build "$OUT/build" --target $TARGETS
 fi
 [ "$SECONDS_PER_TARGET" = 0 ] && exit 0
 
