@@ -10,4 +10,5 @@ llm_locate_shared_testdata
 llm_fetch_opencv
 llm_build
 llm_make_demo_model
-ctest --test-dir build --output-on-failure "$@"
+# --no-tests=error: a suite that ran no test (e.g. a filter that matches none) fails.
+ctest --test-dir build --output-on-failure --no-tests=error "$@"

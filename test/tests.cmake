@@ -30,7 +30,7 @@ set_tests_properties(make_synthetic_models PROPERTIES FIXTURES_SETUP generated_t
                      ENVIRONMENT "LLM_SHARED_TESTDATA=${shared_testdata}")
 add_test(NAME make_vision_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/make_vision_models.py" "${test_models}/vision")
-set_tests_properties(make_vision_models PROPERTIES FIXTURES_SETUP generated_test_data)
+set_tests_properties(make_vision_models PROPERTIES FIXTURES_SETUP "generated_test_data;vision_test_models")
 add_test(NAME make_hf_tokenizers
          COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/tokenizer/gguf_vocab_to_tokenizer_json.py" --all
                  "${shared_testdata}/llama.cpp-vocab" "${test_models}/hf_tokenizers")
@@ -44,7 +44,7 @@ set_tests_properties(make_tokenizer_vocabs PROPERTIES FIXTURES_SETUP generated_t
 # byte against the models ONNX Runtime's stored outputs were computed on.
 add_test(NAME make_onnx_llm_models
          COMMAND "${LLM_PYTHON}" "${test_root}/tools/check_onnx_llm_models.py" --keep "${test_models}/onnx_llm")
-set_tests_properties(make_onnx_llm_models PROPERTIES FIXTURES_SETUP generated_test_data)
+set_tests_properties(make_onnx_llm_models PROPERTIES FIXTURES_SETUP "generated_test_data;onnx_llm_test_models")
 # Python's jinja2 (Debian's python3-jinja2) renders every chat template of the shared test data
 # as transformers does; test_jinja_reference.cpp compares our engine with it byte for byte.
 add_test(NAME make_chat_template_reference
@@ -105,16 +105,20 @@ endif()
 
 # The samples' tests (test_samples.py: every program's command line, README.md's command lines, the
 # hello programs) are a test of their own, `ctest -R samples`; the vision models of README.md's
-# lines come from the fixtures.
-set(python_test_environment "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};LLM_SHARED_TESTDATA=${shared_testdata};LLM_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};PYTHONDONTWRITEBYTECODE=1")
+# lines come from the vision_test_models fixture.
+set(python_test_environment "PYTHONPATH=${opencv_python_dir};LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};LLM_SHARED_TESTDATA=${shared_testdata};LLM_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};PYTHONDONTWRITEBYTECODE=1;LLM_REQUIRE_GENERATED_TEST_DATA=1")
+# Under ctest a Python test that skips for a missing generated model fails instead
+# (LLM_REQUIRE_GENERATED_TEST_DATA, test/python/conftest.py), and each test requires the fixtures
+# that make what it reads (test_vision.py, test_onnx_llm.py); -rs prints every other skip's reason.
 add_test(NAME python_tests
-         COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider --ignore=${test_root}/python/test_samples.py
+         COMMAND "${LLM_PYTHON}" -m pytest -q -rs -p no:cacheprovider --ignore=${test_root}/python/test_samples.py
                  "${test_root}/python")
-set_tests_properties(python_tests PROPERTIES ENVIRONMENT "${python_test_environment}")
+set_tests_properties(python_tests PROPERTIES ENVIRONMENT "${python_test_environment}"
+                     FIXTURES_REQUIRED "vision_test_models;onnx_llm_test_models")
 add_test(NAME python_samples_tests
-         COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/python/test_samples.py")
+         COMMAND "${LLM_PYTHON}" -m pytest -q -rs -p no:cacheprovider "${test_root}/python/test_samples.py")
 set_tests_properties(python_samples_tests PROPERTIES ENVIRONMENT "${python_test_environment}"
-                     FIXTURES_REQUIRED generated_test_data)
+                     FIXTURES_REQUIRED vision_test_models)
 
 # The sanitized part of CI: the fuzz targets (our GGUF reader and builder, tokenizers, chat
 # templates, KV cache and attention, ONNX importers, compiled with clang's AddressSanitizer and
