@@ -133,8 +133,7 @@ Folded ONNXNetBuilder::evaluate(const std::string& name, const EvalPoint& at)
                 f_.fail("value '" + cur + "' is too large to evaluate at import (" + std::to_string(t.total()) + " elements)");
             Folded f;
             f.shape = t.shape;
-            f.isFloat = t.dataType == ONNX_FLOAT || t.dataType == ONNX_FLOAT16 || t.dataType == ONNX_BFLOAT16 ||
-                        t.dataType == ONNX_DOUBLE;
+            f.isFloat = isFloatType(t.dataType);
             for (int64 k = 0; k < t.total(); k++)
             {
                 double d = t.at(k);
@@ -198,7 +197,8 @@ Folded ONNXNetBuilder::evaluate(const std::string& name, const EvalPoint& at)
                 f_.fail("'" + name + "' is computed by a chain too deep to evaluate at import");
             continue;
         }
-        if (p.output_size() < 1 || p.output(0) != cur || !isFoldableOperator(p))
+        const ConstantFolder fold = p.output_size() >= 1 && p.output(0) == cur ? findConstantFolder(p) : nullptr;
+        if (!fold)
             failNode(p, "is on the way from the positions or the attention mask to '" + name + "', and the importer "
                         "cannot evaluate it (only the constant-folding operators, output 0)");
         std::vector<Folded> in(p.input_size());
@@ -209,7 +209,8 @@ Folded ONNXNetBuilder::evaluate(const std::string& name, const EvalPoint& at)
                 in[i] = evaluated_.at(p.input(i));
                 present[i] = true;
             }
-        evaluated_[cur] = foldOperator(p, in, present);
+        FoldContext context(f_, p, in, present);
+        evaluated_[cur] = fold(context);
         stack.pop_back();
     }
     return evaluated_.at(name);

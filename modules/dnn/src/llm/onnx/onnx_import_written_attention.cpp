@@ -69,7 +69,9 @@ bool isHeadView(const Value& v)
 bool ONNXNetBuilder::importWrittenAttention(const NodeProto& n)
 {
     const std::string& op = n.op_type();
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
+    // (Transpose, Split, Slice and Concat: their own importers, which take these kinds too)
+    if ((!n.domain().empty() && n.domain() != "ai.onnx") || op == "Transpose" || op == "Split" || op == "Slice" ||
+        op == "Concat")
         return false;
     // Kinds of the inputs the importer defined (attention operators' mask inputs are not).
     auto kind = [&](int i) {
@@ -81,15 +83,7 @@ bool ONNXNetBuilder::importWrittenAttention(const NodeProto& n)
                 return true;
         return false;
     };
-    if (op == "Transpose")
-        importTranspose(n);
-    else if (op == "Split")
-        importSplit(n);
-    else if (op == "Slice")
-        importSlice(n);
-    else if (op == "Concat")
-        importConcat(n);
-    else if (op == "Neg" && kind(0) == Value::HalfRow)
+    if (op == "Neg" && kind(0) == Value::HalfRow)
     {
         Value v = input(n, 0);
         v.negated = !v.negated;
@@ -114,11 +108,15 @@ bool ONNXNetBuilder::importWrittenAttention(const NodeProto& n)
         return true;
     else if (op == "Add" && (kind(0) == Value::Derived || kind(1) == Value::Derived))
         return importPositionEmbedding(n);
-    else if (op == "Softmax")
-        failNode(n, "Softmax is supported only over attention scores (q @ k^T of a written-out attention)");
     else
         return false;
     return true;
+}
+
+// A Softmax over attention scores is a step of the attention written out (importScoresStep).
+void ONNXNetBuilder::importSoftmax(const NodeProto& n)
+{
+    failNode(n, "Softmax is supported only over attention scores (q @ k^T of a written-out attention)");
 }
 
 // Transpose(0, 2, 1, 3) of a head view swaps the heads and the sequence axis (the Net's rows

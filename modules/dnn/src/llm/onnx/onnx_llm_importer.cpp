@@ -26,7 +26,8 @@
 //   Cast, Identity                        -> nothing (the Net computes in float32)
 // Activations are 2-D in the Net (tokens x features): ONNX's [batch, sequence, features] with
 // the batch's sequences laid out as the cache's batch plan says. Anything else on the path to
-// the logits is an error naming the node and its operator.
+// the logits is an error naming the node and its operator. Which importer or folder takes each
+// operator: the tables of onnx_import_operator_tables.cpp.
 
 #include "../../precomp.hpp"
 #include "onnx_llm_importer.hpp"
@@ -276,63 +277,6 @@ Pin ONNXNetBuilder::addLogitRows(Pin x)
     logitRowsLayer_ = p.layer;
     logitRowsAdded_ = true;
     return p;
-}
-
-void ONNXNetBuilder::importNode(const NodeProto& n)
-{
-    const std::string& op = n.op_type();
-    const bool microsoft = n.domain() == "com.microsoft";
-    if (op == "Constant")
-        importConstant(n);
-    else if ((op == "Identity" || op == "Cast") && castPassesThrough(n))
-        define(n, 0, input(n, 0));
-    else if (foldConstantNode(n) || importWrittenOutRMSNorm(n) || importDerived(n) || importWrittenAttention(n))
-        return;
-    else if (op == "Gather")
-        importGather(n);
-    else if (op == "MatMul")
-        importMatMul(n);
-    else if (op == "MatMulNBits")
-        importMatMulNBits(n);
-    else if (op == "Gemm")
-        importGemm(n);
-    else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div")
-        importBinary(n);
-    else if (op == "Sigmoid")
-        importSigmoid(n);
-    else if (op == "Relu" || op == "Tanh" || op == "Neg" || op == "Erf" || op == "Sqrt")
-        importUnary(n);
-    else if (op == "Pow")
-        importPow(n);
-    else if (op == "ReduceMean")
-        importReduceMean(n);
-    else if (op == "Gelu" || op == "FastGelu" || op == "BiasGelu")
-        importGelu(n);
-    else if (op == "SimplifiedLayerNormalization" || op == "RMSNormalization")
-        importRMSNorm(n);
-    else if (op == "SkipSimplifiedLayerNormalization")
-        importSkipRMSNorm(n);
-    else if (op == "LayerNormalization" && !microsoft)
-        importLayerNorm(n);
-    else if (op == "SkipLayerNormalization" && microsoft)
-        importSkipLayerNorm(n);
-    else if (op == "EmbedLayerNormalization" && microsoft)
-        importEmbedLayerNorm(n);
-    else if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze")
-        importReshape(n);
-    else if (op == "RotaryEmbedding")
-        importRotary(n);
-    else if (isAttentionOp(n))
-        importAttention(n);
-    else
-        failNode(n, "operator not supported by the LLM importer (supported on activations: Gather, MatMul, Gemm, Transpose, "
-                    "Split, Slice, Concat, Softmax (in attention written out), "
-                    "MatMulNBits, Add, Sub, Mul, Div, Pow, ReduceMean (in an RMS norm), Sigmoid, Relu, Tanh, Neg, Erf, Sqrt, Gelu, FastGelu, BiasGelu, "
-                    "Cast, Identity, Reshape, Squeeze, Unsqueeze, SimplifiedLayerNormalization, "
-                    "SkipSimplifiedLayerNormalization, RMSNormalization, LayerNormalization, SkipLayerNormalization, EmbedLayerNormalization, RotaryEmbedding, "
-                    "GroupQueryAttention, MultiHeadAttention, Attention; on constants also Shape, Size, Concat, "
-                    "Slice, Gather, Expand, Where, Range, ConstantOfShape, Equal, Less, Greater, Not, "
-                    "Reciprocal, Transpose, Flatten)");
 }
 
 // Cast and Identity leave activations as they are (the Net computes in float32) and keep a

@@ -36,6 +36,12 @@ CV_EXPORTS bool mayBeONNXLanguageModel(const String& path);  // exported for the
     `net` and returns true; returns false for other ONNX files, which dnn's importer reads. */
 CV_EXPORTS bool readONNXLanguageModel(const String& path, Net& net);
 
+/** The operators of the importer's two tables (onnx_import_operator_tables.cpp), which the
+    "operator not supported" error lists: those imported (some only in the forms their importer
+    names) and those folded when all their inputs are constants. Exported for the tests. */
+CV_EXPORTS std::vector<std::string> onnxImportedOperators();
+CV_EXPORTS std::vector<std::string> onnxFoldedOperators();
+
 }}} // namespace cv::dnn::llm
 
 #endif

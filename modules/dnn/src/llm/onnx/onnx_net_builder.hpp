@@ -3,7 +3,8 @@
 // of this distribution and at http://opencv.org/license.html.
 
 // The ONNX LLM importer's state while it builds a Net (onnx_llm_importer.cpp: the graph walk,
-// values, embeddings and matmuls; onnx_import_elementwise.cpp: element-wise operators and norms;
+// values, embeddings and matmuls; onnx_import_operator_tables.cpp: which importer or folder
+// takes a node; onnx_import_elementwise.cpp: element-wise operators and norms;
 // onnx_import_attention.cpp: rotary embeddings and attention). Private to the importer.
 // The mapping of operators to layers is described in onnx_llm_importer.cpp.
 
@@ -18,6 +19,7 @@
 #include "onnx_model_file.hpp"
 #include "genai_config.hpp"
 #include "decoder_graph.hpp"
+#include "onnx_constant_folding.hpp"
 #include "../net/net_assembly.hpp"
 
 #include <map>
@@ -68,19 +70,6 @@ struct WrittenAttention
     bool pendingTanh = false;
     std::vector<std::pair<int, std::string>> masks;  // (MaskKind, name of the Derived value)
     std::string firstMaskNode;  // a node that masks the scores, for error messages
-};
-
-// A constant while it is folded or evaluated: values as double, integer or float.
-struct Folded
-{
-    std::vector<int64> shape;
-    std::vector<double> v;
-    bool isFloat = true;
-
-    int64 total() const
-    {
-        return (int64)v.size();
-    }
 };
 
 // What a graph value is while the Net is built.
@@ -168,6 +157,31 @@ public:
 
     Net build();
 
+    // ---- the operator table (onnx_import_operator_tables.cpp) --------------------------
+
+    // The node domains an importer takes. Most operators are matched by name in any domain;
+    // ai.onnx's LayerNormalization and the contrib SkipLayerNormalization are told apart by it.
+    enum class Domain
+    {
+        Any,
+        Onnx,          // "" or "ai.onnx"
+        NotMicrosoft,  // any but "com.microsoft"
+        Microsoft      // "com.microsoft"
+    };
+
+    struct OperatorImporter
+    {
+        const char* op;
+        Domain domain;
+        void (ONNXNetBuilder::*import)(const NodeProto& n);
+        // Imported before the patterns over several nodes (importPattern), not after them.
+        bool beforePatterns;
+        const char* note;  // where it is supported, for the error message; "" for everywhere
+    };
+
+    // The importer table, in the order the "not supported" error lists it.
+    static const std::vector<OperatorImporter>& operatorImporters();
+
 private:
     // ---- graph structure -------------------------------------------------------------
 
@@ -245,9 +259,18 @@ private:
 
     // ---- nodes -----------------------------------------------------------------------
 
+    // The importer of the node's (domain, operator), or nullptr.
+    static const OperatorImporter* findOperatorImporter(const NodeProto& n);
+
     void importNode(const NodeProto& n);
 
+    // Patterns over several nodes: true if one of them took the node.
+    bool importPattern(const NodeProto& n);
+
     void importConstant(const NodeProto& n);
+
+    // Cast and Identity (also of a constant whose values they change: folded).
+    void importCast(const NodeProto& n);
 
     bool castPassesThrough(const NodeProto& n);
 
@@ -321,19 +344,7 @@ private:
     void defineConstant(const NodeProto& n, int dataType, const std::vector<int64>& shape,
                         const std::shared_ptr<std::vector<uchar>>& bytes, bool symbolic);
 
-    // Computes one foldable operator on constant inputs (`present[i]`: input i given).
-    Folded foldOperator(const NodeProto& n, const std::vector<Folded>& in, const std::vector<bool>& present);
     Folded foldedOf(const NodeProto& n, int i, const OnnxTensor& t);
-    static bool isFoldableOperator(const NodeProto& n);
-
-    // Placeholders in symbolic shape tensors (Value::symbolic): the batch size, the new token
-    // count, and past + new tokens (the cache's length, a Shape of a CacheKV).
-    static constexpr int64 kBatchDim = -(int64(1) << 40), kTokenDim = -(int64(1) << 40) - 1,
-                           kTotalDim = -(int64(1) << 40) - 2;
-    static bool isSymbol(double d)
-    {
-        return d == (double)kBatchDim || d == (double)kTokenDim || d == (double)kTotalDim;
-    }
 
     // Reshape / Squeeze / Unsqueeze / Flatten of an activation: a view of the same rows.
     void importReshape(const NodeProto& n);
@@ -364,13 +375,14 @@ private:
 
     // ---- attention written out in operators (onnx_import_written_attention.cpp) --------
 
-    // Nodes on the written-out attention's kinds (and Transpose / Split / Softmax / Concat /
-    // Slice of activations); false if `n` is none of them.
+    // Nodes on the written-out attention's kinds; false if `n` is none of them. Transpose,
+    // Split, Slice and Concat of activations have importers of their own (the operator table).
     bool importWrittenAttention(const NodeProto& n);
     void importTranspose(const NodeProto& n);
     void importSplit(const NodeProto& n);
     void importSlice(const NodeProto& n);
     void importConcat(const NodeProto& n);
+    void importSoftmax(const NodeProto& n);
     bool importRotaryStep(const NodeProto& n);
     void importScoresMatMul(const NodeProto& n);
     void importAttentionOutputMatMul(const NodeProto& n);
@@ -418,7 +430,6 @@ private:
     int logitRowsLayer_ = -1;
     std::vector<AttentionInfo> attention_;
     std::vector<int> positionLayers_;  // LLMPositionEmbedding layers (EmbedLayerNormalization)
-    bool foldUndecidable_ = false;  // foldOperator met a comparison of a run-time size it cannot decide
     std::map<std::string, Folded> evaluated_;  // Derived values at the current EvalPoint
     EvalPoint evaluatedAt_{-1, -1};
     std::set<std::string> checkedMasks_;  // mask sets already found causal
