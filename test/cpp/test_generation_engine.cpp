@@ -263,6 +263,35 @@ TEST(GenerationEngine, budgetAdmitsWhatFitsAndReleasesCachedSequences)
     EXPECT_NE(r.error.find("budget"), std::string::npos) << r.error;
 }
 
+// A request past the context shifts it, in a batch as alone.
+TEST(GenerationEngine, contextShiftInABatch)
+{
+    LLMLoadOptions options;
+    options.contextLength = 48;
+    TextGenerationModel model(demoModel(), options);
+    Ptr<GenerationEngine> engine = GenerationEngine::create(model);
+    const std::vector<std::vector<int>> ps = prompts(model);
+    GenerationConfig shifting = config(0.8f, 3, 80);
+    shifting.contextShift = true;
+    shifting.ignoreEndOfGeneration = true;
+    const int a = engine->submit(request(ps[0], shifting));
+    GenerationConfig ending = config(0.f, 1, 80);
+    ending.ignoreEndOfGeneration = true;
+    const int b = engine->submit(request(ps[5], ending));  // ends at the context
+    while (engine->step())
+    {
+    }
+    const GenerationResult ra = engine->takeResult(a), rb = engine->takeResult(b);
+    EXPECT_EQ(ra.generatedTokens, 80);
+    EXPECT_EQ(rb.finishReason, "length");
+    EXPECT_EQ(rb.generatedTokens, 48 - (int)ps[5].size());  // the last one is never fed
+    TextGenerationModel alone(demoModel(), options);
+    alone.startWithTokenIds(ps[0], shifting);
+    while (!alone.isDone())
+        alone.next();
+    EXPECT_EQ(ra.tokenIds, alone.getGeneratedTokenIds());
+}
+
 // The model's own calls are requests of the same loop: a generate() between engine requests
 // gives what a fresh model gives.
 TEST(GenerationEngine, modelCallsShareTheLoop)

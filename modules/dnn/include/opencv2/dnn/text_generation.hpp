@@ -34,8 +34,8 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW std::vector<String> stopStrings;  //!< generation ends before any of these texts
     CV_PROP_RW std::vector<int> stopTokenIds;    //!< extra tokens that end generation
     /** When the context is full: false ends generation; true drops the older half of the
-    tokens after the first (llama.cpp's context shift) and goes on. generate() and the step
-    API only; generateBatch() ends a full sequence. */
+    tokens after the first (llama.cpp's context shift) and goes on (in a batch or a
+    GenerationEngine, such a sequence reserves the whole context's KV pages when it joins). */
     CV_PROP_RW bool contextShift = false;
     //! Never pick end-of-generation tokens (EOS, end of turn): generate until another limit.
     CV_PROP_RW bool ignoreEndOfGeneration = false;
