@@ -177,6 +177,7 @@ VISION = {"MODEL": str(BIN.parent / "test-models" / "vision" / "lm.gguf"),
 PROGRAM_PLACEHOLDERS = {
     "llm_generate": {"N": "8", "T": "0.8", "K": "40", "P": "0.9", "R": "1.1", "S": "3", **VISION},
     "llm_vision_chat": {"N": "8", "NAME": "chatml", **VISION},
+    "llm_parallel": {"N": "2", "T": "0"},
     "llm_bench": {"P": "16", "G": "8", "K": "3", "N": "2", "D": "16"},
     "llm_kv_bench": {"G": "4"},
     "llm_soak": {"N": "600", "M": "4"},
