@@ -48,7 +48,7 @@ def test_numpy_image_answer_matches_llama_cpp(model):
     emb = model.getImageEmbeddings(image)
     want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
     assert emb.shape == want.shape
-    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision_projectors.cpp
 
 
 def test_wrong_image_type_is_a_clear_error(model):
@@ -94,7 +94,7 @@ def test_gemma3_answer_and_embeddings_match_llama_cpp(gemma3, name):
     emb = gemma3.getImageEmbeddings(image)
     want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
     assert emb.shape == want.shape
-    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision_projectors.cpp
 
 
 def test_gemma3_malformed_mmproj_is_a_clear_error():
@@ -183,4 +183,4 @@ def test_tiles_prompt_and_answer_match_llama_cpp(record):
     emb = m.getImageEmbeddings(image)
     want = np.array(ref["embeddings"], np.float32).reshape(ref["image_tokens"], ref["n_embd"])
     assert emb.shape == want.shape
-    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision.cpp
+    assert np.abs(emb - want).max() <= 3e-4 * np.abs(want).max()  # see test_vision_projectors.cpp

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites the generated reference data of test_chat_template.cpp.
+"""Rewrites the generated reference data of test/cpp/chat_template_reference_data.cpp.
 
 Renders each template of templates.json with Python jinja2 set up as transformers'
 apply_chat_template does, reports where @huggingface/jinja's rendering (rendered.json, from

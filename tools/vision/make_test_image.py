@@ -3,7 +3,7 @@
 
     PYTHONPATH=build/opencv/lib/python3 python3 tools/vision/make_test_image.py W H OUT.ppm
 
-The drawing (test/cpp/test_vision.cpp drawTestImage() makes the same BGR image): a blue /
+The drawing (test/cpp/vision_test_common.hpp drawTestImage() makes the same BGR image): a blue /
 green gradient background, a filled red circle, a white rectangle outline, a yellow diagonal
 line and a dark filled triangle, sized relative to W x H.
 """
