@@ -8,12 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "test_common.hpp"
 #include "../../modules/dnn/src/llm/gguf/gguf_architecture.hpp"
+#include "../../modules/dnn/src/llm/vision/mmproj_file.hpp"
 
 namespace {
 
@@ -93,4 +95,15 @@ TEST(GGUFArchitectureTable, ReadmeListsTheTable)
     const std::string readme = readText("README.md");
     expectTableListed(backtickedNamesBetween(readme, "Any GGUF of architecture", " works"),
                       "README.md's sentence \"Any GGUF of architecture ... works\"");
+}
+
+// text_generation.hpp's list of mmproj projectors against the loader's table.
+TEST(VisionProjectorTable, headerListsEveryProjector)
+{
+    const std::string header = readText("modules/dnn/include/opencv2/dnn/text_generation.hpp");
+    std::vector<std::string> listed = backtickedNamesBetween(header, "supported projectors:", "). The projector");
+    std::vector<std::string> table = cv::dnn::llm::visionProjectorNames();
+    std::sort(listed.begin(), listed.end());
+    std::sort(table.begin(), table.end());
+    EXPECT_EQ(listed, table);
 }

@@ -117,8 +117,9 @@ public:
     //! Uses a Net made by readNet/readNetFromGGUF (its tokenizer is read from the same file).
     CV_WRAP explicit TextGenerationModel(const Net& network);
     /** @brief Loads a vision-language model: a GGUF language model and its llama.cpp `mmproj`
-    GGUF (vision encoder and projector; supported projector: `mlp`, LLaVA 1.5 style). The
-    projector's output width must be the language model's embedding width. */
+    GGUF (vision encoder and projector; supported projectors: `mlp` for LLaVA 1.5 and 1.6,
+    `gemma3`, `idefics3` for SmolVLM). The projector's output width must be the language model's
+    embedding width. */
     CV_WRAP TextGenerationModel(const String& modelPath, const String& mmprojPath);
 
     /** @brief The completion of a prompt with images: each `<__media__>` marker of the prompt

@@ -5,9 +5,33 @@
 #include "../../precomp.hpp"
 #include "mmproj_file.hpp"
 
+#include <algorithm>
+
 namespace cv {
 namespace dnn {
 namespace llm {
+
+namespace {
+// clip.projector_type values and the projector each one builds.
+struct ProjectorRow
+{
+    const char* name;
+    VisionProjector projector;
+};
+const ProjectorRow kProjectors[] = {
+    {"mlp", VisionProjector::Mlp},
+    {"gemma3", VisionProjector::Gemma3},
+    {"idefics3", VisionProjector::Idefics3},
+};
+} // namespace
+
+std::vector<std::string> visionProjectorNames()
+{
+    std::vector<std::string> names;
+    for (const ProjectorRow& r : kProjectors)
+        names.push_back(r.name);
+    return names;
+}
 
 MMProjFile::MMProjFile(const std::string& path) : path_(path)
 {
@@ -52,15 +76,17 @@ void MMProjFile::readHyperParameters()
     if (!type || type->type != GGUF_STRING)
         fail("missing key clip.projector_type");
     hp_.projectorName = type->str;
-    if (hp_.projectorName == "mlp")
-        hp_.projector = VisionProjector::Mlp;
-    else if (hp_.projectorName == "gemma3")
-        hp_.projector = VisionProjector::Gemma3;
-    else if (hp_.projectorName == "idefics3")
-        hp_.projector = VisionProjector::Idefics3;
-    else
+    const ProjectorRow* row = std::find_if(std::begin(kProjectors), std::end(kProjectors),
+                                           [&](const ProjectorRow& r) { return hp_.projectorName == r.name; });
+    if (row == std::end(kProjectors))
+    {
+        std::string supported;
+        for (const std::string& name : visionProjectorNames())
+            supported += (supported.empty() ? "" : ", ") + name;
         CV_Error(Error::StsNotImplemented, "mmproj '" + path_ + "': projector type '" + hp_.projectorName +
-                                           "' is not supported (supported: mlp, gemma3, idefics3)");
+                                           "' is not supported (supported: " + supported + ")");
+    }
+    hp_.projector = row->projector;
 
     hp_.imageSize = u32("clip.vision.image_size", 1, 8192);
     hp_.patchSize = u32("clip.vision.patch_size", 1, 1024);

@@ -26,6 +26,9 @@ enum class VisionProjector
     Idefics3 // SmolVLM / SmolVLM2: pixel shuffle -> mm.model.fc (clip.projector_type "idefics3")
 };
 
+//! The clip.projector_type values the loader builds (the lists users read are tested against it).
+CV_EXPORTS std::vector<std::string> visionProjectorNames();
+
 //! The activation of the ViT's MLP, as clip.use_gelu / clip.use_silu choose it.
 enum class VisionActivation
 {
