@@ -308,6 +308,15 @@ TEST(GenerationEngine, modelCallsShareTheLoop)
     const GenerationResult r = engine->wait(id);
     EXPECT_EQ(r.tokenIds, aloneIds(ps[0], config(0.f, 1)));
     EXPECT_EQ(model.generate(kPrefix, config(0.f, 1)), TextGenerationModel(demoModel()).generate(kPrefix, config(0.f, 1)));
+
+    // With run() on another thread stepping the loop too, generate() still gets all its text.
+    std::thread loop([&] { engine->run(); });
+    const int other = engine->submit(request(ps[2], config(0.f, 1, 60)));
+    const String text = model.generate(kPrefix + std::string(" dog"), config(0.8f, 5, 40));
+    EXPECT_EQ(engine->wait(other).tokenIds, aloneIds(ps[2], config(0.f, 1, 60)));
+    engine->stop();
+    loop.join();
+    EXPECT_EQ(text, TextGenerationModel(demoModel()).generate(kPrefix + std::string(" dog"), config(0.8f, 5, 40)));
 }
 
 } // namespace

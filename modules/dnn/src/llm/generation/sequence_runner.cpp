@@ -70,6 +70,7 @@ void TextGenerationModel::Impl::start(const std::vector<int>& promptIds, const G
     std::lock_guard<std::mutex> lock(loopMutex);
     done = true;
     current.reset();
+    stepText.clear();
     prompt = promptIds;
     drafted = draftsKept = 0;
     current = loop->admitNow(r);
@@ -91,20 +92,25 @@ String TextGenerationModel::Impl::next()
 {
     if (done)
         return String();
+    String piece;
+    bool ended = false;
     {
+        // A GenerationEngine's run() thread may have stepped the loop since the last call:
+        // what it produced for sequence 0 is returned first.
         std::lock_guard<std::mutex> lock(loopMutex);
-        stepText.clear();
-        if (!current->done())
+        if (stepText.empty() && !current->done())
             loop->step();
+        piece.swap(stepText);
+        ended = current->done();
         drafted = current->drafted;
         draftsKept = current->draftsKept;
     }
-    if (current->failure)
+    if (ended && current->failure)
     {
         finish(String());
         std::rethrow_exception(current->failure);
     }
-    return current->done() ? finish(stepText) : stepText;
+    return ended ? finish(piece) : piece;
 }
 
 String TextGenerationModel::Impl::finish(const String& piece)

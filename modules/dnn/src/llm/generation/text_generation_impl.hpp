@@ -64,7 +64,7 @@ struct TextGenerationModel::Impl
     // The current generation of generate(), the step API and chat(): a request on sequence 0.
     std::shared_ptr<llm::LoopSequence> current;
     std::vector<int> prompt;
-    String stepText;              // the pieces of the step being run
+    String stepText;              // pieces of sequence 0 that next() has not returned yet
     bool done = true;
     int lastPrefillCount = 0;     // tokens of the last prompt run through the Net
     int drafted = 0, draftsKept = 0;  // of the last generation or batch
