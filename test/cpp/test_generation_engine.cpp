@@ -204,6 +204,7 @@ TEST(GenerationEngine, oneRequestsFailureTouchesNoOther)
     }
     EXPECT_EQ(engine->takeResult(good).tokenIds, aloneIds(ps[0], config(0.f, 1)));
     EXPECT_EQ(engine->takeResult(good2).tokenIds, aloneIds(ps[3], config(0.f, 1)));
+    EXPECT_EQ(engine->getStats().finishedRequests, 7);
 }
 
 TEST(GenerationEngine, cancelEndsOneRequest)

@@ -188,6 +188,7 @@ public:
     {
         std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
         GenerationEngineStats stats = impl_.loop->stats();
+        stats.finishedRequests += endedBeforeTheLoop_;
         std::lock_guard<std::mutex> lock(stateMutex_);
         stats.waitingRequests += (int)submitted_.size();
         return stats;
@@ -230,6 +231,7 @@ private:
                 failed.error = e.what();
             }
             failed.finishReason = llm::FinishReason::Error;
+            endedBeforeTheLoop_++;
             finish(failed);
             return;
         }
@@ -289,7 +291,8 @@ private:
     int nextId_ = 1;
     std::atomic<bool> stopping_{false};
     int runners_ = 0;
-    bool keepForReuse_ = true;  // used under the loop's lock
+    bool keepForReuse_ = true;      // used under the loop's lock
+    double endedBeforeTheLoop_ = 0; // requests that could not be turned into token ids (the loop's lock)
 };
 
 } // namespace
