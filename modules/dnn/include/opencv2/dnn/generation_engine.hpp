@@ -59,7 +59,9 @@ struct CV_EXPORTS_W_SIMPLE GenerationRequest
     CV_PROP_RW GenerationConfig config;
 
     /** Receives each new piece of text (whole UTF-8 characters) on the thread that runs the
-    engine; returning false cancels the request. C++ only (Python reads takeText()). */
+    engine; returning false cancels the request. C++ only (Python reads takeText()). Callbacks
+    run while the engine steps: they may submit(), cancel() and read results, but must not
+    step the loop (step(), wait(), getStats(), the model's generate() / next() / chat()). */
     std::function<bool(int requestId, const String& piece)> onPiece;
     /** Receives the result once the request has ended, on the thread that runs the engine. With
     it, the engine keeps no result for takeResult(). C++ only. */
@@ -111,7 +113,9 @@ after a reused prefix agrees within float rounding when it is over 32 tokens).
 
 The engine shares its model's Net and KV cache with the TextGenerationModel it was made from:
 TextGenerationModel's own calls are requests of the same loop (on sequence 0, which the engine
-never uses for its own requests).
+never uses for its own requests), so a step-API generation started with start() also advances
+when the engine steps (next() then returns what was generated meanwhile). Destroying the engine
+cancels its requests that have not ended; join a run() thread (stop()) before.
 
 @code
 Ptr<GenerationEngine> engine = GenerationEngine::create(model);
@@ -145,7 +149,7 @@ public:
     /** @brief Runs the loop until stop(): steps while there is work, sleeps while there is none.
     Call it on a thread of your own; submit(), cancel() and the getters may be called meanwhile. */
     CV_WRAP virtual void run() = 0;
-    //! Makes run() return after its current step. Any thread.
+    //! Makes the run() calls now running return after their current step. Any thread.
     CV_WRAP virtual void stop() = 0;
 
     /** @brief The text produced since the last call for this request (Python's streaming).
@@ -156,7 +160,8 @@ public:
     /** @brief The result of a request (finished or not). Once a finished request's result is
     taken, the engine forgets it: results of requests without onFinish are kept until taken. */
     CV_WRAP virtual GenerationResult takeResult(int requestId) = 0;
-    /** @brief Steps the loop (when no run() thread does) until the request ends, and takes its result. */
+    /** @brief Steps the loop (when no run() thread does) until the request ends, and takes its
+    result. Not for a request with onFinish (its result goes there). */
     CV_WRAP virtual GenerationResult wait(int requestId) = 0;
 
     //! Most requests generating at once (default 16).

@@ -65,16 +65,22 @@ std::vector<GenerationResult> TextGenerationModel::Impl::runBatch(std::vector<ll
     std::lock_guard<std::mutex> lock(loopMutex);
     for (const llm::LoopRequest& r : requests)
         loop->enqueue(r);
-    while (remaining > 0)
+    try
     {
-        const bool more = loop->step();
-        if (failure)  // the batch ends with the first failure, as one call
+        while (remaining > 0)
         {
-            for (size_t i = 0; i < requests.size(); i++)
-                loop->cancel(batchRequestId(i));
-            std::rethrow_exception(failure);
+            const bool more = loop->step();
+            if (failure)  // the batch ends with the first failure, as one call
+                std::rethrow_exception(failure);
+            CV_Assert(more || remaining == 0);
         }
-        CV_Assert(more || remaining == 0);
+    }
+    catch (...)
+    {
+        // None of the batch's requests may outlive this call: their callbacks refer to it.
+        for (size_t i = 0; i < requests.size(); i++)
+            loop->cancel(batchRequestId(i));
+        throw;
     }
     drafted = draftsKept = 0;
     for (const GenerationResult& r : results)

@@ -18,7 +18,8 @@ void TextGenerationModel::Impl::startChat(const String& message, const std::vect
     checkLoaded();
     if (!images.empty())
         visionOrError();
-    cancel();  // the previous reply joins the conversation before the new turn is formatted
+    std::lock_guard<std::mutex> lock(loopMutex);  // see startText()
+    cancelLocked();  // the previous reply joins the conversation before the new turn is formatted
     std::vector<llm::ChatMessage> messages = conversation;
     messages.push_back(llm::ChatMessage{"user", message});
     const size_t imagesBefore = conversationImages.size();
@@ -29,7 +30,7 @@ void TextGenerationModel::Impl::startChat(const String& message, const std::vect
         std::vector<std::string> stops;
         const std::string text = renderChat(messages, stops);
         // The conversation's images, all of them: the earlier turns' too, at their markers.
-        start(encodePrompt(text, conversationImages, true, conversationDigests), cfg, stops);
+        startLocked(encodePrompt(text, conversationImages, true, conversationDigests), cfg, stops);
     }
     catch (...)
     {
@@ -45,7 +46,8 @@ void TextGenerationModel::Impl::startChat(const String& message, const std::vect
 
 void TextGenerationModel::Impl::resetConversation(const String& systemMessage)
 {
-    cancel();
+    std::lock_guard<std::mutex> lock(loopMutex);
+    cancelLocked();
     conversation.clear();
     conversationImages.clear();
     conversationDigests.clear();

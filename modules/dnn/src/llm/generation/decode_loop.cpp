@@ -150,8 +150,16 @@ void DecodeLoop::prefill(LoopSequence& s)
         if (match.source >= 0)
         {
             cache_.forkSequence(match.source, s.sequenceId);
-            if (cache_.getSequenceLength(s.sequenceId) > match.length)
-                cache_.truncateSequence(s.sequenceId, match.length);
+            try
+            {
+                if (cache_.getSequenceLength(s.sequenceId) > match.length)
+                    cache_.truncateSequence(s.sequenceId, match.length);
+            }
+            catch (...)
+            {
+                cache_.removeSequence(s.sequenceId);
+                throw;
+            }
             keep = match.length;
             reusedLogits = match.logits;
             s.sharedPages = keep / cache_.getPageSize();
@@ -232,14 +240,17 @@ bool DecodeLoop::fits(const LoopRequest& request, int& reservation)
     const size_t longest = cfg.contextShift ? context
                          : std::min(request.prompt.size() + (size_t)std::max(cfg.maxNewTokens, 0) +
                                     (size_t)std::max(cfg.draftTokens, 0), context);
+    const int page = cache_.getPageSize();
     for (;;)
     {
         const PrefixCache::Match match = prefixCache_.longestPrefix(request.prompt);
-        // + 1: the partly filled last page of a fork is copied when written.
-        reservation = pagesFor(longest) - match.length / cache_.getPageSize() + 1;
-        if (reservation + outstandingPages() <= cache_.getPagesFree())
+        // + 1: a partly filled last page shared with the source is copied when written.
+        reservation = pagesFor(longest) - match.length / page + (match.length % page ? 1 : 0);
+        const int needed = reservation + outstandingPages();
+        if (needed <= cache_.getPagesFree())
             return true;
-        if (!prefixCache_.releaseOldest())
+        // Cached sequences go (least recently used first) only when that can make room.
+        if (needed > cache_.getPagesFree() + prefixCache_.cachedPages() || !prefixCache_.releaseOldest())
             return false;
     }
 }
@@ -278,8 +289,7 @@ bool DecodeLoop::admitWaiting()
         if (s->done())
         {
             stats_.finishedRequests++;
-            if (s->request.onFinish)
-                s->request.onFinish(*s);
+            notifyFinish(*s);
         }
     }
     return admitted;
@@ -302,15 +312,14 @@ bool DecodeLoop::cancel(int requestId)
             s.finishReason = FinishReason::Cancelled;
             waiting_.erase(it);
             stats_.finishedRequests++;
-            if (s.request.onFinish)
-                s.request.onFinish(s);
+            notifyFinish(s);
             return true;
         }
     for (size_t i = 0; i < running_.size(); i++)
         if (running_[i]->request.id == requestId)
         {
-            running_[i]->completion->finish();
-            end(*running_[i], FinishReason::Cancelled);
+            emit(*running_[i], running_[i]->completion->finish());  // the held-back tail
+            end(*running_[i], running_[i]->completion->finishReason());
             retire(i);
             return true;
         }
@@ -373,7 +382,20 @@ void DecodeLoop::decode()
             s.pending = s.completion->lastToken();
         }
         if (s.request.config.contextShift && cache_.getSequenceLength(s.sequenceId) >= context)
-            shiftContext(s);
+        {
+            try
+            {
+                shiftContext(s);
+            }
+            catch (...)  // e.g. the budget cannot hold the pages the shift unshares: this request ends
+            {
+                s.failure = std::current_exception();
+                s.error = messageOf(s.failure);
+                end(s, FinishReason::Error);
+                retire(i);
+                continue;
+            }
+        }
         i++;
     }
     if (!running_.empty())
@@ -486,8 +508,17 @@ bool DecodeLoop::keepDrafts(LoopSequence& s, const Mat& out)
     {
         const int length = s.length + (int)j + 1;
         const int room = s.request.config.contextShift ? INT_MAX : context - length;
-        emit(s, s.completion->accept(out.ptr<float>(s.firstRow + (int)j), out.cols, room, s.draft[j]));
-        const bool kept = s.completion->lastSampled() == s.draft[j];
+        try
+        {
+            emit(s, s.completion->accept(out.ptr<float>(s.firstRow + (int)j), out.cols, room, s.draft[j]));
+        }
+        catch (...)  // this request's grammar: it ends, the others go on
+        {
+            s.failure = std::current_exception();
+            s.error = messageOf(s.failure);
+            s.completion->finish();
+        }
+        const bool kept = s.completion->lastSampled() == s.draft[j] && !s.failure;
         s.draftsKept += kept;
         if (kept && !s.completion->done())
             continue;
@@ -520,7 +551,12 @@ void DecodeLoop::shiftContext(LoopSequence& s)
         discard = std::max(1, std::min(discard, (int)held.size() - keep - window + 1));
     cache_.discardTokens(s.sequenceId, keep, discard);
     held.erase(held.begin() + keep, held.begin() + keep + discard);
-    s.sharedPages = 0;  // the moved rows were written to pages of its own
+    // Its rows were computed attending to the dropped tokens: no other prompt may reuse them.
+    prefixCache_.find(s.sequenceId)->reusable = false;
+    // The moved rows were written to pages of its own; it may fill the context again.
+    s.sharedPages = 0;
+    if (s.reservedPages > 0)
+        s.reservedPages = pagesFor(cache_.getMaxSequenceLength()) + 1;
 }
 
 // A finished sequence leaves the batch; its pages stay for prefix reuse (or its caller).
@@ -537,8 +573,7 @@ void DecodeLoop::retire(size_t index)
         prefixCache_.finished(s->sequenceId, s->request.sequenceId >= 0, s->request.keepForReuse);
     stats_.finishedRequests++;
     generatedByRetired_ += (double)s->completion->generated().size();
-    if (s->request.onFinish)
-        s->request.onFinish(*s);
+    notifyFinish(*s);
 }
 
 // A forward failed (an internal error: admission reserved the pages): every running request
@@ -560,6 +595,20 @@ void DecodeLoop::failRunning(const std::exception_ptr& failure)
 namespace cv {
 namespace dnn {
 namespace llm {
+
+// The caller's end-of-request callback; its failure is its own (the loop goes on).
+void DecodeLoop::notifyFinish(const LoopSequence& s)
+{
+    if (!s.request.onFinish)
+        return;
+    try
+    {
+        s.request.onFinish(s);
+    }
+    catch (...)
+    {
+    }
+}
 
 GenerationEngineStats DecodeLoop::stats() const
 {

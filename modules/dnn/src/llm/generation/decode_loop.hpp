@@ -133,6 +133,7 @@ private:
     void emit(LoopSequence& s, const String& piece);
     void end(LoopSequence& s, FinishReason reason);
     void retire(size_t index);
+    void notifyFinish(const LoopSequence& s);
     void failRunning(const std::exception_ptr& failure);
     int newSequenceId();
     int pagesFor(size_t tokens) const { return (int)((tokens + cache_.getPageSize() - 1) / cache_.getPageSize()); }

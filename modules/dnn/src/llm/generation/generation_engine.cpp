@@ -10,6 +10,7 @@
 #include "../../precomp.hpp"
 #include "text_generation_impl.hpp"
 
+#include <climits>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -30,10 +31,27 @@ public:
     {
     }
 
+    // The model outlives its engine: requests still in its loop end now, so that no callback
+    // reaches a destroyed engine (no run() may be running: the caller joins it first).
+    ~GenerationEngineImpl() CV_OVERRIDE
+    {
+        std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
+        std::vector<int> ids;
+        {
+            std::lock_guard<std::mutex> lock(stateMutex_);
+            for (const auto& r : requests_)
+                ids.push_back(r.first);
+            submitted_.clear();
+        }
+        for (int id : ids)
+            impl_.loop->cancel(id);
+    }
+
     int submit(const GenerationRequest& request) CV_OVERRIDE
     {
         std::lock_guard<std::mutex> lock(stateMutex_);
-        const int id = nextId_++;
+        const int id = nextId_;
+        nextId_ = nextId_ == INT_MAX ? 1 : nextId_ + 1;  // positive: the model's own requests are negative
         Request& r = requests_[id];
         r.onPiece = request.onPiece;
         r.onFinish = request.onFinish;
@@ -74,10 +92,22 @@ public:
 
     void run() CV_OVERRIDE
     {
+        struct Running  // counted while it runs, whatever ends it
         {
-            std::lock_guard<std::mutex> lock(stateMutex_);
-            runners_++;
-        }
+            GenerationEngineImpl& e;
+            explicit Running(GenerationEngineImpl& engine) : e(engine)
+            {
+                std::lock_guard<std::mutex> lock(e.stateMutex_);
+                e.runners_++;
+            }
+            ~Running()
+            {
+                std::lock_guard<std::mutex> lock(e.stateMutex_);
+                if (--e.runners_ == 0)
+                    e.stopping_ = false;  // the stop is done: a later run() runs
+                e.finished_.notify_all();
+            }
+        } running(*this);
         while (!stopping_)
         {
             if (step())
@@ -85,16 +115,13 @@ public:
             std::unique_lock<std::mutex> lock(stateMutex_);
             wake_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !cancelled_.empty(); });
         }
-        std::lock_guard<std::mutex> lock(stateMutex_);
-        stopping_ = false;
-        runners_--;
-        finished_.notify_all();
     }
 
     void stop() CV_OVERRIDE
     {
         std::lock_guard<std::mutex> lock(stateMutex_);
-        stopping_ = true;
+        if (runners_ > 0)  // stops the run() calls now running; none to stop: nothing to do
+            stopping_ = true;
         wake_.notify_all();
     }
 
@@ -274,11 +301,20 @@ private:
             {
                 it->second.result = result;
                 it->second.done = true;
+                it->second.text.clear();  // the result holds it
             }
             finished_.notify_all();
         }
         if (callback)
-            callback(result);
+        {
+            try
+            {
+                callback(result);
+            }
+            catch (...)  // the caller's callback: nothing else depends on it
+            {
+            }
+        }
     }
 
     TextGenerationModel model_;  // keeps the model (and impl_) alive

@@ -40,13 +40,14 @@ PrefixCache::Match PrefixCache::longestPrefix(const std::vector<int>& prompt) co
     for (const auto& kv : entries_)
     {
         const Entry& e = kv.second;
-        if (!cache_.hasSequence(kv.first) || cache_.getSequenceLength(kv.first) != (int)e.tokens.size())
-            continue;  // changed outside the loop (KVCache calls by the user): not trusted
+        if (!e.reusable || !cache_.hasSequence(kv.first) || cache_.getSequenceLength(kv.first) != (int)e.tokens.size())
+            continue;  // shifted, or changed outside the loop (KVCache calls by the user): not trusted
         size_t common = 0;
         while (common < prompt.size() && common < e.tokens.size() && prompt[common] >= 0 &&
                prompt[common] == e.tokens[common])
             common++;
-        if (common == prompt.size() && e.promptLength == (int)prompt.size() && !e.promptLogits.empty())
+        if (common == prompt.size() && e.promptLength == (int)prompt.size() && !e.promptLogits.empty() &&
+            cache_.getResumableLength(kv.first, (int)prompt.size()) == (int)prompt.size())
         {
             // The same prompt: its pages and its logits, nothing to run.
             best.source = kv.first;
@@ -76,7 +77,7 @@ void PrefixCache::finished(int sequenceId, bool callers, bool keepForReuse)
         return;
     if (callers)
         e->holder = Holder::Caller;
-    else if (keepForReuse && !e->tokens.empty())
+    else if (keepForReuse && e->reusable && !e->tokens.empty())
     {
         e->holder = Holder::Cached;
         e->lastUse = ++clock_;
@@ -113,6 +114,15 @@ void PrefixCache::clear()
     while (releaseOldest())
     {
     }
+}
+
+int PrefixCache::cachedPages() const
+{
+    int pages = 0;
+    for (const auto& kv : entries_)
+        if (kv.second.holder == Holder::Cached)
+            pages += (int)((kv.second.tokens.size() + cache_.getPageSize() - 1) / cache_.getPageSize());
+    return pages;
 }
 
 int PrefixCache::cachedCount() const

@@ -32,6 +32,7 @@ public:
         uint64 lastUse = 0;
         std::vector<float> promptLogits;  //!< the logits after the prompt's last token
         int promptLength = 0;             //!< tokens of that prompt (0: no logits kept)
+        bool reusable = true;             //!< false once its rows no longer match a fresh run (context shift)
     };
 
     //! Where a prompt's prefix can come from.
@@ -68,6 +69,8 @@ public:
     void reset() { entries_.clear(); }
 
     int cachedCount() const;
+    //! Pages the cached sequences hold (at most what releasing them all frees).
+    int cachedPages() const;
 
 private:
     PagedKVCache& cache_;

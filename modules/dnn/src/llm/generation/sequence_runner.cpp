@@ -23,7 +23,25 @@ void TextGenerationModel::Impl::start(const std::vector<int>& promptIds, const G
                                       const std::vector<std::string>& extraStops)
 {
     checkLoaded();
-    cancel();  // an unfinished chat reply still joins the conversation
+    std::lock_guard<std::mutex> lock(loopMutex);
+    cancelLocked();  // an unfinished chat reply still joins the conversation
+    startLocked(promptIds, cfg, extraStops);
+}
+
+void TextGenerationModel::Impl::startText(const String& text, const std::vector<Mat>& images, const GenerationConfig& cfg)
+{
+    checkLoaded();
+    // Encoding and prefill under one lock: a GenerationEngine's requests, encoded on the
+    // thread that steps the loop, use the same image prompter.
+    std::lock_guard<std::mutex> lock(loopMutex);
+    cancelLocked();
+    startLocked(encodePrompt(text, images, false), cfg, std::vector<std::string>());
+}
+
+// Sequence 0 continues from what it already holds of the prompt. Called with loopMutex held.
+void TextGenerationModel::Impl::startLocked(const std::vector<int>& promptIds, const GenerationConfig& cfg,
+                                            const std::vector<std::string>& extraStops)
+{
     CV_Assert(!promptIds.empty());
     if ((int)promptIds.size() >= contextLength)
         CV_Error(Error::StsOutOfRange, format("TextGenerationModel: the prompt has %zu tokens; the context holds %d",
@@ -35,7 +53,6 @@ void TextGenerationModel::Impl::start(const std::vector<int>& promptIds, const G
     r.extraStops = extraStops;
     const bool hasImages = std::any_of(promptIds.begin(), promptIds.end(), llm::MultimodalPrompter::isImageId);
     r.draftModel = draftModelFor(cfg, hasImages);
-    // What sequence 0 already holds of the prompt.
     const std::vector<int>& held = fed();
     size_t common = 0;
     while (common < held.size() && common < promptIds.size() && held[common] == promptIds[common])
@@ -67,7 +84,6 @@ void TextGenerationModel::Impl::start(const std::vector<int>& promptIds, const G
         stepText += piece;
         return true;
     };
-    std::lock_guard<std::mutex> lock(loopMutex);
     done = true;
     current.reset();
     stepText.clear();
@@ -78,12 +94,6 @@ void TextGenerationModel::Impl::start(const std::vector<int>& promptIds, const G
     done = current->completion->done();
     if (done)
         loop->cancel(kSequenceZeroRequest);  // nothing to generate (maxNewTokens 0): it leaves the loop
-}
-
-void TextGenerationModel::Impl::startText(const String& text, const std::vector<Mat>& images, const GenerationConfig& cfg)
-{
-    checkLoaded();
-    start(encodePrompt(text, images, false), cfg, std::vector<std::string>());
 }
 
 // One step of the decode loop (other requests of a GenerationEngine run in the same forward).
@@ -126,12 +136,15 @@ String TextGenerationModel::Impl::finish(const String& piece)
 
 void TextGenerationModel::Impl::cancel()
 {
+    std::lock_guard<std::mutex> lock(loopMutex);
+    cancelLocked();
+}
+
+void TextGenerationModel::Impl::cancelLocked()
+{
     if (done)
         return;
-    {
-        std::lock_guard<std::mutex> lock(loopMutex);
-        loop->cancel(kSequenceZeroRequest);
-    }
+    loop->cancel(kSequenceZeroRequest);
     finish(String());
 }
 

@@ -166,8 +166,13 @@ void TextGenerationModel::Impl::setDraftModel(const llm::ModelBundle& bundle)
 {
     if (bundle.net.empty() || !bundle.tokenizer)
         CV_Error(Error::StsBadArg, "TextGenerationModel::setDraftModel: the draft model has no tokenizer");
-    cancel();  // a generation in progress keeps no pointer to the old drafter
-    draftModel.reset(new llm::DraftModelDrafter(bundle.net, *bundle.tokenizer, *tokenizer));
+    std::unique_ptr<llm::DraftModelDrafter> drafter(new llm::DraftModelDrafter(bundle.net, *bundle.tokenizer, *tokenizer));
+    std::lock_guard<std::mutex> lock(loopMutex);
+    cancelLocked();  // a generation in progress keeps no pointer to the old drafter
+    if (loop->runningCount() + loop->waitingCount() > 0)  // a GenerationEngine's requests may draft with it
+        CV_Error(Error::StsError, "TextGenerationModel::setDraftModel: requests of the model's GenerationEngine are "
+                                  "waiting or running; set the draft model before submitting, or when they have ended");
+    draftModel = std::move(drafter);
 }
 
 llm::LoopRequest TextGenerationModel::Impl::makeLoopRequest(const GenerationRequest& request)

@@ -103,13 +103,16 @@ struct TextGenerationModel::Impl
     llm::Drafter* draftModelFor(const GenerationConfig& cfg, bool hasImages) const;
     void setDraftModel(const llm::ModelBundle& bundle);
 
-    // sequence_runner.cpp
+    // sequence_runner.cpp (the *Locked functions: with loopMutex held)
     void start(const std::vector<int>& promptIds, const GenerationConfig& cfg, const std::vector<std::string>& extraStops);
     void startText(const String& text, const std::vector<Mat>& images, const GenerationConfig& cfg);
+    void startLocked(const std::vector<int>& promptIds, const GenerationConfig& cfg,
+                     const std::vector<std::string>& extraStops);
     String next();
     String run(const std::function<bool(const String&)>& onPiece);
     String finish(const String& piece);
     void cancel();
+    void cancelLocked();
 
     // chat_session.cpp
     void startChat(const String& message, const std::vector<Mat>& images, const GenerationConfig& cfg);

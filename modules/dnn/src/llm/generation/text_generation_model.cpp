@@ -102,7 +102,9 @@ String TextGenerationModel::chat(const String& userMessage, const std::vector<Ma
 Mat TextGenerationModel::getImageEmbeddings(const Mat& image)
 {
     Impl::Busy busy(*impl);
-    return impl->visionOrError().embed(image);
+    llm::MultimodalPrompter& vision = impl->visionOrError();
+    std::lock_guard<std::mutex> lock(impl->loopMutex);  // the prompter's recent images are shared with the engine
+    return vision.embed(image);
 }
 
 String TextGenerationModel::generate(const String& prompt, const GenerationConfig& config)
@@ -237,6 +239,7 @@ std::vector<int> TextGenerationModel::getPromptTokenIds() const
 
 std::vector<int> TextGenerationModel::getGeneratedTokenIds() const
 {
+    std::lock_guard<std::mutex> lock(impl->loopMutex);  // a GenerationEngine's run() may be extending them
     return impl->current ? impl->current->completion->generated() : std::vector<int>();
 }
 
@@ -290,13 +293,16 @@ String TextGenerationModel::applyChatTemplate(const std::vector<String>& roles, 
 
 void TextGenerationModel::setChatTemplate(const String& name)
 {
-    impl->chosenTemplate = ChatTemplate::createBuiltin(name);  // validates the name
+    Ptr<ChatTemplate> chosen = ChatTemplate::createBuiltin(name);  // validates the name
+    std::lock_guard<std::mutex> lock(impl->loopMutex);  // an engine step may be rendering a chat
+    impl->chosenTemplate = chosen;
 }
 
 void TextGenerationModel::setCustomChatTemplate(const Ptr<ChatTemplate>& chatTemplate)
 {
     if (!chatTemplate)
         CV_Error(Error::StsNullPtr, "TextGenerationModel::setCustomChatTemplate: the template is empty");
+    std::lock_guard<std::mutex> lock(impl->loopMutex);
     impl->chosenTemplate = chatTemplate;
 }
 
@@ -330,6 +336,7 @@ void TextGenerationModel::saveSession(const String& path) const
 {
     Impl::Busy busy(*impl);
     impl->checkLoaded();
+    std::lock_guard<std::mutex> lock(impl->loopMutex);  // sequence 0 as no engine step changes it
     if (impl->fed().empty() || !impl->cache->hasSequence(0))
         CV_Error(Error::StsError, "TextGenerationModel::saveSession: no token was fed yet; there is no session to save");
     CV_CheckEQ((int)impl->fed().size(), impl->cache->getSequenceLength(0),
@@ -407,12 +414,10 @@ int TextGenerationModel::loadSession(const String& path)
         CV_Error(Error::StsOutOfRange, format("TextGenerationModel::loadSession: '%s' holds %d tokens; the context "
                                               "holds %d and generation needs room for one more", path.c_str(),
                                               file.length, impl->contextLength));
-    impl->cancel();  // a generation in progress on sequence 0 ends before the sequence is replaced
-    {
-        std::lock_guard<std::mutex> lock(impl->loopMutex);
-        impl->cache->loadSequence(file, path, 0);
-        impl->loop->setSequenceTokens(0, file.tokens);
-    }
+    std::lock_guard<std::mutex> lock(impl->loopMutex);
+    impl->cancelLocked();  // a generation in progress on sequence 0 ends before the sequence is replaced
+    impl->cache->loadSequence(file, path, 0);
+    impl->loop->setSequenceTokens(0, file.tokens);
     impl->conversation = std::move(conversation);
     impl->conversationImages.clear();
     impl->conversationDigests.clear();
