@@ -75,16 +75,6 @@ void DecodeLoop::setSequenceTokens(int sequenceId, const std::vector<int>& token
     prefixCache_.track(sequenceId, PrefixCache::Holder::Caller).tokens = tokens;
 }
 
-void DecodeLoop::reset()
-{
-    for (const std::shared_ptr<LoopSequence>& s : running_)
-        if (s->drafter)
-            s->drafter->forget(s->sequenceId);
-    running_.clear();
-    waiting_.clear();
-    prefixCache_.reset();
-}
-
 int DecodeLoop::newSequenceId()
 {
     while (cache_.hasSequence(nextSequenceId_) || prefixCache_.find(nextSequenceId_))

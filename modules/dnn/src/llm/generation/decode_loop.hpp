@@ -117,8 +117,6 @@ public:
         setSequenceTokens() records those of a sequence loaded from a file. */
     const std::vector<int>& sequenceTokens(int sequenceId) const { return prefixCache_.tokens(sequenceId); }
     void setSequenceTokens(int sequenceId, const std::vector<int>& tokens);
-    //! Forgets every sequence (after KVCache::clear() or a model reset).
-    void reset();
 
 private:
     bool admitWaiting();

@@ -65,8 +65,6 @@ public:
     bool releaseOldest();
     //! Releases every cached sequence.
     void clear();
-    //! Forgets every record (the KV cache was cleared by its owner).
-    void reset() { entries_.clear(); }
 
     int cachedCount() const;
     //! Pages the cached sequences hold (at most what releasing them all frees).
