@@ -45,13 +45,18 @@ struct CV_EXPORTS_W_SIMPLE GenerationRequest
 {
     CV_WRAP GenerationRequest() {}
 
-    //! The prompt as text (BOS added as the model asks). Give one of prompt, messages, promptTokenIds.
+    //! The prompt as text (BOS added as the model asks). Give one of prompt, roles + contents, messagesJson, promptTokenIds.
     CV_PROP_RW String prompt;
     /** Chat messages (roles[i], contents[i]: "system", "user", "assistant"), rendered with the
     model's chat template (TextGenerationModel::getChatTemplate()) and a generation prompt; the
     template's end-of-turn markers stop generation. */
     CV_PROP_RW std::vector<String> roles;
     CV_PROP_RW std::vector<String> contents;
+    /** Chat messages as a JSON array (ChatTemplate::applyJSON: "role", "content", and whatever
+    else the template reads, e.g. "tool_calls"), rendered like roles / contents. */
+    CV_PROP_RW String messagesJson;
+    //! Further template variables for messagesJson, a JSON object (e.g. {"tools": [...]}); empty: none.
+    CV_PROP_RW String chatContextJson;
     //! The prompt as token ids (no tokenizer involved).
     CV_PROP_RW std::vector<int> promptTokenIds;
     //! Images at the prompt's `<__media__>` markers (a model loaded with its mmproj), in order.

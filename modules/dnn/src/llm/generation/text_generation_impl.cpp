@@ -129,20 +129,32 @@ std::vector<int> TextGenerationModel::Impl::encodePrompt(const std::string& text
 std::string TextGenerationModel::Impl::renderChat(const std::vector<llm::ChatMessage>& messages,
                                                   std::vector<std::string>& stops) const
 {
-    const Ptr<ChatTemplate> tmpl = chatTemplate();
     std::vector<String> roles, contents;
     for (const llm::ChatMessage& m : messages)
     {
         roles.push_back(m.role);
         contents.push_back(m.content);
     }
-    std::string text = tmpl->apply(roles, contents, true);
+    const Ptr<ChatTemplate> tmpl = chatTemplate();
+    return withoutTemplateBos(*tmpl, tmpl->apply(roles, contents, true), stops);
+}
+
+std::string TextGenerationModel::Impl::renderChatJSON(const std::string& messagesJson, const std::string& contextJson,
+                                                      std::vector<std::string>& stops) const
+{
+    const Ptr<ChatTemplate> tmpl = chatTemplate();
+    return withoutTemplateBos(*tmpl, tmpl->applyJSON(messagesJson, true, contextJson), stops);
+}
+
+std::string TextGenerationModel::Impl::withoutTemplateBos(const ChatTemplate& tmpl, std::string text,
+                                                          std::vector<std::string>& stops) const
+{
     // The tokenizer adds BOS as a token: a BOS text the template wrote first is dropped, as
     // llama.cpp does, so that the prompt does not start with two.
-    const std::string bos = tmpl->getBosToken();
+    const std::string bos = tmpl.getBosToken();
     if (tokenizer->addBos() && !bos.empty() && text.compare(0, bos.size(), bos) == 0)
         text.erase(0, bos.size());
-    stops = llm::chatTemplateStopStrings(*tmpl);
+    stops = llm::chatTemplateStopStrings(tmpl);
     return text;
 }
 
@@ -178,10 +190,13 @@ void TextGenerationModel::Impl::setDraftModel(const llm::ModelBundle& bundle)
 llm::LoopRequest TextGenerationModel::Impl::makeLoopRequest(const GenerationRequest& request)
 {
     checkLoaded();
-    const int forms = (int)!request.prompt.empty() + (int)!request.roles.empty() + (int)!request.promptTokenIds.empty();
+    const int forms = (int)!request.prompt.empty() + (int)!request.roles.empty() + (int)!request.messagesJson.empty() +
+                      (int)!request.promptTokenIds.empty();
     if (forms != 1)
         CV_Error(Error::StsBadArg, "GenerationEngine: a request needs exactly one of prompt, roles and contents "
-                                   "(chat messages), promptTokenIds");
+                                   "(chat messages), messagesJson, promptTokenIds");
+    if (!request.chatContextJson.empty() && request.messagesJson.empty())
+        CV_Error(Error::StsBadArg, "GenerationEngine: chatContextJson goes with messagesJson");
     llm::LoopRequest r;
     r.config = request.config;
     if (!request.prompt.empty())
@@ -196,6 +211,9 @@ llm::LoopRequest TextGenerationModel::Impl::makeLoopRequest(const GenerationRequ
             messages.push_back(llm::ChatMessage{request.roles[i], request.contents[i]});
         r.prompt = encodePrompt(renderChat(messages, r.extraStops), request.images, true);
     }
+    else if (!request.messagesJson.empty())
+        r.prompt = encodePrompt(renderChatJSON(request.messagesJson, request.chatContextJson, r.extraStops),
+                                request.images, true);
     else
     {
         if (!request.images.empty())

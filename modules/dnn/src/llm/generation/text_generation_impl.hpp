@@ -96,6 +96,12 @@ struct TextGenerationModel::Impl
                                   const std::vector<std::string>& digests = std::vector<std::string>());
     //! A chat's prompt: `messages` rendered with the chat template (a BOS text the tokenizer adds is dropped).
     std::string renderChat(const std::vector<llm::ChatMessage>& messages, std::vector<std::string>& stops) const;
+    //! GenerationRequest::messagesJson rendered with the chat template and chatContextJson.
+    std::string renderChatJSON(const std::string& messagesJson, const std::string& contextJson,
+                               std::vector<std::string>& stops) const;
+    //! A rendered conversation without the BOS text the tokenizer adds as a token; stops: the
+    //! template's turn-end markers.
+    std::string withoutTemplateBos(const ChatTemplate& tmpl, std::string text, std::vector<std::string>& stops) const;
     /** A GenerationRequest as the decode loop runs it on a sequence of its own; images get a
         table of their own, put in the token-embedding layer for its prefill. */
     llm::LoopRequest makeLoopRequest(const GenerationRequest& request);
