@@ -128,6 +128,56 @@ TEST(Sampler, repetitionPenaltyFollowsItsFormula)
     EXPECT_EQ(s3.sample(z.data(), 2, {0, 1}), 0);  // 0 is outside the window of 1
 }
 
+// llama.cpp's penalties sampler: a token seen c > 0 times in the window gets
+// logit -= c * frequency + presence, after the repetition penalty's division or multiplication.
+TEST(Sampler, frequencyAndPresencePenaltiesFollowTheirFormula)
+{
+    SamplingParams p;
+    p.frequencyPenalty = 0.5f;
+    p.presencePenalty = 0.25f;
+    Sampler s(p, 1);
+    const std::vector<float> z = {1.f, 1.f, 1.f, -2.f};
+    const float* out = s.penalize(z.data(), 4, {0, 0, 0, 1, 3});
+    EXPECT_FLOAT_EQ(out[0], 1.f - 3 * 0.5f - 0.25f);   // three times
+    EXPECT_FLOAT_EQ(out[1], 1.f - 0.5f - 0.25f);       // once
+    EXPECT_FLOAT_EQ(out[2], 1.f);                      // never
+    EXPECT_FLOAT_EQ(out[3], -2.f - 0.5f - 0.25f);
+    // The greedy choice follows: token 2 is the only one left at 1.
+    EXPECT_EQ(s.sample(z.data(), 4, {0, 0, 0, 1, 3}), 2);
+
+    // With the repetition penalty: divided (or multiplied) first, then subtracted.
+    p.repetitionPenalty = 2.f;
+    p.frequencyPenalty = 0.1f;
+    p.presencePenalty = 0.3f;
+    Sampler r(p, 1);
+    const std::vector<float> y = {2.f, -1.f, 0.5f};
+    out = r.penalize(y.data(), 3, {0, 1, 0});
+    EXPECT_FLOAT_EQ(out[0], 2.f / 2.f - 2 * 0.1f - 0.3f);
+    EXPECT_FLOAT_EQ(out[1], -1.f * 2.f - 0.1f - 0.3f);
+    EXPECT_FLOAT_EQ(out[2], 0.5f);
+
+    // The same window as the repetition penalty; -1: the whole history.
+    p = SamplingParams();
+    p.presencePenalty = 1.f;
+    p.repetitionWindow = 2;
+    Sampler w(p, 1);
+    out = w.penalize(z.data(), 4, {2, 0, 1});
+    EXPECT_FLOAT_EQ(out[2], 1.f);  // outside the window of 2
+    EXPECT_FLOAT_EQ(out[0], 0.f);
+    p.repetitionWindow = -1;
+    Sampler all(p, 1);
+    EXPECT_FLOAT_EQ(all.penalize(z.data(), 4, {2, 0, 1})[2], 0.f);
+
+    // Negative penalties make repeats more likely.
+    p = SamplingParams();
+    p.frequencyPenalty = -0.5f;
+    Sampler neg(p, 1);
+    EXPECT_EQ(neg.sample(z.data(), 4, {1}), 1);
+    // Off (all three neutral): the logits themselves.
+    Sampler off(SamplingParams(), 1);
+    EXPECT_EQ(off.penalize(z.data(), 4, {0, 1}), z.data());
+}
+
 TEST(Sampler, badParametersAreErrors)
 {
     SamplingParams p;
@@ -141,6 +191,12 @@ TEST(Sampler, badParametersAreErrors)
     EXPECT_THROW(Sampler(p, 1), cv::Exception);
     p = SamplingParams();
     p.topK = -1;
+    EXPECT_THROW(Sampler(p, 1), cv::Exception);
+    p = SamplingParams();
+    p.frequencyPenalty = NAN;
+    EXPECT_THROW(Sampler(p, 1), cv::Exception);
+    p = SamplingParams();
+    p.presencePenalty = INFINITY;
     EXPECT_THROW(Sampler(p, 1), cv::Exception);
 }
 

@@ -29,7 +29,13 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW float topP = 1.f;              //!< nucleus sampling threshold (1: off)
     CV_PROP_RW float minP = 0.f;              //!< drop tokens below minP * p(best) (0: off)
     CV_PROP_RW float repetitionPenalty = 1.f; //!< > 1 discourages recent tokens (1: off)
-    CV_PROP_RW int repetitionWindow = 64;     //!< recent tokens the penalty looks at (-1: all)
+    /** Subtracted from a recent token's logit once per time it occurs (OpenAI's and llama.cpp's
+    frequency penalty; 0: off; negative values encourage repeats). */
+    CV_PROP_RW float frequencyPenalty = 0.f;
+    //! Subtracted once from the logit of every recent token (presence penalty; 0: off).
+    CV_PROP_RW float presencePenalty = 0.f;
+    //! Recent tokens (prompt included) the three penalties look at (-1: all)
+    CV_PROP_RW int repetitionWindow = 64;
     CV_PROP_RW int seed = 0;                  //!< random seed for sampling
     CV_PROP_RW std::vector<String> stopStrings;  //!< generation ends before any of these texts
     CV_PROP_RW std::vector<int> stopTokenIds;    //!< extra tokens that end generation

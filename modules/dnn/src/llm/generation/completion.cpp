@@ -24,6 +24,8 @@ static SamplingParams samplingParams(const GenerationConfig& c)
     sp.topP = c.topP;
     sp.minP = c.minP;
     sp.repetitionPenalty = c.repetitionPenalty;
+    sp.frequencyPenalty = c.frequencyPenalty;
+    sp.presencePenalty = c.presencePenalty;
     sp.repetitionWindow = c.repetitionWindow;
     return sp;
 }

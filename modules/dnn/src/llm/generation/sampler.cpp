@@ -34,6 +34,8 @@ Sampler::Sampler(const SamplingParams& params, uint64 seed) : params_(params), r
     CV_Check(params.topP, params.topP > 0.f && params.topP <= 1.f, "Sampler: top-p must be in (0, 1]");
     CV_Check(params.minP, params.minP >= 0.f && params.minP < 1.f, "Sampler: min-p must be in [0, 1)");
     CV_CheckGT(params.repetitionPenalty, 0.f, "Sampler: repetition penalty must be positive");
+    CV_Check(params.frequencyPenalty, std::isfinite(params.frequencyPenalty), "Sampler: frequency penalty must be finite");
+    CV_Check(params.presencePenalty, std::isfinite(params.presencePenalty), "Sampler: presence penalty must be finite");
     CV_Check(params.temperature, std::isfinite(params.temperature), "Sampler: temperature must be finite");
 }
 
@@ -68,22 +70,25 @@ int Sampler::sample(const float* logits, int n, const std::vector<int>& history,
 
 const float* Sampler::penalize(const float* logits, int n, const std::vector<int>& history)
 {
-    if (params_.repetitionPenalty == 1.f || history.empty())
+    if ((params_.repetitionPenalty == 1.f && params_.frequencyPenalty == 0.f && params_.presencePenalty == 0.f) ||
+        history.empty())
         return logits;
-    // Each distinct recent token counts once: a positive logit is divided by the penalty, a
-    // negative one multiplied (so the token always becomes less likely).
     penalized_.assign(logits, logits + n);
     const size_t window = params_.repetitionWindow < 0 ? history.size()
                                                        : std::min(history.size(), (size_t)params_.repetitionWindow);
-    seen_.assign(n, 0);
+    counts_.assign(n, 0);
     for (size_t i = history.size() - window; i < history.size(); i++)
+        if (history[i] >= 0 && history[i] < n)
+            counts_[history[i]]++;
+    for (int t = 0; t < n; t++)
     {
-        const int t = history[i];
-        if (t < 0 || t >= n || seen_[t])
+        const int count = counts_[t];
+        if (count == 0)
             continue;
-        seen_[t] = 1;
+        // The repetition penalty makes the token less likely whatever its sign.
         float& v = penalized_[t];
         v = v > 0 ? v / params_.repetitionPenalty : v * params_.repetitionPenalty;
+        v -= (float)count * params_.frequencyPenalty + params_.presencePenalty;
     }
     return penalized_.data();
 }

@@ -20,11 +20,13 @@ struct SamplingParams
     float topP = 1.f;               //!< 1: off
     float minP = 0.f;               //!< 0: off
     float repetitionPenalty = 1.f;  //!< 1: off
-    int repetitionWindow = 64;      //!< how many recent tokens the penalty looks at (-1: all)
+    float frequencyPenalty = 0.f;   //!< subtracted once per occurrence of a recent token (0: off)
+    float presencePenalty = 0.f;    //!< subtracted once from every recent token (0: off)
+    int repetitionWindow = 64;      //!< how many recent tokens the penalties look at (-1: all)
 };
 
-/** Picks the next token from logits. The chain is llama.cpp's default order: repetition
-    penalty, then (unless greedy) top-k, top-p and min-p on the distribution at temperature
+/** Picks the next token from logits. The chain is llama.cpp's default order: penalties
+    (repetition, frequency, presence), then (unless greedy) top-k, top-p and min-p on the distribution at temperature
     1, then temperature, then a draw from the seeded generator. */
 class CV_EXPORTS Sampler  // exported (though internal) for the C++ tests
 {
@@ -40,9 +42,13 @@ public:
         same distribution as sample(). draft < 0: sample(). */
     int sample(const float* logits, int n, const std::vector<int>& history, int draft);
 
-private:
-    //! The logits after the repetition penalty (`logits` itself when there is none).
+    /** The logits after the penalties (`logits` itself when there are none; valid until the
+        next call). A token seen c > 0 times in the window: its logit divided by the repetition
+        penalty when positive, multiplied when not, then less c * frequency + presence
+        (llama.cpp's penalties sampler, OpenAI's frequency and presence penalties). */
     const float* penalize(const float* logits, int n, const std::vector<int>& history);
+
+private:
     //! Sorts the tokens into candidates_, cuts top-k / top-p / min-p, sets weights_ at the
     //! temperature; returns how many survive.
     size_t keepSurvivors(const float* z, int n);
@@ -53,7 +59,7 @@ private:
     RNG rng_;
     // Scratch reused across calls: sampling a token allocates nothing once warmed up.
     std::vector<float> penalized_;
-    std::vector<unsigned char> seen_;
+    std::vector<int> counts_;  // occurrences of each token in the window
     std::vector<std::pair<float, int>> candidates_;  // (logit, token)
     std::vector<double> weights_;
 };

@@ -1,0 +1,34 @@
+"""The generation options an OpenAI-compatible server passes through, from Python: frequency /
+presence penalties."""
+import os
+import pathlib
+
+import cv2 as cv
+import pytest
+
+PROJECT_ROOT = pathlib.Path(os.environ.get("LLM_PROJECT_ROOT", pathlib.Path(__file__).resolve().parents[2]))
+SHARED_TESTDATA = pathlib.Path(os.environ.get("LLM_SHARED_TESTDATA", PROJECT_ROOT.parent / "shared" / "testdata"))
+STORIES = SHARED_TESTDATA / "stories260K.gguf"
+PROMPT = "Once upon a time"
+
+
+@pytest.fixture(scope="module")
+def stories():
+    if not STORIES.exists():
+        pytest.skip("model missing: %s" % STORIES)
+    return cv.dnn.TextGenerationModel(str(STORIES))
+
+
+def test_penalties_are_fields_and_forbid_repeats(stories):
+    cfg = cv.dnn.GenerationConfig()
+    assert cfg.presencePenalty == 0.0 and cfg.frequencyPenalty == 0.0
+    cfg.maxNewTokens = 30
+    cfg.ignoreEndOfGeneration = True
+    cfg.repetitionWindow = -1
+    cfg.presencePenalty = 1000.0
+    stories.generate(PROMPT, cfg)
+    ids = list(stories.getPromptTokenIds()) + list(stories.getGeneratedTokenIds())
+    assert len(ids) == len(set(ids))
+    cfg.presencePenalty = float("nan")
+    with pytest.raises(cv.error, match="presence penalty"):
+        stories.generate(PROMPT, cfg)
