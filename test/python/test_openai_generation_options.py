@@ -1,5 +1,5 @@
 """The generation options an OpenAI-compatible server passes through, from Python: frequency /
-presence penalties."""
+presence penalties, log-probabilities."""
 import os
 import pathlib
 
@@ -32,3 +32,25 @@ def test_penalties_are_fields_and_forbid_repeats(stories):
     cfg.presencePenalty = float("nan")
     with pytest.raises(cv.error, match="presence penalty"):
         stories.generate(PROMPT, cfg)
+
+
+def test_logprobs_reach_python(stories):
+    engine = cv.dnn.GenerationEngine.create(stories)
+    request = cv.dnn.GenerationRequest()
+    request.prompt = PROMPT
+    cfg = cv.dnn.GenerationConfig()
+    cfg.maxNewTokens = 6
+    cfg.topLogprobs = 3
+    request.config = cfg  # a copy: set it whole
+    result = engine.wait(engine.submit(request))
+    ids = list(result.tokenIds)
+    assert len(ids) == 6
+    assert len(result.tokenLogprobs) == 6
+    assert len(result.topLogprobTokenIds) == 18 and len(result.topLogprobs) == 18
+    # greedy: each chosen token is the most likely one, and a log-probability is at most 0
+    assert list(result.topLogprobTokenIds)[::3] == ids
+    assert all(lp <= 0 for lp in result.tokenLogprobs)
+    cfg.topLogprobs = 21
+    request.config = cfg
+    failed = engine.wait(engine.submit(request))
+    assert failed.finishReason == "error" and "topLogprobs" in failed.error

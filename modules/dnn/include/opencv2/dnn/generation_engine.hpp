@@ -25,6 +25,17 @@ struct CV_EXPORTS_W_SIMPLE GenerationResult
     CV_PROP_RW int requestId = -1;
     CV_PROP_RW String text;                //!< the completion (stop strings and stop tokens excluded)
     CV_PROP_RW std::vector<int> tokenIds;  //!< its token ids
+    /** With GenerationConfig::topLogprobs >= 0, per token of tokenIds: its log-probability under
+    the model's raw logits at that step (log-softmax before penalties, temperature, top-k / top-p /
+    min-p and grammar masks, as OpenAI reports them). Filled as tokens come: a running request's
+    result has them for every token so far. */
+    CV_PROP_RW std::vector<float> tokenLogprobs;
+    /** With GenerationConfig::topLogprobs = k > 0: per token of tokenIds, the k most likely token
+    ids at that step, most likely first (flattened: tokenIds.size() * k entries; k is at most the
+    vocabulary's size). */
+    CV_PROP_RW std::vector<int> topLogprobTokenIds;
+    //! The log-probabilities of topLogprobTokenIds, in the same order.
+    CV_PROP_RW std::vector<float> topLogprobs;
     /** "" while the request waits or runs; then "stop" (an end-of-generation or stop token, a stop
     string, the grammar's end), "length" (maxNewTokens or the context), "cancelled" or "error". */
     CV_PROP_RW String finishReason;
@@ -162,8 +173,10 @@ public:
     CV_WRAP virtual String takeText(int requestId) = 0;
     //! Whether a request has ended (false for an unknown id).
     CV_WRAP virtual bool isDone(int requestId) const = 0;
-    /** @brief The result of a request (finished or not). Once a finished request's result is
-    taken, the engine forgets it: results of requests without onFinish are kept until taken. */
+    /** @brief The result of a request (finished or not: a running request's has its text, tokens
+    and log-probabilities so far, also when called from its onPiece). Once a finished request's
+    result is taken, the engine forgets it: results of requests without onFinish are kept until
+    taken. */
     CV_WRAP virtual GenerationResult takeResult(int requestId) = 0;
     /** @brief Steps the loop (when no run() thread does) until the request ends, and takes its
     result. Not for a request with onFinish (its result goes there). */

@@ -8,6 +8,8 @@
 #include "../grammar/gbnf_parser.hpp"
 #include "../grammar/json_schema_to_grammar.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -90,6 +92,9 @@ Completion::Completion(const Tokenizer& tokenizer, const std::vector<int>& promp
             CV_Error(Error::StsOutOfRange, format("TextGenerationModel: prompt token id %d is not in [0, %d)",
                                                   id, tokenizer.vocabSize()));
     CV_CheckGE(config.maxNewTokens, 0, "TextGenerationModel: maxNewTokens must not be negative");
+    if (config.topLogprobs < -1 || config.topLogprobs > 20)
+        CV_Error(Error::StsOutOfRange, format("TextGenerationModel: GenerationConfig::topLogprobs must be in "
+                                              "[-1, 20] (-1: no log-probabilities), not %d", config.topLogprobs));
     if (!tokenizer.hasText() && !stopStrings(config, extraStops).empty())
         CV_Error(Error::StsBadArg, "TextGenerationModel: stop strings need a tokenizer (the model has none); "
                                    "use stop token ids");
@@ -161,6 +166,7 @@ String Completion::accept(const float* logits, int vocab, int roomLeft, int draf
 {
     if (done_)
         return String();
+    const float* raw = logits;  // log-probabilities are reported before any mask or penalty
     if (!endOfGeneration_.empty())
     {
         masked_.assign(logits, logits + vocab);
@@ -199,6 +205,8 @@ String Completion::accept(const float* logits, int vocab, int roomLeft, int draf
     }
     generated_.push_back(id);
     history_.push_back(id);
+    if (config_.topLogprobs >= 0)
+        recordLogprobs(raw, vocab, id);
     // Without a tokenizer (ids in, ids out) there is no text to stream.
     const String piece = tokenizer_.hasText() ? stream_.push(tokenizer_.tokenToPiece(id, false)) : String();
     if (stream_.stopped())
@@ -206,6 +214,31 @@ String Completion::accept(const float* logits, int vocab, int roomLeft, int draf
     if ((int)generated_.size() >= config_.maxNewTokens || roomLeft <= 1)
         return piece + end(FinishReason::Length);
     return piece;
+}
+
+void Completion::recordLogprobs(const float* logits, int vocab, int id)
+{
+    // log-softmax in double: log p(t) = z(t) - (max + log sum exp(z - max))
+    const float maxLogit = *std::max_element(logits, logits + vocab);
+    double sum = 0;
+    for (int t = 0; t < vocab; t++)
+        sum += std::exp((double)logits[t] - maxLogit);
+    const double logNormalizer = maxLogit + std::log(sum);
+    tokenLogprobs_.push_back((float)(logits[id] - logNormalizer));
+    const int top = std::min(config_.topLogprobs, vocab);
+    if (top == 0)
+        return;
+    byLogit_.resize((size_t)vocab);
+    for (int t = 0; t < vocab; t++)
+        byLogit_[(size_t)t] = t;
+    std::partial_sort(byLogit_.begin(), byLogit_.begin() + top, byLogit_.end(), [logits](int a, int b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (int i = 0; i < top; i++)
+    {
+        topLogprobIds_.push_back(byLogit_[(size_t)i]);
+        topLogprobs_.push_back((float)(logits[byLogit_[(size_t)i]] - logNormalizer));
+    }
 }
 
 String Completion::finish()

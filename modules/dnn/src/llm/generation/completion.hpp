@@ -61,6 +61,12 @@ public:
     const std::vector<int>& history() const { return history_; }
     //! All text generated so far.
     String text() const { return stream_.text(); }
+    /** GenerationConfig::topLogprobs >= 0: per generated token, its log-probability under the
+        raw logits accept() was given; with topLogprobs > 0 also the most likely ids and their
+        log-probabilities (flattened, topLogprobsPerToken() per token, most likely first). */
+    const std::vector<float>& tokenLogprobs() const { return tokenLogprobs_; }
+    const std::vector<int>& topLogprobTokenIds() const { return topLogprobIds_; }
+    const std::vector<float>& topLogprobs() const { return topLogprobs_; }
 
     //! Whether the config constrains the text (grammar, jsonSchema or jsonMode).
     bool constrained() const { return matcher_ != nullptr; }
@@ -77,6 +83,8 @@ private:
     bool isStopToken(int id) const;
     //! Sets the logits of the tokens the grammar does not allow to -inf (into masked_).
     const float* maskByGrammar(const float* logits, int vocab, bool& anyAllowed);
+    //! Appends the log-probabilities of token `id` (and the most likely ones) under `logits`.
+    void recordLogprobs(const float* logits, int vocab, int id);
 
     const Tokenizer& tokenizer_;
     GenerationConfig config_;
@@ -94,6 +102,11 @@ private:
     std::shared_ptr<const TokenTrie> trie_;
     TokenTrie::Scratch scratch_;
     std::vector<uint8_t> allowed_;
+
+    // log-probabilities (config.topLogprobs >= 0)
+    std::vector<float> tokenLogprobs_, topLogprobs_;
+    std::vector<int> topLogprobIds_;
+    std::vector<int> byLogit_;  // scratch: token ids, the most likely first
 };
 
 }}} // namespace cv::dnn::llm

@@ -17,20 +17,36 @@ namespace llm {
 GenerationResult LoopSequence::result() const
 {
     GenerationResult r;
-    r.requestId = request.id;
     r.finishReason = finishReasonName(finishReason);
     r.error = error;
+    updateResult(r);
+    if (completion)
+        r.text = completion->text();
+    return r;
+}
+
+// The completion's vectors only grow: what `r` lacks is their tail.
+template <typename T>
+static void appendTail(std::vector<T>& to, const std::vector<T>& from)
+{
+    if (to.size() < from.size())
+        to.insert(to.end(), from.begin() + to.size(), from.end());
+}
+
+void LoopSequence::updateResult(GenerationResult& r) const
+{
+    r.requestId = request.id;
     r.promptTokens = (int)request.prompt.size();
     r.cachedPromptTokens = cachedPromptTokens;
     r.draftedTokens = drafted;
     r.acceptedDraftTokens = draftsKept;
-    if (completion)
-    {
-        r.text = completion->text();
-        r.tokenIds = completion->generated();
-        r.generatedTokens = (int)r.tokenIds.size();
-    }
-    return r;
+    if (!completion)
+        return;
+    appendTail(r.tokenIds, completion->generated());
+    appendTail(r.tokenLogprobs, completion->tokenLogprobs());
+    appendTail(r.topLogprobTokenIds, completion->topLogprobTokenIds());
+    appendTail(r.topLogprobs, completion->topLogprobs());
+    r.generatedTokens = (int)r.tokenIds.size();
 }
 
 // One row of vocabulary logits per row the forward returned.
@@ -318,6 +334,8 @@ bool DecodeLoop::cancel(int requestId)
 
 void DecodeLoop::emit(LoopSequence& s, const String& piece)
 {
+    if (s.request.onTokens)
+        s.request.onTokens(s);
     if (piece.empty() || !s.request.onPiece)
         return;
     bool goOn = false;

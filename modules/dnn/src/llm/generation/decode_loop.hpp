@@ -50,6 +50,9 @@ struct LoopRequest
     bool keepForReuse = false;
     //! Each new piece of text; false cancels.
     std::function<bool(const String& piece)> onPiece;
+    /** After each sampled token, before onPiece (which hears only non-empty pieces): for a
+        snapshot of the running request (LoopSequence::updateResult). */
+    std::function<void(const LoopSequence& sequence)> onTokens;
     //! The end (any reason), after the sequence has left the loop.
     std::function<void(const LoopSequence& sequence)> onFinish;
     Drafter* draftModel = nullptr;    //!< the draft model when config.draftTokens asks for it
@@ -80,6 +83,9 @@ struct LoopSequence
 
     bool done() const { return finishReason != FinishReason::None; }
     GenerationResult result() const;
+    /** Brings a result taken earlier of this sequence up to date: the counts, and the tokens and
+        log-probabilities generated since (appended; the text is left to the caller). */
+    void updateResult(GenerationResult& r) const;
 };
 
 class DecodeLoop

@@ -265,8 +265,18 @@ private:
         r.id = id;
         r.keepForReuse = keepForReuse_;
         r.onPiece = [this, id](const String& piece) { return onPiece(id, piece); };
+        r.onTokens = [this](const llm::LoopSequence& s) { updateSnapshot(s); };
         r.onFinish = [this](const llm::LoopSequence& s) { finish(s); };
         impl_.loop->enqueue(r);
+    }
+
+    // A running request's result (takeResult()) has its tokens and log-probabilities so far.
+    void updateSnapshot(const llm::LoopSequence& s)
+    {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        auto it = requests_.find(s.request.id);
+        if (it != requests_.end() && !it->second.done)
+            s.updateResult(it->second.result);
     }
 
     bool onPiece(int id, const String& piece)
