@@ -35,7 +35,7 @@ RSS_BASELINE_AFTER = 50
 RSS_BASELINE_LATEST = 125
 RSS_SAMPLE_EVERY = 25       # requests done between samples
 KV_FULL_FREE_FRACTION = 0.1
-# Measured: from the baseline to the highest later sample, 0-1392 KiB (15 runs). It settles:
+# Measured: from the baseline to the highest later sample, 0-1392 KiB (16 runs). It settles:
 # 5 rounds of these 200 requests on one server grew by 490, 380, 256, 124, 88 KiB (threads of the
 # HTTP pool touching their stacks for the first time, malloc's arenas). A leak of 16 KiB per
 # request or more fails.
