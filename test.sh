@@ -6,6 +6,7 @@ cd "$(dirname "$0")"
 source tools/build_env.sh
 llm_install_packages
 llm_install_packages $LLM_TEST_APT_PACKAGES
+llm_install_server_test_packages
 llm_locate_shared_testdata
 llm_fetch_opencv
 llm_build

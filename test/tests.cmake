@@ -169,3 +169,17 @@ set_tests_properties(llm_bench_depth_mode PROPERTIES
 
 # Every quoted #include of modules/dnn/src/llm against the map of folders in doc/design.md (issue 39).
 add_test(NAME check_includes COMMAND "${LLM_PYTHON}" "${LLM_PROJECT_ROOT}/tools/check_includes.py" "${LLM_PROJECT_ROOT}")
+
+# llm_server (doc/server.md) with real clients, each test starting its own servers on loopback
+# ports: raw HTTP (errors, hostile input, curl's SSE), the official openai SDK, Debian's chromium
+# through puppeteer-core (test/server/package.json, installed by test.sh), a bounded load test,
+# and nginx in front of two replicas.
+set(server_test_environment "LLM_SERVER=$<TARGET_FILE:llm_server>;LLM_DEMO_MODEL=${LLM_PROJECT_ROOT}/models/demo/demo-stories.gguf;LLM_SHARED_TESTDATA=${shared_testdata};LLM_TEST_MODELS=${test_models};PYTHONDONTWRITEBYTECODE=1")
+add_test(NAME server_http COMMAND "${LLM_PYTHON}" -m pytest -q -p no:cacheprovider "${test_root}/server/test_server_http.py")
+add_test(NAME server_openai_sdk COMMAND node --test "${test_root}/server/openai_sdk.test.mjs")
+add_test(NAME server_browser COMMAND node --test "${test_root}/server/browser.test.mjs")
+add_test(NAME server_load COMMAND "${LLM_PYTHON}" "${test_root}/server/load_test.py")
+add_test(NAME server_nginx COMMAND "${LLM_PYTHON}" "${test_root}/server/nginx_failover.py")
+set_tests_properties(server_http server_openai_sdk server_browser server_load server_nginx PROPERTIES
+                     ENVIRONMENT "${server_test_environment}" TIMEOUT 600)
+set_tests_properties(server_openai_sdk PROPERTIES FIXTURES_REQUIRED vision_test_models)

@@ -8,13 +8,15 @@ OPENCV_TARBALL_NAME="opencv_4.10.0+dfsg.orig.tar.xz"
 OPENCV_TARBALL_SHA256="4ca619efbad524c550771ab110332fc81293fb720bd03980fe58bc15f9ca3be8"
 LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certificates
   libprotobuf-dev protobuf-compiler zlib1g-dev libgtest-dev libpcre2-dev nlohmann-json3-dev libpng-dev libjpeg-dev
-  libeigen3-dev
+  libeigen3-dev libcpp-httplib-dev libssl-dev pkg-config
   python3 python3-dev python3-numpy python3-pytest python3-onnx"
 # test.sh also needs clang with libFuzzer and the sanitizer runtimes (ctest sanitized_fuzz_smoke),
 # Python's jinja2, which renders the chat templates' expected strings (make_chat_template_reference),
 # Debian's torch, which exports the Hugging Face style test decoders (make_onnx_llm_models: hf_*),
 # and jsonschema, the independent validator of the grammar tests' JSON (test/python/test_grammar.py).
-LLM_TEST_APT_PACKAGES="clang libclang-rt-14-dev python3-jinja2 python3-torch python3-jsonschema"
+# The server tests (test/server) drive llm_server with curl, nginx, chromium and node's openai SDK.
+LLM_TEST_APT_PACKAGES="clang libclang-rt-14-dev python3-jinja2 python3-torch python3-jsonschema
+  curl nginx-light chromium"
 
 # The shared test data lies beside the project (../shared/testdata). A clone made elsewhere (e.g.
 # `git clone . "$(mktemp -d)"`) finds it beside the repository it was cloned from; or set
@@ -116,4 +118,16 @@ llm_run_demo() {
   echo "== llm_chatbot, non-interactive (the demo model's chat template, two turns)"
   printf 'Tell me a story about a cat.\nHello!\n' | "$bin/llm_chatbot" --model="$model" --max-new-tokens=120
   echo "== next: build/bin/llm_chatbot --model=<a GGUF of an architecture README.md lists, e.g. tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf>"
+}
+
+# The server tests' npm packages (test/server/package.json: the openai SDK, puppeteer-core) into
+# test/server/node_modules, from the lock file; again only when the lock file changed. Node and
+# npm come from Debian unless a node is already installed (e.g. NodeSource's, which carries npm).
+llm_install_server_test_packages() {
+  command -v npm >/dev/null 2>&1 || llm_install_packages nodejs npm
+  local dir="$LLM_ROOT/test/server"
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] || ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.llm-lock"; then
+    echo "== installing the server tests' npm packages (test/server/package.json)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) && cp "$dir/package-lock.json" "$dir/node_modules/.llm-lock"
+  fi
 }

@@ -1,0 +1,272 @@
+"""llm_server over raw HTTP: OpenAI's error shape for every kind of bad request, hostile input
+(truncated / huge / deeply nested JSON, invalid UTF-8, absurd numbers, slow clients, clients
+that vanish mid-stream), curl's view of the SSE framing, the API key, /health, /metrics and a
+graceful SIGTERM. Each case checks that the server keeps serving others afterwards.
+
+Run by ctest (server_http) with LLM_SERVER and LLM_DEMO_MODEL set."""
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_process import LlmServer, get, metric_value, post_json, request  # noqa: E402
+
+CHAT = "/v1/chat/completions"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LlmServer(["--parallel=4", "--timeout=2"]) as s:
+        yield s
+
+
+def chat_body(**fields):
+    body = {"messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 8, "temperature": 0}
+    body.update(fields)
+    return body
+
+
+def error_of(status_headers_body, status):
+    got, _, body = status_headers_body
+    assert got == status, body
+    e = (json.loads(body) if isinstance(body, (bytes, str)) else body)["error"]
+    assert set(e) == {"message", "type", "param", "code"} and e["message"], e
+    return e
+
+
+def assert_still_serving(server):
+    status, _, body = post_json(server.base_url, CHAT, chat_body())
+    assert status == 200, body
+    assert body["choices"][0]["message"]["content"]
+
+
+@pytest.mark.parametrize("body, param, words", [
+    ({"messages": []}, "messages", "non-empty"),
+    ({"messages": [{"role": "wizard", "content": "x"}]}, "messages", "wizard"),
+    ({"messages": [{"content": "x"}]}, "messages", "role"),
+    ({"messages": [{"role": "user"}]}, "messages", "content"),
+    ({"messages": [{"role": "user", "content": 5}]}, "messages", "content"),
+    (chat_body(temperature=-1), "temperature", "[0.0, 2.0]"),
+    (chat_body(temperature="hot"), "temperature", "number"),
+    (chat_body(max_tokens=0), "max_tokens", "[1,"),
+    (chat_body(max_tokens=1e300), "max_tokens", "integer"),
+    (chat_body(max_tokens=2 ** 70), "max_tokens", "integer"),
+    (chat_body(max_tokens=2 ** 63), "max_tokens", "at most"),
+    (chat_body(top_p=0), "top_p", "greater than 0"),
+    (chat_body(n=1000), "n", "16"),
+    (chat_body(seed="x"), "seed", "integer"),
+    (chat_body(stop=[1, 2]), "stop", "strings"),
+    (chat_body(stop=""), "stop", "empty"),
+    (chat_body(presence_penalty=3), "presence_penalty", "[-2.0, 2.0]"),
+    (chat_body(top_logprobs=3), "top_logprobs", "logprobs"),
+    (chat_body(logprobs=True, top_logprobs=21), "top_logprobs", "20"),
+    (chat_body(response_format={"type": "yaml"}), "response_format", "json_schema"),
+    (chat_body(tool_choice="required"), "tool_choice", "tools"),
+    (chat_body(tools=[{"type": "function"}]), "tools", "function"),
+    (chat_body(tools=[{"type": "function", "function": {"name": "f"}}], tool_choice={"type": "function",
+                                                                                     "function": {"name": "g"}}),
+     "tool_choice", "'g'"),
+    (chat_body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]),
+     "messages", "projector"),
+    (chat_body(messages=[{"role": "user", "content": [{"type": "audio"}]}]), "messages", "audio"),
+])
+def test_bad_chat_requests_are_400_naming_the_field(server, body, param, words):
+    e = error_of(post_json(server.base_url, CHAT, body), 400)
+    assert e["type"] == "invalid_request_error" and e["param"] == param, e
+    assert words in e["message"], e
+
+
+def test_bad_completion_requests(server):
+    for body, words in [({}, "prompt is required"), ({"prompt": ""}, "empty"), ({"prompt": [1, 2, 10 ** 9]}, "vocabulary"),
+                        ({"prompt": ["a", "b"]}, "several prompts"), ({"prompt": [-1]}, "vocabulary"),
+                        ({"prompt": {"x": 1}}, "prompt must")]:
+        e = error_of(post_json(server.base_url, "/v1/completions", body), 400)
+        assert words in e["message"], (body, e)
+
+
+def test_prompt_longer_than_the_context_names_both_numbers(server):
+    prompt = "hello " * 3000
+    ids = post_json(server.base_url, "/tokenize", {"content": prompt, "add_special": True})[2]["tokens"]
+    e = error_of(post_json(server.base_url, "/v1/completions", {"prompt": prompt, "max_tokens": 4}), 400)
+    assert str(len(ids)) in e["message"] and "context holds" in e["message"], e
+    e = error_of(post_json(server.base_url, CHAT, chat_body(stream=True, messages=[{"role": "user", "content": prompt}])),
+                 400)  # a stream that cannot start is an HTTP error, not an event
+    assert "context holds" in e["message"], e
+
+
+def raw_post(server, body_bytes, content_type="application/json"):
+    return request(server.base_url, "POST", CHAT, body_bytes, {"Content-Type": content_type})
+
+
+def test_malformed_json_bodies(server):
+    for body, words in [(b"{", "not valid JSON"), (b'{"messages": [', "not valid JSON"), (b"[]", "JSON object"),
+                        (b"", "not valid JSON"), (b"\xff\xfe{}", "not valid JSON"),
+                        (b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}', "UTF-8"),
+                        (b"[" * 100000, "deeper than 64"), (b'{"a":' * 70 + b"1" + b"}" * 70, "deeper than 64")]:
+        e = error_of(raw_post(server, body), 400)
+        assert words in e["message"], (body[:40], e)
+    assert_still_serving(server)
+
+
+def test_body_too_large_is_413(server):
+    e = error_of(raw_post(server, b"x" * (17 << 20)), 413)
+    assert "too large" in e["message"]
+    e = error_of(raw_post(server, b"x" * 9000, "application/x-www-form-urlencoded"), 413)
+    assert "application/json" in e["message"], e  # says how to send it
+    assert_still_serving(server)
+
+
+def test_unknown_paths_and_methods(server):
+    e = error_of(get(server.base_url, "/v1/nope"), 404)
+    assert e["type"] == "not_found_error"
+    e = error_of(get(server.base_url, CHAT), 405)
+    assert "GET" in e["message"]
+
+
+def test_tokenize_and_detokenize_round_trip(server):
+    text = "Once upon a time, a cat named Tom"
+    status, _, body = post_json(server.base_url, "/tokenize", {"content": text})
+    assert status == 200
+    ids = body["tokens"]
+    assert ids and all(isinstance(i, int) for i in ids)
+    status, _, body = post_json(server.base_url, "/detokenize", {"tokens": ids})
+    assert status == 200 and body["content"].strip() == text
+    error_of(post_json(server.base_url, "/detokenize", {"tokens": [1, "a"]}), 400)
+    error_of(post_json(server.base_url, "/tokenize", {"text": "x"}), 400)
+
+
+def test_curl_sees_sse_framing(server):
+    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 6, "temperature": 0, "stream": True,
+                       "stream_options": {"include_usage": True}})
+    out = subprocess.run(["curl", "-sN", "-i", "-H", "Content-Type: application/json", "-d", body,
+                          server.base_url + "/v1/completions"], capture_output=True, timeout=60, check=True).stdout
+    head, _, events = out.decode().partition("\r\n\r\n")
+    assert "content-type: text/event-stream" in head.lower() and "transfer-encoding: chunked" in head.lower()
+    assert events.endswith("data: [DONE]\n\n"), events[-200:]
+    frames = events.split("\n\n")[:-1]
+    assert all(f.startswith("data: ") and "\n" not in f for f in frames), frames
+    chunks = [json.loads(f[6:]) for f in frames[:-1]]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 6
+    text = "".join(c["choices"][0]["text"] for c in chunks[:-1])
+    status, _, whole = post_json(server.base_url, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 6,
+                                                                     "temperature": 0})
+    assert text == whole["choices"][0]["text"]
+
+
+def test_slow_client_is_cut_and_others_are_served(server):
+    # Slowloris: headers sent a byte at a time, then nothing; the server's read timeout (2 s here)
+    # closes the connection while other requests go on.
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+    start = time.time()
+    assert_still_serving(server)
+    s.settimeout(10)
+    try:
+        data = s.recv(100)  # the server closes (b"") or answers 408 / 400
+    except ConnectionResetError:
+        data = b""
+    assert time.time() - start < 9
+    assert data == b"" or data.startswith(b"HTTP/1.1 4"), data
+    s.close()
+
+
+def test_client_gone_mid_stream_frees_its_sequence(server):
+    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 100000, "ignore_eos": True, "stream": True,
+                       "n": 4}).encode()
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+              str(len(body)).encode() + b"\r\n\r\n" + body)
+    assert b"200 OK" in s.recv(4096)
+    s.close()
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        metrics = get(server.base_url, "/metrics")[2]
+        if metric_value(metrics, "llm_requests_running") == 0:
+            break
+        time.sleep(0.05)
+    assert metric_value(metrics, "llm_requests_running") == 0, metrics
+    assert_still_serving(server)
+
+
+def test_truncated_request_body(server):
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 1000\r\n\r\n{\"messages\": [")
+    s.shutdown(socket.SHUT_WR)
+    s.settimeout(10)
+    s.recv(4096)  # closed or an error: no crash, no hang past the timeout
+    s.close()
+    assert_still_serving(server)
+
+
+def test_health_and_metrics(server):
+    status, _, body = get(server.base_url, "/health")
+    assert status == 200 and json.loads(body) == {"status": "ok"}
+    metrics = get(server.base_url, "/metrics")[2]
+    for name in ["llm_requests_waiting", "llm_requests_running", "llm_tokens_generated_total",
+                 "llm_prompt_tokens_cached_total", "llm_kv_pages_in_use", "llm_decode_tokens_per_second"]:
+        assert "# TYPE " + name in metrics and metric_value(metrics, name) >= 0, name
+    assert metric_value(metrics, "llm_http_requests_total", path=CHAT, status="200") >= 1
+
+
+def test_api_key():
+    with LlmServer(["--api-key=sesame"]) as s:
+        e = error_of(post_json(s.base_url, CHAT, chat_body()), 401)
+        assert e["type"] == "authentication_error" and "no API key" in e["message"]
+        e = error_of(post_json(s.base_url, CHAT, chat_body(), {"Authorization": "Bearer sesam"}), 401)
+        assert "invalid" in e["message"]
+        assert post_json(s.base_url, CHAT, chat_body(), {"Authorization": "Bearer sesame"})[0] == 200
+        assert get(s.base_url, "/health")[0] == 200 and get(s.base_url, "/metrics")[0] == 200
+
+
+def sse_events(base_url, path, body, timeout=60):
+    """The data of each event of a streamed reply, as they arrive (a generator; close() hangs up)."""
+    port = int(base_url.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 200, response.read()
+        pending = b""
+        while True:
+            data = response.read1(65536)
+            if not data:
+                return
+            *frames, pending = (pending + data).split(b"\n\n")
+            for f in frames:
+                yield f.decode()[len("data: "):]
+    finally:
+        conn.close()
+
+
+def test_queue_full_is_503_with_retry_after():
+    with LlmServer(["--parallel=1", "--max-queue=0"]) as s:
+        long = {"prompt": "Once upon a time", "max_tokens": 100000, "ignore_eos": True, "stream": True}
+        events = sse_events(s.base_url, "/v1/completions", long)  # holds the one slot while read
+        next(events)
+        status, headers, body = post_json(s.base_url, "/v1/completions", {"prompt": "Hi", "max_tokens": 2})
+        e = error_of((status, headers, body), 503)
+        assert headers.get("retry-after") == "1", headers
+        assert "busy" in e["message"]
+        events.close()
+
+
+def test_sigterm_finishes_running_requests_and_exits_0():
+    s = LlmServer(["--shutdown-timeout=20"])
+    try:
+        events = sse_events(s.base_url, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 64,
+                                                            "ignore_eos": True, "stream": True})
+        first = next(events)
+        s.proc.send_signal(15)
+        rest = list(events)  # the running request is finished, not cut
+        assert rest[-1] == "[DONE]", rest[-3:]
+        assert s.proc.wait(timeout=30) == 0
+        assert first
+    finally:
+        s.kill()
