@@ -127,7 +127,7 @@ TEST(Grammar, LlamaCppIntegrationCases)
         try
         {
             g = parseGbnf(kind == "grammar" ? c["grammar"].get<std::string>()
-                                            : jsonSchemaToGbnf(c["schema"].get<std::string>()));
+                                            : jsonSchemaToGbnf(c["schema"].get<std::string>(), JsonWhitespace::LlamaCpp));
         }
         catch (const cv::Exception& e)
         {
@@ -280,7 +280,7 @@ TEST(Grammar, LlamaCppSchemaConversionCases)
         if (c["status"] == "failure")
         {
             bool refused = false;
-            try { parseGbnf(jsonSchemaToGbnf(schema)); }
+            try { parseGbnf(jsonSchemaToGbnf(schema, JsonWhitespace::LlamaCpp)); }
             catch (const cv::Exception&) { refused = true; }
             EXPECT_TRUE(refused) << "should refuse: " << schema;
             agreed += refused;
@@ -289,7 +289,7 @@ TEST(Grammar, LlamaCppSchemaConversionCases)
         std::shared_ptr<const Grammar> ours, theirs;
         try
         {
-            ours = parseGbnf(jsonSchemaToGbnf(schema));
+            ours = parseGbnf(jsonSchemaToGbnf(schema, JsonWhitespace::LlamaCpp));
             theirs = parseGbnf(c["expected_grammar"].get<std::string>());
         }
         catch (const cv::Exception& e)

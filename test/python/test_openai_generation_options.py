@@ -1,5 +1,6 @@
 """The generation options an OpenAI-compatible server passes through, from Python: frequency /
-presence penalties, log-probabilities."""
+presence penalties, log-probabilities, compact JSON."""
+import json
 import os
 import pathlib
 
@@ -54,3 +55,14 @@ def test_logprobs_reach_python(stories):
     request.config = cfg
     failed = engine.wait(engine.submit(request))
     assert failed.finishReason == "error" and "topLogprobs" in failed.error
+
+
+def test_json_is_compact_unless_asked(stories):
+    cfg = cv.dnn.GenerationConfig()
+    assert cfg.jsonFreeWhitespace is False
+    cfg.jsonSchema = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
+    cfg.maxNewTokens = 30
+    text = stories.generate(PROMPT, cfg)
+    assert json.loads(text)["a"] is not None and " " not in text and "\n" not in text
+    cfg.jsonFreeWhitespace = True  # llama.cpp's rule (its effect is checked in C++)
+    assert cfg.jsonFreeWhitespace is True

@@ -66,6 +66,10 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     CV_PROP_RW String jsonSchema;
     //! The completion is one JSON value (any). Only one of grammar, jsonSchema and jsonMode may be set.
     CV_PROP_RW bool jsonMode = false;
+    /** JSON of jsonSchema / jsonMode: false: compact, no whitespace between tokens (as OpenAI's
+    structured output; a small model spends its tokens on values); true: llama.cpp's rule (a
+    space, or newlines and indentation, after punctuation). */
+    CV_PROP_RW bool jsonFreeWhitespace = false;
     /** Log-probabilities in GenerationResult (OpenAI's logprobs / top_logprobs): -1: none; 0: each
     generated token's own; 1..20: also that many most likely tokens at each step. */
     CV_PROP_RW int topLogprobs = -1;

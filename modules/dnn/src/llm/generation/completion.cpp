@@ -75,9 +75,10 @@ static std::shared_ptr<const Grammar> configGrammar(const GenerationConfig& c)
                                    "and jsonMode");
     if (!c.grammar.empty())
         return parseGbnf(c.grammar);
+    const JsonWhitespace whitespace = c.jsonFreeWhitespace ? JsonWhitespace::LlamaCpp : JsonWhitespace::Compact;
     if (!c.jsonSchema.empty())
-        return parseGbnf(jsonSchemaToGbnf(c.jsonSchema));
-    return parseGbnf(anyJsonValueGbnf());
+        return parseGbnf(jsonSchemaToGbnf(c.jsonSchema, whitespace));
+    return parseGbnf(anyJsonValueGbnf(whitespace));
 }
 
 Completion::Completion(const Tokenizer& tokenizer, const std::vector<int>& prompt, const GenerationConfig& config,

@@ -30,9 +30,15 @@ const size_t kMaxSchemaBytes = 1 << 20;
 const size_t kMaxRules = 100000;
 const int64_t kMaxRepetition = 2000;  // larger counts are unbounded (as GBNF's {m,n})
 
+// The whitespace rule every structure refers to.
+const char* spaceRule(JsonWhitespace whitespace)
+{
+    return whitespace == JsonWhitespace::Compact ? "space ::= \"\"\n"
+                                                 : "space ::= | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\n";
+}
+
 // Bare values (without the trailing whitespace) of the JSON primitives.
 const char* kPrimitives =
-    "space ::= | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\n"
     "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4})\n"
     "string ::= \"\\\"\" char* \"\\\"\"\n"
     "integral-part ::= [0] | [1-9] [0-9]{0,15}\n"
@@ -70,7 +76,7 @@ std::string repetition(const std::string& item, int64_t minN, int64_t maxN, cons
 class SchemaConverter
 {
 public:
-    explicit SchemaConverter(const OrderedJson& root) : root_(root) {}
+    SchemaConverter(const OrderedJson& root, JsonWhitespace whitespace) : root_(root), whitespace_(whitespace) {}
 
     std::string convert()
     {
@@ -78,8 +84,7 @@ public:
         std::string out = "root ::= " + top + "\n";
         for (const auto& r : rules_)
             out += r.first + " ::= " + r.second + "\n";
-        out += kPrimitives;
-        return out;
+        return out + spaceRule(whitespace_) + kPrimitives;
     }
 
 private:
@@ -499,6 +504,7 @@ private:
     }
 
     const OrderedJson& root_;
+    const JsonWhitespace whitespace_;
     std::vector<std::pair<std::string, std::string> > rules_;
     std::set<std::string> used_;
     std::map<std::string, std::string> refRules_;
@@ -507,16 +513,16 @@ private:
 
 } // namespace
 
-std::string jsonSchemaToGbnf(const std::string& schemaJson)
+std::string jsonSchemaToGbnf(const std::string& schemaJson, JsonWhitespace whitespace)
 {
     OrderedJson schema = parseJsonText(schemaJson, "JSON schema", kMaxSchemaBytes);
-    SchemaConverter converter(schema);
+    SchemaConverter converter(schema, whitespace);
     return converter.convert();
 }
 
-std::string anyJsonValueGbnf()
+std::string anyJsonValueGbnf(JsonWhitespace whitespace)
 {
-    return std::string("root ::= value\n") + kPrimitives;
+    return std::string("root ::= value\n") + spaceRule(whitespace) + kPrimitives;
 }
 
 }}} // namespace cv::dnn::llm
