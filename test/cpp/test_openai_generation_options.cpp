@@ -1,3 +1,7 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
 // The generation options an OpenAI-compatible server passes through (issue 40), end to end on
 // real models: frequency / presence penalties and log-probabilities (against llama.cpp's stored
 // probabilities, ../shared/testdata/reference, and the softmax of the Net's own logits).
