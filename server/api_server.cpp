@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core/utils/filesystem.hpp>
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -122,10 +124,20 @@ ApiServer::~ApiServer()
 
 int ApiServer::bind()
 {
+    // cpp-httplib's default sets SO_REUSEPORT, which lets a second server take a port in use
+    // (and share its connections): only SO_REUSEADDR, so that a busy port is an error.
+    int listening = -1;
+    http_->set_socket_options([&listening](int fd) {
+        const int yes = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+        listening = fd;
+    });
     const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
                                         : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
     if (port <= 0)
         throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+    // Its backlog is 5, compiled in: a burst of new connections would wait for SYN retries.
+    ::listen(listening, SOMAXCONN);
     return port;
 }
 

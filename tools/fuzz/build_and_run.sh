@@ -5,7 +5,7 @@
 # Usage, from the project root:
 #   tools/fuzz/build_and_run.sh [seconds]
 # Environment:
-#   FUZZ_TARGETS   the targets to build and run (default: all eight, listed in TARGETS below)
+#   FUZZ_TARGETS   the targets to build and run (default: all nine, listed in TARGETS below)
 #   FUZZ_NO_BUILD  1: run the targets already built in build/fuzz
 #   LLM_BUILD_DIR  the project's build folder (default build)
 # Exits non-zero when a target fails (crash, sanitizer report, leak, timeout): ctest's
@@ -16,12 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-60}}
-TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_kv_session fuzz_onnx fuzz_onnx_llm fuzz_grammar}
+TARGETS=${FUZZ_TARGETS:-fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_kv_cache fuzz_kv_session fuzz_onnx fuzz_onnx_llm fuzz_grammar fuzz_openai_request}
 B=${LLM_BUILD_DIR:-build}
 SHARED=${LLM_SHARED_TESTDATA:-$ROOT/../shared/testdata}
 OUT=$B/fuzz
 selected() { [[ " $TARGETS " == *" $1 "* ]]; }
-mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_kv_session" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/corpus_grammar" "$OUT/artifacts"
+mkdir -p "$OUT/corpus_gguf" "$OUT/corpus_tokenizer" "$OUT/corpus_chat_template" "$OUT/corpus_kv_cache" "$OUT/corpus_kv_session" "$OUT/corpus_onnx" "$OUT/corpus_onnx_llm" "$OUT/corpus_grammar" "$OUT/corpus_openai_request" "$OUT/artifacts"
 
 # The targets are a CMake project of their own (tools/fuzz/CMakeLists.txt) in $OUT/build: Ninja
 # rebuilds only what changed since the last run, ccache what another clone compiled already.
@@ -40,6 +40,7 @@ for f in "$SHARED"/llama.cpp-vocab/*.inp; do cp -n "$f" "$OUT/corpus_tokenizer/$
 cp -n tools/fuzz/seeds/chat_template/* "$OUT/corpus_chat_template/"
 cp -n tools/fuzz/seeds/grammar/* "$OUT/corpus_grammar/"
 cp -n tools/fuzz/seeds/kv_session/* "$OUT/corpus_kv_session/"
+cp -n tools/fuzz/seeds/openai_request/* "$OUT/corpus_openai_request/"
 # The shared real chat templates, each after an options byte (add_generation_prompt, tools) and
 # followed by a short conversation.
 for f in "$SHARED"/chat-templates/*.jinja; do
