@@ -181,7 +181,10 @@ void ApiServer::loadModel()
     tokenizer_ = model_.getTokenizer();
     limits_.hasProjector = !options_.mmprojPath.empty();
     limits_.vocabSize = tokenizer_->getVocabSize();
-    toolFormat_ = toolCallFormatOf(model_.getChatTemplate()->getSource());
+    const std::string templateSource = model_.getChatTemplate()->getSource();
+    toolFormat_ = toolCallFormatOf(templateSource);
+    // A built-in template has no source: the families that have a tool role name it "tool".
+    limits_.templateKnowsToolRole = templateSource.empty() || templateSource.find("tool") != std::string::npos;
     engine_ = cv::dnn::GenerationEngine::create(model_);
     engine_->setMaxRunningRequests(options_.parallel);
     engineThread_ = std::thread([this] { engine_->run(); });

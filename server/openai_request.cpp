@@ -70,7 +70,7 @@ json parseObject(const std::string& body)
     {
         j = json::parse(body);
     }
-    catch (const json::parse_error& e)
+    catch (const json::exception& e)  // parse_error, and out_of_range for a number like 1e99999
     {
         throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
     }
@@ -181,6 +181,8 @@ void readCommonFields(const json& j, ParsedRequest& p)
         throw ApiError(400, "top_p must be greater than 0", "top_p");
     c.topK = (int)integer(j, "top_k", 0, 1 << 20, 0);
     c.minP = (float)number(j, "min_p", 0, 1, 0);
+    if (c.minP >= 1.f)
+        throw ApiError(400, "min_p must be below 1 (1 would keep only tokens as likely as the best)", "min_p");
     c.presencePenalty = (float)number(j, "presence_penalty", -2, 2, 0);
     c.frequencyPenalty = (float)number(j, "frequency_penalty", -2, 2, 0);
     c.repetitionPenalty = (float)number(j, "repeat_penalty", 0.01, 10, 1);
@@ -227,7 +229,7 @@ void readResponseFormat(const json& j, ParsedRequest& p)
     if (!c.grammar.empty())
         throw ApiError(400, "give either grammar or response_format, not both", "response_format");
     if (type == "json_object")
-        c.jsonMode = true;
+        c.jsonSchema = "{\"type\": \"object\"}";  // an object, as OpenAI's JSON mode gives (not any JSON value)
     else if (type == "json_schema")
     {
         const json* spec = field(*f, "json_schema");
@@ -405,6 +407,8 @@ std::string messagesForTemplate(const json& messages, const RequestLimits& limit
         std::string role = m["role"].get<std::string>();
         if (role == "developer")  // OpenAI's newer name of the system role
             role = "system";
+        if (role == "tool" && !limits.templateKnowsToolRole)  // as llama.cpp does: the result reaches the model
+            role = "user";
         if (role != "system" && role != "user" && role != "assistant" && role != "tool")
             throw ApiError(400, "unknown role '" + role + "' (system, developer, user, assistant, tool)", "messages");
         json message = m;
@@ -413,7 +417,9 @@ std::string messagesForTemplate(const json& messages, const RequestLimits& limit
         const json* toolCalls = field(m, "tool_calls");
         if (!content && !(role == "assistant" && toolCalls))
             throw ApiError(400, "a " + role + " message needs content", "messages");
-        message["content"] = content ? json(contentText(*content, limits, images)) : json(nullptr);
+        // An assistant turn of only tool calls has no content: "" for the templates that
+        // concatenate it (as llama.cpp renders it).
+        message["content"] = content ? contentText(*content, limits, images) : std::string();
         if (toolCalls)
         {
             if (!toolCalls->is_array())

@@ -42,6 +42,7 @@ struct RequestLimits
     bool hasProjector = false;   //!< images allowed (a model loaded with its mmproj)
     int vocabSize = 0;           //!< token ids must be below it
     int maxImages = 16;          //!< per request
+    bool templateKnowsToolRole = true;  //!< false: "tool" messages are given to the template as "user" ones
 };
 
 struct ParsedRequest

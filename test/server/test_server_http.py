@@ -59,6 +59,7 @@ def assert_still_serving(server):
     (chat_body(max_tokens=2 ** 70), "max_tokens", "integer"),
     (chat_body(max_tokens=2 ** 63), "max_tokens", "at most"),
     (chat_body(top_p=0), "top_p", "greater than 0"),
+    (chat_body(min_p=1), "min_p", "below 1"),
     (chat_body(n=1000), "n", "16"),
     (chat_body(seed="x"), "seed", "integer"),
     (chat_body(stop=[1, 2]), "stop", "strings"),
@@ -108,6 +109,7 @@ def test_malformed_json_bodies(server):
     for body, words in [(b"{", "not valid JSON"), (b'{"messages": [', "not valid JSON"), (b"[]", "JSON object"),
                         (b"", "not valid JSON"), (b"\xff\xfe{}", "not valid JSON"),
                         (b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}', "UTF-8"),
+                        (b'{"messages": [], "max_tokens": 1e99999}', "not valid JSON"),  # out of range
                         (b"[" * 100000, "deeper than 64"), (b'{"a":' * 70 + b"1" + b"}" * 70, "deeper than 64")]:
         e = error_of(raw_post(server, body), 400)
         assert words in e["message"], (body[:40], e)
