@@ -110,6 +110,21 @@ struct ApiServer::Channel
     }
 };
 
+//! What a streamed reply needs after its handler has returned (cpp-httplib writes it then).
+struct ApiServer::Stream
+{
+    ParsedRequest request;
+    ReplyHeader header;
+    std::shared_ptr<Channel> channel;
+    std::vector<int> ids;                  //!< its engine requests, one per choice
+    std::deque<Channel::Event> events;     //!< taken, not written yet
+    std::vector<FinishedChoice> choices;
+    std::vector<StreamedToolCalls> calls;  //!< per choice, when the reply may hold tool calls
+    bool forcedCall;
+    std::string echoed;
+    ClientConnection client;
+};
+
 ApiServer::ApiServer(const ServerOptions& options) : options_(options), http_(new httplib::Server)
 {
     startTime_ = unixTime();
@@ -503,82 +518,80 @@ void ApiServer::handleGeneration(const httplib::Request& req, httplib::Response&
 
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");  // nginx: pass each event on at once
-    auto state = std::make_shared<std::deque<Channel::Event>>(std::move(pending));
-    auto finishedShared = std::make_shared<std::vector<FinishedChoice>>(finished);
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, p, header, channel, ids, state, finishedShared, toolMode, chat, forcedCall, echoed,
-         client](size_t, httplib::DataSink& sink) {
-            auto send = [&sink](const std::string& data) {
-                const std::string event = "data: " + data + "\n\n";
-                return sink.write(event.data(), event.size());
-            };
-            auto abandon = [&]() {
-                channel->cancelled = true;
-                cancelAll(ids);
+    std::shared_ptr<Stream> stream = std::make_shared<Stream>(Stream{p, header, channel, ids, std::move(pending),
+                                                                     finished, {}, forcedCall, echoed, client});
+    if (toolMode && chat)
+        stream->calls.assign(p.n, StreamedToolCalls(toolFormat_, forcedCall));
+    res.set_chunked_content_provider("text/event-stream", [this, stream](size_t, httplib::DataSink& sink) {
+        if (!writeStream(*stream, sink))
+        {
+            stream->channel->cancelled = true;  // the client is gone: its requests end now
+            cancelAll(stream->ids);
+            return false;
+        }
+        sink.done();
+        return true;
+    });
+}
+
+bool ApiServer::writeStream(Stream& s, httplib::DataSink& sink)
+{
+    const ParsedRequest& p = s.request;
+    auto send = [&sink](const std::string& data) {
+        const std::string event = "data: " + data + "\n\n";
+        return sink.write(event.data(), event.size());
+    };
+    auto sendDelta = [&](int index, const json& delta, const std::string& finishReason, const json& logprobs) {
+        return send(chunkBody(p, s.header, index, delta, finishReason, logprobs));
+    };
+    for (int i = 0; i < p.n; i++)
+        if (!sendDelta(i, p.chat ? json{{"role", "assistant"}, {"content", ""}} : json{{"text", s.echoed}}, "", nullptr))
+            return false;
+    int done = 0;
+    for (;;)
+    {
+        for (Channel::Event& e : s.events)
+        {
+            if (!e.finished)
+            {
+                const std::string content = s.calls.empty() ? e.piece : s.calls[e.index].push(e.piece);
+                if (!content.empty() &&
+                    !sendDelta(e.index, p.chat ? json{{"content", content}} : json{{"text", content}}, "", e.logprobs))
+                    return false;
+                continue;
+            }
+            FinishedChoice& c = s.choices[e.index];
+            c.result = e.result;
+            done++;
+            if (c.result.finishReason == "error" || c.result.finishReason == "cancelled")
+            {
+                const bool failed = c.result.finishReason == "error";
+                s.channel->cancelled = true;  // the other choices end too
+                cancelAll(s.ids);
+                return send(errorBody(ApiError(failed ? 500 : 503, failed ? c.result.error
+                                                                          : "cancelled: the server is shutting down")));
+            }
+            if (!s.calls.empty())
+            {
+                c.reply = s.calls[e.index].finish();
+                if (!c.reply.content.empty() && !sendDelta(e.index, {{"content", c.reply.content}}, "", nullptr))
+                    return false;
+                if (!c.reply.calls.empty() &&
+                    !sendDelta(e.index, {{"tool_calls", toolCallsDelta(c.reply.calls)}}, "", nullptr))
+                    return false;
+            }
+            if (!sendDelta(e.index, json::object(), finishReasonOf(c), nullptr))
                 return false;
-            };
-            for (int i = 0; i < p.n; i++)
-            {
-                const json first = chat ? json{{"role", "assistant"}, {"content", ""}} : json{{"text", echoed}};
-                if (!send(chunkBody(p, header, i, first, "", nullptr)))
-                    return abandon();
-            }
-            std::vector<FinishedChoice>& results = *finishedShared;
-            int done = 0;
-            std::deque<Channel::Event> events;
-            events.swap(*state);
-            for (;;)
-            {
-                for (Channel::Event& e : events)
-                {
-                    if (!e.finished)
-                    {
-                        if (toolMode && chat)
-                            continue;  // calls are read from the whole reply at its end
-                        const json delta = chat ? json{{"content", e.piece}} : json{{"text", e.piece}};
-                        if (!send(chunkBody(p, header, e.index, delta, "", e.logprobs.is_null() ? json(nullptr) : e.logprobs)))
-                            return abandon();
-                        continue;
-                    }
-                    FinishedChoice& c = results[e.index];
-                    c.result = e.result;
-                    done++;
-                    if (c.result.finishReason == "error" || c.result.finishReason == "cancelled")
-                    {
-                        const ApiError error(c.result.finishReason == "error" ? 500 : 503,
-                                             c.result.finishReason == "error" ? c.result.error
-                                                                              : "cancelled: the server is shutting down");
-                        send(dumpJson(json::parse(errorBody(error))));
-                        abandon();
-                        sink.done();
-                        return true;
-                    }
-                    if (toolMode && chat)
-                    {
-                        c.reply = parseToolCalls(c.result.text, toolFormat_, forcedCall);
-                        if (!c.reply.content.empty() &&
-                            !send(chunkBody(p, header, e.index, {{"content", c.reply.content}}, "", nullptr)))
-                            return abandon();
-                        if (!c.reply.calls.empty() &&
-                            !send(chunkBody(p, header, e.index, {{"tool_calls", toolCallsDelta(c.reply.calls)}}, "", nullptr)))
-                            return abandon();
-                    }
-                    if (!send(chunkBody(p, header, e.index, json::object(), finishReasonOf(c), nullptr)))
-                        return abandon();
-                }
-                if (done == p.n)
-                    break;
-                if (client.isClosed())
-                    return abandon();
-                events = channel->take(std::chrono::milliseconds(100));
-            }
-            if (p.includeUsage && !send(usageChunkBody(p, header, usageOf(results))))
-                return abandon();
-            send("[DONE]");
-            sink.done();
-            return true;
-        });
+        }
+        if (done == p.n)
+            break;
+        if (s.client.isClosed())
+            return false;
+        s.events = s.channel->take(std::chrono::milliseconds(100));
+    }
+    if (p.includeUsage && !send(usageChunkBody(p, s.header, usageOf(s.choices))))
+        return false;
+    return send("[DONE]");
 }
 
 } // namespace llm_server

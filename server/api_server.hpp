@@ -23,6 +23,7 @@
 #include <thread>
 
 namespace httplib {
+class DataSink;
 class Server;
 struct Request;
 struct Response;
@@ -65,9 +66,12 @@ public:
 
 private:
     struct Channel;
+    struct Stream;
     void routes();
     bool authorized(const httplib::Request& req, httplib::Response& res) const;
     void handleGeneration(const httplib::Request& req, httplib::Response& res, bool chat);
+    //! Writes a streamed reply's events as they come; false when the client is gone.
+    bool writeStream(Stream& stream, httplib::DataSink& sink);
     void handleTokenize(const httplib::Request& req, httplib::Response& res);
     void handleDetokenize(const httplib::Request& req, httplib::Response& res);
     void handleMetrics(httplib::Response& res);

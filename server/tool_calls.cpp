@@ -165,4 +165,65 @@ ReplyWithCalls parseToolCalls(const std::string& reply, ToolCallFormat format, b
     return format == ToolCallFormat::Llama3 ? llama3Calls(reply) : hermesCalls(reply);
 }
 
+StreamedToolCalls::StreamedToolCalls(ToolCallFormat format, bool forced)
+    : format_(format), forced_(forced), holding_(forced)
+{
+}
+
+std::string StreamedToolCalls::push(const std::string& piece)
+{
+    reply_ += piece;
+    if (holding_)
+        return std::string();
+    size_t end = reply_.size();  // what may go out: reply_[sent_, end)
+    if (format_ == ToolCallFormat::Llama3)
+    {
+        // The whole reply is calls or none: decided by how it opens.
+        const size_t first = reply_.find_first_not_of(" \t\r\n");
+        if (first == std::string::npos)
+            return std::string();
+        static const std::string pythonTag = "<|python_tag|>";
+        const std::string opening = reply_.substr(first, pythonTag.size());
+        if (reply_[first] == '{' || pythonTag.compare(0, opening.size(), opening) == 0)
+        {
+            holding_ = sent_ == 0;  // content already sent: not a reply of calls
+            if (holding_)
+                return std::string();
+        }
+    }
+    else
+    {
+        static const std::string open = "<tool_call>";
+        const size_t call = reply_.find(open, sent_);
+        if (call != std::string::npos)
+        {
+            end = call;
+            holding_ = true;
+        }
+        else  // keep back a tail that may grow into "<tool_call>"
+            for (size_t k = std::min(open.size() - 1, reply_.size() - sent_); k > 0; k--)
+                if (reply_.compare(reply_.size() - k, k, open, 0, k) == 0)
+                {
+                    end = reply_.size() - k;
+                    break;
+                }
+    }
+    const std::string out = reply_.substr(sent_, end - sent_);
+    sent_ = end;
+    return out;
+}
+
+ReplyWithCalls StreamedToolCalls::finish()
+{
+    const std::string rest = reply_.substr(sent_);
+    sent_ = reply_.size();
+    if (!holding_)
+    {
+        ReplyWithCalls out;
+        out.content = rest;
+        return out;
+    }
+    return parseToolCalls(rest, format_, forced_);
+}
+
 } // namespace llm_server

@@ -45,6 +45,26 @@ calls are looked for in the format's own markup; text that is not a well-formed 
 content. */
 ReplyWithCalls parseToolCalls(const std::string& reply, ToolCallFormat format, bool forced);
 
+/** A reply read for calls while it streams: text that cannot be part of a call goes out as
+content at once; from where a call may begin (`<tool_call>`, or a Llama 3 reply that opens with
+`{` or `<|python_tag|>`) it is held back and read at the end. */
+class StreamedToolCalls
+{
+public:
+    StreamedToolCalls(ToolCallFormat format, bool forced);
+    //! Appends a piece of the reply; returns the content that can be sent now.
+    std::string push(const std::string& piece);
+    //! At the reply's end: the calls, and the content not sent yet.
+    ReplyWithCalls finish();
+
+private:
+    ToolCallFormat format_;
+    bool forced_;
+    std::string reply_;
+    size_t sent_ = 0;       //!< reply_[0, sent_) went out as content
+    bool holding_ = false;  //!< a call may have begun at sent_: the rest waits for finish()
+};
+
 } // namespace llm_server
 
 #endif

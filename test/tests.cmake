@@ -13,7 +13,8 @@ endif()
 
 file(GLOB cpp_test_sources CONFIGURE_DEPENDS "${test_root}/cpp/*.cpp")
 add_executable(llm_tests ${cpp_test_sources})
-target_link_libraries(llm_tests PRIVATE ${OpenCV_LIBS} GTest::gtest GTest::gtest_main)
+# llm_server_api: the server's request and tool-call reading (test_server_tool_calls.cpp).
+target_link_libraries(llm_tests PRIVATE ${OpenCV_LIBS} llm_server_api GTest::gtest GTest::gtest_main)
 target_compile_definitions(llm_tests PRIVATE LLM_SHARED_TESTDATA_DIR="${shared_testdata}")
 
 # Data the tests make themselves (ONNX files with python3-onnx, ggml blocks, GGUF models with
