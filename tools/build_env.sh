@@ -16,7 +16,7 @@ LLM_APT_PACKAGES="cmake ninja-build g++ ccache patch xz-utils dpkg-dev ca-certif
 # and jsonschema, the independent validator of the grammar tests' JSON (test/python/test_grammar.py).
 # The server tests (test/server) drive llm_server with curl, nginx, chromium and node's openai SDK.
 LLM_TEST_APT_PACKAGES="clang libclang-rt-14-dev python3-jinja2 python3-torch python3-jsonschema
-  curl nginx-light chromium"
+  curl iproute2 nginx-light chromium"
 
 # The shared test data lies beside the project (../shared/testdata). A clone made elsewhere (e.g.
 # `git clone . "$(mktemp -d)"`) finds it beside the repository it was cloned from; or set

@@ -272,3 +272,37 @@ def test_sigterm_finishes_running_requests_and_exits_0():
         assert first
     finally:
         s.kill()
+
+
+def test_health_is_503_while_loading_and_a_bad_model_exits_1(tmp_path):
+    # A model path that is a FIFO blocks the loader until something writes to it: /health must
+    # answer 503 meanwhile; the bytes written then are not a model, and the server exits 1.
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    binary = os.environ.get("LLM_SERVER", "build/bin/llm_server")
+    proc = subprocess.Popen([binary, "--port=0", "--model=" + str(fifo)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        deadline = time.time() + 20
+        while port is None and time.time() < deadline:
+            for line in os.popen("ss -ltnpH 2>/dev/null").read().splitlines():
+                if "pid=%d," % proc.pid in line:
+                    port = int(line.split()[3].rsplit(":", 1)[1])
+            time.sleep(0.05)
+        assert port, "the server did not listen while loading"
+        status, headers, body = get("http://127.0.0.1:%d" % port, "/health")
+        assert status == 503 and headers.get("retry-after") == "1", (status, body)
+        assert json.loads(body)["error"]["message"] == "loading model"
+        status, _, body = post_json("http://127.0.0.1:%d" % port, CHAT, chat_body())
+        assert status == 503, body
+        try:
+            with open(fifo, "wb") as w:
+                w.write(b"GGUF not really a model")
+        except BrokenPipeError:  # the loader stopped reading at the bad header
+            pass
+        assert proc.wait(timeout=20) == 1
+        assert "cannot load the model" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
