@@ -166,11 +166,11 @@ async function openChat(url) {
     return { page, scriptErrors, chatRequests };
 }
 
-// Waits for fn to be true in the page (checked at each DOM change); on timeout, says what the
-// page shows.
+// Waits for fn to be true in the page; on timeout, says what the page shows. (Polled: puppeteer's
+// 'mutation' polling misses text appended to a text node, a characterData change.)
 async function waitInPage(page, what, fn, ...args) {
     try {
-        await page.waitForFunction(fn, { polling: 'mutation' }, ...args);
+        await page.waitForFunction(fn, { polling: 10 }, ...args);
     } catch (e) {
         const shown = await page.evaluate(() => JSON.stringify({
             replies: [...document.querySelectorAll('#messages .message')].map((m) =>
