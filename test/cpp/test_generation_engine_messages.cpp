@@ -7,6 +7,8 @@
 
 #include "test_common.hpp"
 
+#include <chrono>
+
 namespace {
 
 using namespace cv;
@@ -73,6 +75,53 @@ TEST(GenerationEngineMessages, contextAndFormsAreChecked)
     withTools.chatContextJson = R"({"tools": [{"type": "function", "function": {"name": "get_weather"}}]})";
     withTools.config = greedy();
     EXPECT_EQ(runAlone(engine, withTools).finishReason, "length");
+}
+
+} // namespace
+
+namespace {
+
+// A request's first token comes from its own prefill's logits, before the prompts admitted after
+// it run: a short prompt admitted with a long one streams its first piece while the long one is
+// still being prefilled (the time to first token of a server's early requests).
+TEST(GenerationEngineMessages, firstTokenDoesNotWaitForLaterPrompts)
+{
+    TextGenerationModel model(llm_test::projectRoot() + "/models/demo/demo-stories.gguf");
+    Ptr<GenerationEngine> engine = GenerationEngine::create(model);
+    std::string longPrompt = "Once upon a time";
+    for (int i = 0; i < 40; i++)
+        longPrompt += ", a cat and a dog played in the park";
+    typedef std::chrono::steady_clock Clock;
+    Clock::time_point firstPiece[2];
+    bool seen[2] = {false, false};
+    int ids[2] = {0, 0};
+    for (int k = 0; k < 2; k++)
+    {
+        GenerationRequest r;
+        r.prompt = k == 0 ? "Once upon a time" : longPrompt;
+        r.config.maxNewTokens = 4;
+        r.onPiece = [&, k](int, const String&) {
+            if (!seen[k])
+                firstPiece[k] = Clock::now();
+            seen[k] = true;
+            return true;
+        };
+        ids[k] = engine->submit(r);
+    }
+    const Clock::time_point start = Clock::now();
+    engine->step();  // admits both: the short one first
+    ASSERT_TRUE(seen[0] && seen[1]);
+    const double shortWait = std::chrono::duration<double>(firstPiece[0] - start).count();
+    const double longWait = std::chrono::duration<double>(firstPiece[1] - start).count();
+    EXPECT_LT(shortWait, 0.5 * longWait) << shortWait << " s vs " << longWait << " s";
+    while (engine->step())
+    {
+    }
+    for (int id : ids)
+    {
+        const GenerationResult r = engine->takeResult(id);
+        EXPECT_TRUE(r.finishReason == "length" || r.finishReason == "stop") << r.finishReason << " " << r.error;
+    }
 }
 
 } // namespace

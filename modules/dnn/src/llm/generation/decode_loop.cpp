@@ -292,11 +292,15 @@ bool DecodeLoop::admitWaiting()
         }
         waiting_.pop_front();
         admitted = true;
-        if (s->done())
+        if (s->done())  // failed at admission
         {
             stats_.finishedRequests++;
             notifyFinish(*s);
         }
+        // Its first token at once, from its prefill's logits: a request's time to first token
+        // does not wait for the prompts admitted after it.
+        else if (!sampleNext(*s))
+            retire(running_.size() - 1);
     }
     return admitted;
 }
@@ -358,6 +362,30 @@ void DecodeLoop::end(LoopSequence& s, FinishReason reason)
         s.finishReason = s.failure ? FinishReason::Error : reason;
 }
 
+// Samples the sequence's next token from its logits and streams its text; false once it has
+// ended (finished, or failed), for the caller to retire.
+bool DecodeLoop::sampleNext(LoopSequence& s)
+{
+    const int length = cache_.getSequenceLength(s.sequenceId);
+    const int room = s.request.config.contextShift ? INT_MAX : cache_.getMaxSequenceLength() - length;
+    try
+    {
+        emit(s, s.completion->accept(s.logits.data(), (int)s.logits.size(), room));
+    }
+    catch (...)  // e.g. a grammar that nothing in the vocabulary can continue
+    {
+        s.failure = std::current_exception();
+        s.error = messageOf(s.failure);
+    }
+    if (s.completion->done() || s.failure)
+    {
+        end(s, s.completion->finishReason());
+        return false;
+    }
+    s.pending = s.completion->lastToken();
+    return true;
+}
+
 // Every running sequence samples its next token (unless a rejected draft left one pending);
 // those that go on are fed in one forward, each with its drafts, which are then kept as far as
 // the sampler accepts them.
@@ -368,26 +396,10 @@ void DecodeLoop::decode()
     for (size_t i = 0; i < running_.size();)
     {
         LoopSequence& s = *running_[i];
-        if (s.pending < 0)
+        if (s.pending < 0 && !sampleNext(s))
         {
-            const int length = cache_.getSequenceLength(s.sequenceId);
-            const int room = s.request.config.contextShift ? INT_MAX : context - length;
-            try
-            {
-                emit(s, s.completion->accept(s.logits.data(), (int)s.logits.size(), room));
-            }
-            catch (...)  // e.g. a grammar that nothing in the vocabulary can continue
-            {
-                s.failure = std::current_exception();
-                s.error = messageOf(s.failure);
-            }
-            if (s.completion->done() || s.failure)
-            {
-                end(s, s.completion->finishReason());
-                retire(i);
-                continue;
-            }
-            s.pending = s.completion->lastToken();
+            retire(i);
+            continue;
         }
         if (s.request.config.contextShift && cache_.getSequenceLength(s.sequenceId) >= context)
         {

@@ -129,6 +129,7 @@ private:
     bool fits(const LoopRequest& request, int& reservation);
     int outstandingPages() const;
     void prefill(LoopSequence& s);
+    bool sampleNext(LoopSequence& s);
     void decode();
     void proposeDrafts();
     bool keepDrafts(LoopSequence& s, const Mat& out);
