@@ -106,7 +106,8 @@ int main(int argc, char** argv)
         std::_Exit(1);
     }
     loaded = true;
-    std::cout << "listening on http://" << o.host << ":" << port << std::endl;
+    const bool ipv6 = o.host.find(':') != std::string::npos;
+    std::cout << "listening on http://" << (ipv6 ? "[" + o.host + "]" : o.host) << ":" << port << std::endl;
     signals.join();
     std::cerr << "llm_server: stopping (running requests get " << o.shutdownSeconds << " s)" << std::endl;
     server.shutdown();
