@@ -306,3 +306,19 @@ def test_health_is_503_while_loading_and_a_bad_model_exits_1(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_metrics_answer_at_once_under_load():
+    # The engine's thread takes its loop's lock again right after each step: /metrics must not
+    # wait for the load to end (it reads the counters of the last step).
+    with LlmServer(["--context=32768", "--parallel=2"]) as s:
+        events = sse_events(s.base_url, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 30000,
+                                                            "ignore_eos": True, "stream": True})
+        next(events)
+        for _ in range(5):
+            start = time.time()
+            metrics = get(s.base_url, "/metrics")[2]
+            assert time.time() - start < 1.0
+            assert metric_value(metrics, "llm_requests_running") == 1, metrics
+            assert metric_value(metrics, "llm_tokens_generated_total") >= 0
+        events.close()

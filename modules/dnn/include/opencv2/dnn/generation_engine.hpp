@@ -191,6 +191,8 @@ public:
     //! Releases every cached finished sequence.
     CV_WRAP virtual void clearPrefixCache() = 0;
 
+    /** @brief The engine's counters. Any thread, at once: while a step runs (e.g. on a run()
+    thread) they are those as of the end of the last step, plus the requests submitted since. */
     CV_WRAP virtual GenerationEngineStats getStats() const = 0;
 };
 

@@ -86,7 +86,9 @@ public:
         for (int id : cancelled)
             impl_.loop->cancel(id);
         const bool more = impl_.loop->step();
+        const GenerationEngineStats stats = loopStats();
         std::lock_guard<std::mutex> lock(stateMutex_);
+        lastStats_ = stats;
         return more || !submitted_.empty() || !cancelled_.empty();
     }
 
@@ -213,15 +215,29 @@ public:
 
     GenerationEngineStats getStats() const CV_OVERRIDE
     {
-        std::lock_guard<std::mutex> loopLock(impl_.loopMutex);
-        GenerationEngineStats stats = impl_.loop->stats();
-        stats.finishedRequests += endedBeforeTheLoop_;
+        // A run() thread takes the loop's lock again as soon as it lets it go: a monitor (a
+        // server's /metrics) would wait for the load to end. It gets the counters of the last
+        // step instead.
+        std::unique_lock<std::mutex> loopLock(impl_.loopMutex, std::try_to_lock);
+        GenerationEngineStats stats;
+        if (loopLock.owns_lock())
+            stats = loopStats();
         std::lock_guard<std::mutex> lock(stateMutex_);
+        if (!loopLock.owns_lock())
+            stats = lastStats_;
         stats.waitingRequests += (int)submitted_.size();
         return stats;
     }
 
 private:
+    //! The loop's counters (under the loop's lock).
+    GenerationEngineStats loopStats() const
+    {
+        GenerationEngineStats stats = impl_.loop->stats();
+        stats.finishedRequests += endedBeforeTheLoop_;
+        return stats;
+    }
+
     struct Request
     {
         String text, newText;  // all of it; what takeText() has not taken
@@ -339,6 +355,7 @@ private:
     int runners_ = 0;
     bool keepForReuse_ = true;      // used under the loop's lock
     double endedBeforeTheLoop_ = 0; // requests that could not be turned into token ids (the loop's lock)
+    GenerationEngineStats lastStats_; // as of the end of the last step (stateMutex_)
 };
 
 } // namespace
