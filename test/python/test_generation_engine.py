@@ -93,3 +93,15 @@ def test_bad_requests_end_with_errors_not_exceptions():
         engine.takeResult(bad_id)
     with pytest.raises(cv.error):
         cv.dnn.GenerationEngine.create("/nonexistent/model.gguf")
+
+
+def test_messages_as_json_with_template_variables():
+    # OpenAI-style messages (what an HTTP server receives) render like roles / contents.
+    engine = cv.dnn.GenerationEngine.create(cv.dnn.TextGenerationModel(MODEL))
+    r = cv.dnn.GenerationRequest()
+    r.messagesJson = '[{"role": "user", "content": "Tell me a story about a cat."}]'
+    r.chatContextJson = '{"tools": []}'
+    r.config = config(0, 1, 24)
+    result = engine.wait(engine.submit(r))
+    assert result.finishReason in ("stop", "length"), result.error
+    assert result.text == cv.dnn.TextGenerationModel(MODEL).chat("Tell me a story about a cat.", config(0, 1, 24))
