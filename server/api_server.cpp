@@ -416,10 +416,14 @@ void ApiServer::handleGeneration(const httplib::Request& req, httplib::Response&
     if (forcedCall)
         p.request.config.jsonSchema = forcedCallSchema(p.toolsJson, p.namedTool, toolFormat_);
     const bool toolMode = p.toolChoice != ToolChoice::None;
-    if (inFlight_ + p.n > options_.parallel + options_.maxQueue)
-        throw ApiError(503, "the server is busy: " + std::to_string(inFlight_.load()) + " requests are waiting or "
-                                "running (--parallel=" + std::to_string(options_.parallel) + ", --max-queue=" +
-                                std::to_string(options_.maxQueue) + "); retry later");
+    const int before = inFlight_.fetch_add(p.n);  // counted now: concurrent handlers see it
+    if (before + p.n > options_.parallel + options_.maxQueue)
+    {
+        inFlight_ -= p.n;
+        throw ApiError(503, "the server is busy: " + std::to_string(before) + " requests are waiting or running "
+                            "(--parallel=" + std::to_string(options_.parallel) + ", --max-queue=" +
+                            std::to_string(options_.maxQueue) + "); retry later");
+    }
 
     ReplyHeader header{randomId(chat ? "chatcmpl-" : "cmpl-"), unixTime(), p.model.empty() ? options_.alias : p.model};
     const std::string echoed = p.echo ? (p.request.prompt.empty() ? tokenizer_->decode(p.request.promptTokenIds, false)
@@ -457,7 +461,6 @@ void ApiServer::handleGeneration(const httplib::Request& req, httplib::Response&
             e.result = result;
             channel->push(std::move(e));
         };
-        inFlight_++;
         ids.push_back(engine_->submit(r));
         trackSubmitted(ids.back());
     }
@@ -494,7 +497,10 @@ void ApiServer::handleGeneration(const httplib::Request& req, httplib::Response&
                 pending.push_back(std::move(e));
         }
         if (clientGone())
+        {
+            res.status = 499;  // nginx's "client closed request", for the logs and /metrics
             return;
+        }
     }
     auto endChoice = [&](FinishedChoice& c) {
         const GenerationResult& r = c.result;
