@@ -121,7 +121,6 @@ struct ApiServer::Stream
     std::vector<FinishedChoice> choices;
     std::vector<StreamedToolCalls> calls;  //!< per choice, when the reply may hold tool calls
     bool forcedCall;
-    std::string echoed;
     ClientConnection client;
 };
 
@@ -416,27 +415,33 @@ void ApiServer::handleGeneration(const httplib::Request& req, httplib::Response&
     if (forcedCall)
         p.request.config.jsonSchema = forcedCallSchema(p.toolsJson, p.namedTool, toolFormat_);
     const bool toolMode = p.toolChoice != ToolChoice::None;
-    const int before = inFlight_.fetch_add(p.n);  // counted now: concurrent handlers see it
-    if (before + p.n > options_.parallel + options_.maxQueue)
+    const std::vector<cv::dnn::GenerationRequest> requests = p.choiceRequests();
+    const int choices = (int)requests.size();
+    const int before = inFlight_.fetch_add(choices);  // counted now: concurrent handlers see it
+    if (before + choices > options_.parallel + options_.maxQueue)
     {
-        inFlight_ -= p.n;
+        inFlight_ -= choices;
         throw ApiError(503, "the server is busy: " + std::to_string(before) + " requests are waiting or running "
                             "(--parallel=" + std::to_string(options_.parallel) + ", --max-queue=" +
                             std::to_string(options_.maxQueue) + "); retry later");
     }
 
     ReplyHeader header{randomId(chat ? "chatcmpl-" : "cmpl-"), unixTime(), p.model.empty() ? options_.alias : p.model};
-    const std::string echoed = p.echo ? (p.request.prompt.empty() ? tokenizer_->decode(p.request.promptTokenIds, false)
-                                                                  : p.request.prompt)
-                                      : std::string();
+    std::vector<FinishedChoice> finished(choices);
+    for (int i = 0; i < choices; i++)
+    {
+        const cv::dnn::GenerationRequest& r = requests[i];
+        finished[i].countsPrompt = i % p.n == 0;
+        if (p.echo)
+            finished[i].echoed = r.prompt.empty() ? tokenizer_->decode(r.promptTokenIds, false) : r.prompt;
+    }
     std::shared_ptr<Channel> channel = std::make_shared<Channel>();
-    channel->tokensReported.assign(p.n, 0);
+    channel->tokensReported.assign(choices, 0);
     const bool streamLogprobs = p.stream && p.logprobs && !toolMode;
     std::vector<int> ids;
-    for (int i = 0; i < p.n; i++)
+    for (int i = 0; i < choices; i++)
     {
-        cv::dnn::GenerationRequest r = p.request;
-        r.config.seed = (int)(((long long)r.config.seed + i) % 2147483647);
+        cv::dnn::GenerationRequest r = requests[i];
         r.onPiece = [this, channel, i, streamLogprobs, chat](int id, const cv::String& piece) {
             Channel::Event e;
             e.index = i;
@@ -473,12 +478,11 @@ void ApiServer::handleGeneration(const httplib::Request& req, httplib::Response&
         return true;
     };
 
-    std::vector<FinishedChoice> finished(p.n);
     int done = 0;
     std::deque<Channel::Event> pending;
     // Until the first piece, the request may still fail as a whole (a prompt longer than the
     // context, a bad grammar): that is an HTTP error, not a stream.
-    while (done < p.n && (!p.stream || pending.empty()))
+    while (done < choices && (!p.stream || pending.empty()))
     {
         for (Channel::Event& e : channel->take(std::chrono::milliseconds(100)))
         {
@@ -517,17 +521,16 @@ void ApiServer::handleGeneration(const httplib::Request& req, httplib::Response&
     {
         for (FinishedChoice& c : finished)
             endChoice(c);
-        res.set_content(completionBody(p, header, finished, [this](int t) { return tokenText(t); }, echoed),
-                        "application/json");
+        res.set_content(completionBody(p, header, finished, [this](int t) { return tokenText(t); }), "application/json");
         return;
     }
 
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");  // nginx: pass each event on at once
     std::shared_ptr<Stream> stream = std::make_shared<Stream>(Stream{p, header, channel, ids, std::move(pending),
-                                                                     finished, {}, forcedCall, echoed, client});
+                                                                     finished, {}, forcedCall, client});
     if (toolMode && chat)
-        stream->calls.assign(p.n, StreamedToolCalls(toolFormat_, forcedCall));
+        stream->calls.assign(choices, StreamedToolCalls(toolFormat_, forcedCall));
     res.set_chunked_content_provider("text/event-stream", [this, stream](size_t, httplib::DataSink& sink) {
         if (!writeStream(*stream, sink))
         {
@@ -550,8 +553,9 @@ bool ApiServer::writeStream(Stream& s, httplib::DataSink& sink)
     auto sendDelta = [&](int index, const json& delta, const std::string& finishReason, const json& logprobs) {
         return send(chunkBody(p, s.header, index, delta, finishReason, logprobs));
     };
-    for (int i = 0; i < p.n; i++)
-        if (!sendDelta(i, p.chat ? json{{"role", "assistant"}, {"content", ""}} : json{{"text", s.echoed}}, "", nullptr))
+    for (size_t i = 0; i < s.choices.size(); i++)
+        if (!sendDelta((int)i, p.chat ? json{{"role", "assistant"}, {"content", ""}} : json{{"text", s.choices[i].echoed}},
+                       "", nullptr))
             return false;
     int done = 0;
     for (;;)
@@ -589,7 +593,7 @@ bool ApiServer::writeStream(Stream& s, httplib::DataSink& sink)
             if (!sendDelta(e.index, json::object(), finishReasonOf(c), nullptr))
                 return false;
         }
-        if (done == p.n)
+        if (done == (int)s.choices.size())
             break;
         if (s.client.isClosed())
             return false;

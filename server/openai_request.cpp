@@ -195,7 +195,7 @@ void readCommonFields(const json& j, ParsedRequest& p)
         c.stopStrings.push_back(s);
     c.ignoreEndOfGeneration = boolean(j, "ignore_eos", false);
     c.grammar = text(j, "grammar");
-    p.n = (int)integer(j, "n", 1, 16, 1);
+    p.n = (int)integer(j, "n", 1, kMaxChoices, 1);
 }
 
 void readLogprobs(const json& j, ParsedRequest& p)
@@ -491,24 +491,45 @@ ParsedRequest parseCompletionRequest(const std::string& body, const RequestLimit
     const json* prompt = field(j, "prompt");
     if (!prompt)
         throw ApiError(400, "prompt is required", "prompt");
-    // A list of one prompt is the prompt ([[ids]] or ["text"]); several are refused.
-    if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_string() || (*prompt)[0].is_array()))
-        prompt = &(*prompt)[0];
-    if (prompt->is_string())
+    // A string, token ids, or a list of either (several prompts: a choice set each).
+    const bool several = prompt->is_array() && !prompt->empty() && ((*prompt)[0].is_string() || (*prompt)[0].is_array());
+    const json list = several ? *prompt : json::array({*prompt});
+    if ((int)list.size() > kMaxPrompts)
+        throw ApiError(400, "at most " + std::to_string(kMaxPrompts) + " prompts in one request", "prompt");
+    for (const json& one : list)
     {
-        p.request.prompt = prompt->get<std::string>();
-        if (p.request.prompt.empty())
-            throw ApiError(400, "prompt must not be empty", "prompt");
+        ParsedRequest::Prompt item;
+        if (one.is_string() && !one.get<std::string>().empty())
+            item.text = one.get<std::string>();
+        else if (one.is_array() && !one.empty() && !one[0].is_string() && !one[0].is_array())
+            item.tokenIds = tokenIds(one, limits.vocabSize, "prompt");
+        else
+            throw ApiError(400, "prompt must be a non-empty string, a list of token ids, or a list of those", "prompt");
+        p.prompts.push_back(item);
     }
-    else if (prompt->is_array() && !prompt->empty())
-    {
-        if ((*prompt)[0].is_string() || (*prompt)[0].is_array())
-            throw ApiError(400, "several prompts in one request are not supported; send one request each", "prompt");
-        p.request.promptTokenIds = tokenIds(*prompt, limits.vocabSize, "prompt");
-    }
-    else
-        throw ApiError(400, "prompt must be a non-empty string or a list of token ids", "prompt");
+    if ((int)p.prompts.size() * p.n > kMaxChoices)
+        throw ApiError(400, "prompts x n must be at most " + std::to_string(kMaxChoices) + ", got " +
+                            std::to_string(p.prompts.size() * p.n), "n");
     return p;
+}
+
+std::vector<cv::dnn::GenerationRequest> ParsedRequest::choiceRequests() const
+{
+    std::vector<cv::dnn::GenerationRequest> out;
+    const size_t count = chat ? 1 : prompts.size();
+    for (size_t k = 0; k < count; k++)
+        for (int i = 0; i < n; i++)
+        {
+            cv::dnn::GenerationRequest r = request;
+            if (!chat)
+            {
+                r.prompt = prompts[k].text;
+                r.promptTokenIds = prompts[k].tokenIds;
+            }
+            r.config.seed = (int)(((long long)r.config.seed + i) % 2147483647);
+            out.push_back(r);
+        }
+    return out;
 }
 
 TokenizeRequest parseTokenizeRequest(const std::string& body)

@@ -61,10 +61,26 @@ struct ParsedRequest
     std::string namedTool;      //!< ToolChoice::Named: the function's name
     std::string responseFormat; //!< "", "json_object" or "json_schema"
 
-    //! The engine request (prompt / messagesJson / promptTokenIds, images, config). For n > 1
-    //! choice i runs it with seed + i.
+    //! The engine request (messagesJson, images, config; the prompt of /v1/completions is in
+    //! prompts). For n > 1 choice i runs it with seed + i.
     cv::dnn::GenerationRequest request;
+
+    //! /v1/completions: its prompts (OpenAI's list of prompts: one request each), as text or
+    //! token ids. Prompt k's choice i is the reply's choice k * n + i.
+    struct Prompt
+    {
+        std::string text;
+        std::vector<int> tokenIds;
+    };
+    std::vector<Prompt> prompts;
+
+    //! The engine requests of the reply's choices, in order (a prompt's n choices together).
+    std::vector<cv::dnn::GenerationRequest> choiceRequests() const;
 };
+
+//! Most prompts in one /v1/completions request, and most choices (prompts x n) in any request.
+constexpr int kMaxPrompts = 16;
+constexpr int kMaxChoices = 16;
 
 /** Reads a /v1/chat/completions body. Messages keep their extra fields (tool_calls,
 tool_call_id, name); content parts become text, with `<__media__>` where an image was, and the

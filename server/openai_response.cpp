@@ -31,12 +31,17 @@ std::string finishReasonOf(const FinishedChoice& choice)
 
 json usageOf(const std::vector<FinishedChoice>& choices)
 {
-    // The choices share one prompt: counted once, as OpenAI does; cached tokens of the first.
-    int completion = 0;
+    // A prompt's n choices share it: counted once, as OpenAI does.
+    int completion = 0, prompt = 0, cached = 0;
     for (const FinishedChoice& c : choices)
+    {
         completion += c.result.generatedTokens;
-    const int prompt = choices.empty() ? 0 : choices[0].result.promptTokens;
-    const int cached = choices.empty() ? 0 : choices[0].result.cachedPromptTokens;
+        if (c.countsPrompt)
+        {
+            prompt += c.result.promptTokens;
+            cached += c.result.cachedPromptTokens;
+        }
+    }
     return {{"prompt_tokens", prompt},
             {"completion_tokens", completion},
             {"total_tokens", prompt + completion},
@@ -105,8 +110,7 @@ json toolCallsDelta(const std::vector<ToolCall>& calls)
 }
 
 std::string completionBody(const ParsedRequest& request, const ReplyHeader& header,
-                           const std::vector<FinishedChoice>& choices, const TokenText& tokenText,
-                           const std::string& echoedPrompt)
+                           const std::vector<FinishedChoice>& choices, const TokenText& tokenText)
 {
     json out = {{"id", header.id},
                 {"object", request.chat ? "chat.completion" : "text_completion"},
@@ -136,7 +140,7 @@ std::string completionBody(const ParsedRequest& request, const ReplyHeader& head
             choice["message"] = message;
         }
         else
-            choice["text"] = echoedPrompt + c.reply.content;
+            choice["text"] = c.echoed + c.reply.content;
         list.push_back(choice);
     }
     out["choices"] = list;

@@ -33,7 +33,9 @@ struct ReplyHeader
 struct FinishedChoice
 {
     cv::dnn::GenerationResult result;
-    ReplyWithCalls reply;  //!< content and calls (chat); content alone otherwise
+    ReplyWithCalls reply;        //!< content and calls (chat); content alone otherwise
+    std::string echoed;          //!< /v1/completions with echo: its prompt, before its text
+    bool countsPrompt = true;    //!< the first choice of its prompt (usage counts each prompt once)
 };
 
 //! Compact JSON text (invalid UTF-8 replaced, never thrown on).
@@ -45,7 +47,7 @@ std::string errorBody(const ApiError& error);
 //! OpenAI's finish_reason of a finished choice ("stop", "length", "tool_calls").
 std::string finishReasonOf(const FinishedChoice& choice);
 
-//! usage: prompt / completion / total tokens, prompt_tokens_details.cached_tokens.
+//! usage: prompt / completion / total tokens, prompt_tokens_details.cached_tokens (each prompt once).
 nlohmann::json usageOf(const std::vector<FinishedChoice>& choices);
 
 /** Per-token logprobs of tokens [first, last) of a result. Chat: {"content": [{"token",
@@ -56,8 +58,7 @@ nlohmann::json logprobsOf(const cv::dnn::GenerationResult& result, size_t first,
 
 //! A whole /v1/chat/completions or /v1/completions reply.
 std::string completionBody(const ParsedRequest& request, const ReplyHeader& header,
-                           const std::vector<FinishedChoice>& choices, const TokenText& tokenText,
-                           const std::string& echoedPrompt);
+                           const std::vector<FinishedChoice>& choices, const TokenText& tokenText);
 
 /** One stream chunk (without the SSE framing). Chat: `delta` is the chat delta object;
 completions: delta["text"] is the text. finishReason "" for none; logprobs null for none. */

@@ -166,7 +166,13 @@ TEST(ServerRequests, fieldsAndErrors)
     const ParsedRequest p = parseCompletionRequest(
         R"({"prompt": [[1, 2, 3]], "max_tokens": 7, "temperature": 0.5, "top_k": 4, "seed": -3, "stop": "x",
             "n": 3, "logprobs": 2, "echo": true, "presence_penalty": 0.5})", limits);
-    EXPECT_EQ(p.request.promptTokenIds, std::vector<int>({1, 2, 3}));
+    const std::vector<cv::dnn::GenerationRequest> choices = p.choiceRequests();
+    ASSERT_EQ(choices.size(), 3u);  // one prompt, n = 3: seeds s, s + 1, s + 2
+    for (int i = 0; i < 3; i++)
+    {
+        EXPECT_EQ(choices[i].promptTokenIds, std::vector<int>({1, 2, 3}));
+        EXPECT_EQ(choices[i].config.seed, p.request.config.seed + i);
+    }
     EXPECT_EQ(p.request.config.maxNewTokens, 7);
     EXPECT_FLOAT_EQ(p.request.config.temperature, 0.5f);
     EXPECT_EQ(p.request.config.topK, 4);
@@ -176,6 +182,13 @@ TEST(ServerRequests, fieldsAndErrors)
     EXPECT_EQ(p.request.config.topLogprobs, 2);
     EXPECT_TRUE(p.echo);
     EXPECT_FLOAT_EQ(p.request.config.presencePenalty, 0.5f);
+    const ParsedRequest two = parseCompletionRequest(R"({"prompt": ["a", "b"], "n": 2})", limits);
+    const std::vector<cv::dnn::GenerationRequest> four = two.choiceRequests();
+    ASSERT_EQ(four.size(), 4u);  // prompt k's choice i at k * n + i
+    EXPECT_EQ(four[1].prompt, "a");
+    EXPECT_EQ(four[2].prompt, "b");
+    EXPECT_THROW(parseCompletionRequest(R"({"prompt": ["a", "b", "c"], "n": 6})", limits), ApiError);
+    EXPECT_THROW(parseCompletionRequest(R"({"prompt": ["a", {}]})", limits), ApiError);
     try
     {
         parseCompletionRequest(R"({"prompt": [1, 50]})", limits);

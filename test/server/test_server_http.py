@@ -85,7 +85,8 @@ def test_bad_chat_requests_are_400_naming_the_field(server, body, param, words):
 
 def test_bad_completion_requests(server):
     for body, words in [({}, "prompt is required"), ({"prompt": ""}, "empty"), ({"prompt": [1, 2, 10 ** 9]}, "vocabulary"),
-                        ({"prompt": ["a", "b"]}, "several prompts"), ({"prompt": [-1]}, "vocabulary"),
+                        ({"prompt": ["a"] * 17}, "at most 16 prompts"), ({"prompt": ["a", "b"], "n": 9}, "at most 16"),
+                        ({"prompt": ["a", {}]}, "list of those"), ({"prompt": [-1]}, "vocabulary"),
                         ({"prompt": {"x": 1}}, "prompt must")]:
         e = error_of(post_json(server.base_url, "/v1/completions", body), 400)
         assert words in e["message"], (body, e)
@@ -322,3 +323,16 @@ def test_metrics_answer_at_once_under_load():
             assert metric_value(metrics, "llm_requests_running") == 1, metrics
             assert metric_value(metrics, "llm_tokens_generated_total") >= 0
         events.close()
+
+
+def test_a_list_of_prompts_gets_a_choice_set_each(server):
+    prompts = ["Once upon a time", "Tom the cat"]
+    alone = [post_json(server.base_url, "/v1/completions", {"prompt": q, "max_tokens": 8, "temperature": 0})[2]
+             for q in prompts]
+    status, _, both = post_json(server.base_url, "/v1/completions", {"prompt": prompts, "max_tokens": 8,
+                                                                      "temperature": 0, "n": 2, "echo": True})
+    assert status == 200, both
+    texts = [c["text"] for c in sorted(both["choices"], key=lambda c: c["index"])]
+    assert texts == [q + a["choices"][0]["text"] for q, a in zip(prompts, alone) for _ in range(2)]
+    assert both["usage"]["prompt_tokens"] == sum(a["usage"]["prompt_tokens"] for a in alone)
+    assert both["usage"]["completion_tokens"] == 4 * 8
