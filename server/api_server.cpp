@@ -7,6 +7,8 @@
 #include "openai_response.hpp"
 
 #include <httplib.h>
+#include <opencv2/dnn/kv_cache.hpp>
+#include <opencv2/dnn/llm.hpp>
 #include <nlohmann/json.hpp>
 #include <opencv2/core/utils/filesystem.hpp>
 
@@ -192,6 +194,17 @@ void ApiServer::loadModel()
         std::cerr << "llm_server: the model has no chat template; using chatml (--chat-template chooses)" << std::endl;
         model_.setChatTemplate("chatml");
     }
+    // The KV cache holds --parallel full contexts by default (its own default is one context, or
+    // 4096 tokens): admission reserves each request's prompt and max_tokens, so a smaller budget
+    // would run fewer requests at once than --parallel. Pages are allocated as they fill.
+    cv::dnn::Net net = model_.getNetwork();
+    const cv::Ptr<cv::dnn::KVCache> kv = cv::dnn::getLLMKVCache(net);
+    const size_t kvTokens = options_.kvTokens > 0 ? (size_t)options_.kvTokens
+                                                  : (size_t)options_.parallel * (size_t)kv->getMaxSequenceLength();
+    if (options_.kvTokens > 0 || kvTokens * kv->getBytesPerToken() > kv->getMemoryBudget())
+        kv->setMemoryBudget(kvTokens * kv->getBytesPerToken());
+    std::cerr << "llm_server: KV cache budget " << kvTokens << " tokens (" << kv->getMemoryBudget() / (1 << 20)
+              << " MiB, allocated as used), context " << kv->getMaxSequenceLength() << " tokens per request" << std::endl;
     tokenizer_ = model_.getTokenizer();
     limits_.hasProjector = !options_.mmprojPath.empty();
     limits_.vocabSize = tokenizer_->getVocabSize();

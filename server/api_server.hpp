@@ -39,6 +39,7 @@ struct ServerOptions
     int port = 8080;                    //!< 0: any free port
     int parallel = 4;                   //!< requests generating at once
     int contextLength = 0;              //!< 0: the model's
+    int kvTokens = 0;                   //!< tokens the KV cache holds in all (0: parallel x context)
     std::string apiKey;                 //!< "": no key needed
     std::string chatTemplate;           //!< "": the model's; a built-in name or a Jinja file
     std::string alias;                  //!< the model's id in /v1/models

@@ -25,6 +25,7 @@ static const char* keys =
     "{port           | 8080      | port to listen on (0: any free port; the line 'listening on' names it) }"
     "{parallel       | 4         | requests generating at once (continuous batching) }"
     "{context        | 0         | tokens per request (0: the model's training context) }"
+    "{kv-tokens      | 0         | tokens the KV cache holds for all requests (0: parallel x context; pages are allocated as used) }"
     "{threads        | -1        | threads of the model's forwards (-1: OpenCV's default) }"
     "{api-key        |           | the key clients must send (Authorization: Bearer KEY); default none }"
     "{api-key-file   |           | read the key from this file (its first line) }"
@@ -45,6 +46,7 @@ int main(int argc, char** argv)
     o.port = cl.getInt("port", 0, 65535);
     o.parallel = cl.getInt("parallel", 1, 256);
     o.contextLength = cl.getInt("context", 0, 1 << 24);
+    o.kvTokens = cl.getInt("kv-tokens", 0, INT_MAX);
     o.chatTemplate = cl.getString("chat-template");
     o.maxQueue = cl.getInt("max-queue", 0, 100000);
     o.maxBodyBytes = (size_t)cl.getInt("max-body", 1024, INT_MAX);

@@ -179,22 +179,37 @@ def test_slow_client_is_cut_and_others_are_served(server):
     s.close()
 
 
-def test_client_gone_mid_stream_frees_its_sequence(server):
-    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 100000, "ignore_eos": True, "stream": True,
-                       "n": 4}).encode()
-    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-              str(len(body)).encode() + b"\r\n\r\n" + body)
-    assert b"200 OK" in s.recv(4096)
-    s.close()
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        metrics = get(server.base_url, "/metrics")[2]
-        if metric_value(metrics, "llm_requests_running") == 0:
-            break
-        time.sleep(0.05)
-    assert metric_value(metrics, "llm_requests_running") == 0, metrics
-    assert_still_serving(server)
+@pytest.mark.parametrize("stream", [True, False])
+def test_client_gone_frees_its_sequences(stream):
+    # 4 choices of up to 30000 tokens each (seconds of work); the client hangs up after the
+    # headers (stream) or while waiting (not streamed): they must end at once, not run on.
+    with LlmServer(["--context=32768", "--parallel=4"]) as server:
+        body = json.dumps({"prompt": "Once upon a time", "max_tokens": 30000, "ignore_eos": True, "stream": stream,
+                           "n": 4}).encode()
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                  str(len(body)).encode() + b"\r\n\r\n" + body)
+        if stream:
+            assert b"200 OK" in s.recv(4096)
+        else:
+            time.sleep(0.3)
+        deadline = time.time() + 2  # the counters are those of the last step
+        while time.time() < deadline:
+            running = metric_value(get(server.base_url, "/metrics")[2], "llm_requests_running")
+            if running == 4:
+                break
+            time.sleep(0.02)
+        assert running == 4, running  # still generating when the client leaves
+        s.close()
+        deadline = time.time() + 2
+        while time.time() < deadline:
+            metrics = get(server.base_url, "/metrics")[2]
+            if metric_value(metrics, "llm_requests_running") == 0:
+                break
+            time.sleep(0.05)
+        assert metric_value(metrics, "llm_requests_running") == 0, metrics
+        assert metric_value(metrics, "llm_tokens_generated_total") < 4 * 30000
+        assert_still_serving(server)
 
 
 def test_truncated_request_body(server):
@@ -249,7 +264,7 @@ def sse_events(base_url, path, body, timeout=60):
 
 
 def test_queue_full_is_503_with_retry_after():
-    with LlmServer(["--parallel=1", "--max-queue=0"]) as s:
+    with LlmServer(["--parallel=1", "--max-queue=0", "--context=32768"]) as s:  # a stream of seconds
         long = {"prompt": "Once upon a time", "max_tokens": 100000, "ignore_eos": True, "stream": True}
         events = sse_events(s.base_url, "/v1/completions", long)  # holds the one slot while read
         next(events)
