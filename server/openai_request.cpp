@@ -7,6 +7,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -171,10 +172,10 @@ void readCommonFields(const json& j, ParsedRequest& p)
         p.includeUsage = boolean(*options, "include_usage", false);
     }
     // Default: up to the end of the context (the engine ends the request there, "length").
-    const long long maxTokens = integer(j, "max_tokens", 1, 1 << 24, -1);
-    c.maxNewTokens = (int)integer(j, p.chat ? "max_completion_tokens" : "max_tokens", 1, 1 << 24, maxTokens);
-    if (c.maxNewTokens < 0)
-        c.maxNewTokens = 1 << 24;
+    long long maxTokens = integer(j, "max_tokens", 1, 1 << 24, 1 << 24);
+    if (p.chat)  // OpenAI's newer name
+        maxTokens = integer(j, "max_completion_tokens", 1, 1 << 24, maxTokens);
+    c.maxNewTokens = (int)maxTokens;
     c.temperature = (float)number(j, "temperature", 0, 2, 1.0);
     c.topP = (float)number(j, "top_p", 0, 1, 1);
     if (field(j, "top_p") && c.topP == 0.f)
@@ -297,10 +298,22 @@ void readTools(const json& j, ParsedRequest& p)
         throw ApiError(400, "a required tool call cannot go with grammar or response_format", "tool_choice");
 }
 
-const std::string kBase64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+// Each byte's 6-bit value in base64, -1 for a byte outside its alphabet.
+struct Base64Values
+{
+    signed char of[256];
+    Base64Values()
+    {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        std::fill(of, of + 256, (signed char)-1);
+        for (int i = 0; i < 64; i++)
+            of[(unsigned char)alphabet[i]] = (signed char)i;
+    }
+};
 
 std::vector<unsigned char> base64Decode(const std::string& s, size_t begin)
 {
+    static const Base64Values values;
     std::vector<unsigned char> out;
     out.reserve((s.size() - begin) / 4 * 3);
     unsigned int bits = 0;
@@ -310,8 +323,8 @@ std::vector<unsigned char> base64Decode(const std::string& s, size_t begin)
         const char c = s[i];
         if (c == '=' || c == '\n' || c == '\r')
             continue;
-        const size_t v = kBase64Alphabet.find(c);
-        if (v == std::string::npos)
+        const int v = values.of[(unsigned char)c];
+        if (v < 0)
             throw ApiError(400, "an image_url's base64 data has a character outside base64", "messages");
         bits = (bits << 6) | (unsigned int)v;
         if (++count == 4)

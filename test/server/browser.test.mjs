@@ -9,15 +9,12 @@
 //   LLM_SERVER=build/bin/llm_server LLM_DEMO_MODEL=models/demo/demo-stories.gguf \
 //       node --test test/server/browser.test.mjs
 // Optional: LLM_SCREENSHOT=FILE.png saves the page with a finished reply; CHROMIUM=path.
-// puppeteer-core comes from test/server/node_modules (`npm ci` there) or from the build
-// folder's server-test-node/node_modules (where test.sh installs it).
+// puppeteer-core comes from test/server/node_modules (test.sh runs `npm ci` there).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
 
 const SERVER = process.env.LLM_SERVER;
 const MODEL = process.env.LLM_DEMO_MODEL;
@@ -47,19 +44,6 @@ const watchdog = setTimeout(() => {
 }, FILE_LIMIT_MS);
 watchdog.unref();
 process.on('exit', () => { for (const child of children) child.kill('SIGKILL'); });
-
-function loadPuppeteer() {
-    const testDir = path.dirname(fileURLToPath(import.meta.url));
-    const buildDir = path.dirname(path.dirname(path.resolve(SERVER)));
-    for (const dir of [testDir, path.join(buildDir, 'server-test-node')]) {
-        try {
-            return createRequire(path.join(dir, 'package.json'))('puppeteer-core');
-        } catch (e) {
-            if (e.code !== 'MODULE_NOT_FOUND') throw e;
-        }
-    }
-    throw new Error('puppeteer-core not found: run `npm ci` in test/server');
-}
 
 function withTimeout(promise, ms, what) {
     let timer;
@@ -106,10 +90,9 @@ async function metric(server, name) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-let puppeteer, browser, server, keyServer;
+let browser, server, keyServer;
 
 before(async () => {
-    puppeteer = loadPuppeteer();
     const servers = await Promise.allSettled([
         startServer([`--context=${LONG_CONTEXT}`, '--parallel=2']),
         startServer(['--api-key=right-key', '--parallel=1']),

@@ -6,8 +6,9 @@
 // chat and completions, streamed and not, structured output, tool calls, sampling fields,
 // errors as the SDK's classes, concurrency, prefix reuse and images. Run: node --test THIS_FILE
 // (after `npm ci` in this folder). Environment: LLM_SERVER, LLM_DEMO_MODEL (as ctest sets them),
-// LLM_VISION_MODELS (default build/test-models/vision, ctest's make_vision_models fixture),
-// LLM_SERVER_NODE_DIR (the folder where `npm ci` ran; default this one).
+// LLM_TEST_MODELS (the folder of ctest's generated models, default build/test-models: the
+// vision pair of its make_vision_models fixture). The SDK comes from test/server/node_modules
+// (test.sh runs `npm ci` there).
 //
 // Expected values come from elsewhere than the reply under test: /tokenize counts of the
 // prompt rendered by hand, the same request streamed / alone / greedy, the schema, llama.cpp's
@@ -16,17 +17,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import OpenAI from 'openai';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { PROJECT_ROOT, startServer } from './start_server.mjs';
 
-const nodeDir = process.env.LLM_SERVER_NODE_DIR || path.dirname(fileURLToPath(import.meta.url));
-const { OpenAI } = createRequire(path.join(nodeDir, 'package.json'))('openai');
 
-const VISION_MODELS = process.env.LLM_VISION_MODELS || path.join(PROJECT_ROOT, 'build', 'test-models', 'vision');
+const VISION_MODELS = path.join(process.env.LLM_TEST_MODELS || path.join(PROJECT_ROOT, 'build', 'test-models'), 'vision');
 const ORACLE = path.join(PROJECT_ROOT, 'test', 'data', 'oracle', 'vision');
 // The model's id in /v1/models: the file's stem, as --alias defaults.
 const DEMO_MODEL_ID = path.basename(process.env.LLM_DEMO_MODEL || 'demo-stories.gguf', '.gguf');
