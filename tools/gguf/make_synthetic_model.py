@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a random-weight Llama-family GGUF model that llama.cpp loads.
 
-    make_synthetic_model.py --arch llama|qwen2|qwen3|gpt2|phi3|granite|smollm3|mistral3 --type Q4_K_M
+    make_synthetic_model.py --arch llama|qwen2|qwen3|qwen3moe|gpt2|phi3|granite|smollm3|mistral3 --type Q4_K_M
                             --shape tiny --seed 1 --out m.gguf
                             [--tied] [--dequant-f32] [--version 3] [--context-length N] [--head-dim N]
                             [--layers N] [--rope-scaling linear|llama3|yarn --rope-factor F ...]
@@ -57,6 +57,20 @@ rope_factors_long.weight / rope_factors_short.weight (F32, n_rot/2: short unifor
 long rising from 1 to ~20 plus noise) and phi3.rope.scaling.attn_factor, by the converter's
 formula sqrt(1 + ln(ctx/orig) / ln(orig)) (1 when ctx <= orig) unless --rope-attn-factor is
 given. --sliding-window N writes phi3.attention.sliding_window (llama.cpp ignores it for phi3).
+qwen3moe (llama.cpp's qwen3moe graph): qwen3's attention (per-head Q/K RMSNorm, NEOX rotary,
+key_length / value_length always written) and a mixture-of-experts FFN instead of the dense one:
+blk.N.ffn_gate_inp.weight (the router, ggml dims [n_embd, n_expert], always F32: the converter
+writes it F32 and llama-quantize never quantizes it), ffn_gate_exps / ffn_up_exps
+([n_embd, n_ff_exp, n_expert]) and ffn_down_exps ([n_ff_exp, n_embd, n_expert]); keys
+qwen3moe.expert_count (--experts, default 8), expert_used_count (--experts-used, default 2) and
+expert_feed_forward_length (--expert-ff, default 256: a multiple of 256, so the K-quants apply to
+ffn_down_exps too). llama.cpp's qwen3moe reads no gating / normalisation key (softmax over all
+experts, top-k, weights renormalised to sum 1, all fixed in its graph), so none is written.
+--arch llama --experts E: Mixtral, the same FFN with llama.expert_count / expert_used_count and
+the experts feed_forward_length (= --expert-ff) wide; no dense ffn_gate / ffn_up / ffn_down.
+Expert tensors are quantized per row like 2-D ones; the Q4_K_M / Q5_K_M mixes follow
+llama_tensor_get_type for them (ffn_down_exps as ffn_down, by layer; with exactly 8 experts
+attn_v and attn_k Q8_0 and, for Q4_K_M, attn_output Q5_K); Q2_K / Q3_K_M are refused for them.
 qwen2 adds attn_q/k/v biases. qwen3 adds per-head Q/K RMSNorm weights (blk.N.attn_q_norm /
 attn_k_norm, head_dim elements, like the other norms uniform in [0.6, 1.4]), no biases.
 gpt2 (llama.cpp's graph): token_embd + position_embd (n_ctx rows), per block LayerNorm with bias
@@ -113,6 +127,8 @@ ARCH_DEFAULTS = {
     "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
     "qwen2": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=True, qk_norm=False),
     "qwen3": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True),
+    # qwen3's attention, a mixture-of-experts FFN (llama.cpp's qwen3moe graph)
+    "qwen3moe": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True, moe=True),
     "gpt2": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5),
     "phi3": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
     "gemma2": dict(rope_base=10000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=False, post_norms=True),
@@ -155,11 +171,16 @@ def low_bit_mix_type(name, ftype, n_layer, n_gqa, layer):
     return GGMLType.Q3_K
 
 
-def choose_type(name, ne0, ftype, n_layer, tied, layer, n_gqa=1):
-    """ggml type of a 2-D weight, mirroring llama.cpp's quantizer for the mixes."""
+def choose_type(name, ne0, ftype, n_layer, tied, layer, n_gqa=1, n_expert=0):
+    """ggml type of a 2-D (or 3-D expert) weight, mirroring llama.cpp's quantizer for the mixes."""
+    if name.endswith("ffn_gate_inp.weight"):
+        # the router: convert_hf_to_gguf.py writes it F32 and llama-quantize never quantizes it
+        return GGMLType.F32
     if ftype in ("F32", "F16", "BF16"):
         return GGMLType[ftype]
     is_output = name == "output.weight" or (tied and name == "token_embd.weight")
+    if n_expert and ftype in ("Q2_K", "Q3_K_M"):
+        raise SystemExit("--type %s: llama.cpp's mixes for mixture-of-experts models are not written here" % ftype)
     if ftype in ("Q2_K", "Q3_K_M"):
         t = (GGMLType.Q8_0 if ne0 % 256 else GGMLType.Q6_K) if is_output else \
             low_bit_mix_type(name, ftype, n_layer, n_gqa, layer)
@@ -176,10 +197,18 @@ def choose_type(name, ne0, ftype, n_layer, tied, layer, n_gqa=1):
     if mix:
         if is_output:
             t = GGMLType.Q8_0 if ne0 % BLOCK_LAYOUT[base][0] else GGMLType.Q6_K
-        elif (name.endswith("attn_v.weight") or name.endswith("attn_qkv.weight")) and use_more_bits(layer, n_layer):
+        elif name.endswith("attn_v.weight") or name.endswith("attn_qkv.weight"):
             # (llama.cpp's quantizer counts a fused attn_qkv as an attn_v: category_is_attn_v)
-            t = GGMLType.Q6_K
-        elif name.endswith("ffn_down.weight") and use_more_bits(layer, n_layer):
+            if use_more_bits(layer, n_layer):
+                t = GGMLType.Q6_K
+            if n_expert == 8:  # llama_tensor_get_type: "for the 8-expert model, bumping this to Q8_0"
+                t = GGMLType.Q8_0
+        elif name.endswith("attn_k.weight") and n_expert == 8:
+            t = GGMLType.Q8_0
+        elif name.endswith("attn_output.weight") and n_expert == 8 and ftype == "Q4_K_M":
+            t = GGMLType.Q5_K
+        elif (name.endswith("ffn_down.weight") or name.endswith("ffn_down_exps.weight")) and \
+                use_more_bits(layer, n_layer):
             t = GGMLType.Q6_K
     blk = BLOCK_LAYOUT[t][0]
     if ne0 % blk:
@@ -243,9 +272,18 @@ def tensor_specs(shape, arch, tied):
             specs.append((p + "post_attention_norm.weight", (E,), "norm", i))
         if pre:
             specs.append((p + "ffn_norm.weight", (E,), "norm", i))
-        specs.append((p + "ffn_gate.weight", (F, E), "wgate", i))
-        specs.append((p + "ffn_up.weight", (F, E), "wup", i))
-        specs.append((p + "ffn_down.weight", (E, F), "wdown", i))
+        if s.get("n_expert"):
+            # router [n_embd -> n_expert] and the experts stacked in 3-D tensors: ggml dims
+            # [n_embd, n_ff_exp, n_expert] (gate, up) and [n_ff_exp, n_embd, n_expert] (down)
+            X, FX = s["n_expert"], s["n_ff_exp"]
+            specs.append((p + "ffn_gate_inp.weight", (X, E), "wgate_inp", i))
+            specs.append((p + "ffn_gate_exps.weight", (X, FX, E), "wgate", i))
+            specs.append((p + "ffn_up_exps.weight", (X, FX, E), "wup", i))
+            specs.append((p + "ffn_down_exps.weight", (X, E, FX), "wdown_exps", i))
+        else:
+            specs.append((p + "ffn_gate.weight", (F, E), "wgate", i))
+            specs.append((p + "ffn_up.weight", (F, E), "wup", i))
+            specs.append((p + "ffn_down.weight", (E, F), "wdown", i))
         if post:
             specs.append((p + "post_ffw_norm.weight", (E,), "norm", i))
     specs.append(("output_norm.weight", (E,), "out_norm", -1))
@@ -357,6 +395,9 @@ def make_values(name, npshape, kind, shape, seed, tied=False):
         "wq": math.sqrt(1.5 / E), "wk": math.sqrt(1.5 / E),
         "wv": 1.0 / math.sqrt(E), "wo": 1.0 / math.sqrt(E),
         "wgate": 1.0 / math.sqrt(E), "wup": 1.0 / math.sqrt(E), "wdown": 1.0 / math.sqrt(F),
+        # router logits with std ~1.5 (unit-rms input): the experts' probabilities are spread
+        # enough that the top-k choice differs from token to token but is rarely a near-tie
+        "wgate_inp": 1.5 / math.sqrt(E), "wdown_exps": 1.0 / math.sqrt(shape.get("n_ff_exp", F)),
         "bq": 0.5, "bk": 0.5, "bv": 0.2,
         "pos": EMBD_SIGMA, "nbias": 0.1, "bqkv": 0.2, "bo": 0.1, "bup": 0.2, "bdown": 0.1,
     }[kind]
@@ -451,15 +492,28 @@ def build(args):
         shape["n_ctx"] = args.context_length
     if args.layers:
         shape["n_layer"] = args.layers
+    if ad.get("moe") or args.experts:
+        shape["n_expert"] = args.experts or 8
+        shape["n_expert_used"] = args.experts_used or 2
+        shape["n_ff_exp"] = args.expert_ff or 256
+        if arch == "llama":  # Mixtral: the experts are feed_forward_length wide, no dense FFN
+            shape["n_ff"] = shape["n_ff_exp"]
     w.add_uint32(arch + ".context_length", shape["n_ctx"])
     w.add_uint32(arch + ".embedding_length", shape["n_embd"])
     w.add_uint32(arch + ".block_count", shape["n_layer"])
     w.add_uint32(arch + ".feed_forward_length", shape["n_ff"])
     w.add_uint32(arch + ".attention.head_count", shape["n_head"])
     w.add_uint32(arch + ".attention.head_count_kv", shape["n_head_kv"])
-    if arch == "qwen3" or hd != shape["n_embd"] // shape["n_head"]:
+    if arch in ("qwen3", "qwen3moe") or hd != shape["n_embd"] // shape["n_head"]:
         w.add_uint32(arch + ".attention.key_length", hd)
         w.add_uint32(arch + ".attention.value_length", hd)
+    if shape.get("n_expert"):
+        # as convert_hf_to_gguf.py writes num_experts / num_experts_per_tok (and qwen's
+        # moe_intermediate_size); llama's experts are feed_forward_length wide (Mixtral)
+        w.add_uint32(arch + ".expert_count", shape["n_expert"])
+        w.add_uint32(arch + ".expert_used_count", shape["n_expert_used"])
+        if arch != "llama":
+            w.add_uint32(arch + ".expert_feed_forward_length", shape["n_ff_exp"])
     if arch == "gpt2":
         w.add_float32(arch + ".attention.layer_norm_epsilon", ad["norm_eps"])
     else:
@@ -523,7 +577,7 @@ def build(args):
             gt = GGMLType.F32
         else:
             gt = choose_type(name, dims[0], args.type, shape["n_layer"], tied, layer,
-                             shape["n_head"] // shape["n_head_kv"])
+                             shape["n_head"] // shape["n_head_kv"], shape.get("n_expert", 0))
         out_t = GGMLType.F32 if args.dequant_f32 else gt
         hist[gt.name] = hist.get(gt.name, 0) + 1
 
@@ -570,6 +624,12 @@ def main(argv=None):
                     help="mistral3: attention.temperature_scale")
     for key in ("embedding", "residual", "attention", "logit"):
         ap.add_argument("--%s-scale" % key, type=float, default=None, help="granite: %s scale" % key)
+    ap.add_argument("--experts", type=int, default=0,
+                    help="qwen3moe (default 8), llama (Mixtral when given): expert_count")
+    ap.add_argument("--experts-used", type=int, default=0, help="expert_used_count (default 2)")
+    ap.add_argument("--expert-ff", type=int, default=0,
+                    help="width of an expert's FFN (default 256): qwen3moe's expert_feed_forward_length, "
+                         "llama's feed_forward_length")
     ap.add_argument("--vocab-from", default=None,
                     help="GGUF whose tokenizer.* keys are copied; the vocab size becomes its token count "
                          "(default: stories260K.gguf's for the 512-token shapes, else a synthetic vocab)")
@@ -603,6 +663,11 @@ def main(argv=None):
                  "options (llama.cpp reads those keys only there)")
     if (args.yarn_beta_fast is not None or args.yarn_beta_slow is not None) and args.rope_scaling != "yarn":
         ap.error("--yarn-beta-fast / --yarn-beta-slow need --rope-scaling yarn")
+    moe = ARCH_DEFAULTS[args.arch].get("moe") or (args.arch == "llama" and args.experts)
+    if not moe and (args.experts or args.experts_used or args.expert_ff):
+        ap.error("--experts, --experts-used and --expert-ff are options of qwen3moe and llama (Mixtral)")
+    if moe and not 0 < (args.experts_used or 2) <= (args.experts or 8):
+        ap.error("--experts-used must be in 1..--experts")
     t0 = time.time()
     w, hist, tok = build(args)
     tmp = args.out + ".tmp"
