@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write a random-weight Llama-family GGUF model that llama.cpp loads.
 
-    make_synthetic_model.py --arch llama|qwen2|qwen3|qwen3moe|gpt2|phi3|granite|smollm3|mistral3 --type Q4_K_M
+    make_synthetic_model.py --arch llama|qwen2|qwen3|qwen3moe|gpt2|gptneox|phi2|stablelm|phi3|granite|smollm3|mistral3
+                            --type Q4_K_M
                             --shape tiny --seed 1 --out m.gguf
                             [--tied] [--dequant-f32] [--version 3] [--context-length N] [--head-dim N]
                             [--layers N] [--rope-scaling linear|llama3|yarn --rope-factor F ...]
@@ -78,6 +79,23 @@ gpt2 (llama.cpp's graph): token_embd + position_embd (n_ctx rows), per block Lay
 attn_output with bias, ffn_up / ffn_down with biases (GELU between), output_norm weight and bias;
 <arch>.attention.layer_norm_epsilon 1e-5, no rotary keys; attn_qkv is quantized like an attn_v
 (llama.cpp's quantizer, category_is_attn_v).
+gptneox, phi2, stablelm (llama.cpp's graphs of those names): LayerNorm with bias (attn_norm,
+ffn_norm where the graph has one, output_norm; epsilon 1e-5), NEOX rotary over --rope-dim of the 64
+head dimensions (default 16, 32, 16: Pythia's rotary_pct 0.25, Phi-2's 32 of 80, StableLM's 25%),
+no rope.freq_base key (llama.cpp's default 1e4), output.weight untied.
+  gptneox: fused attn_qkv (rows q | k | v, as the converter regroups GPT-NeoX's per-head
+  interleaved rows) with bias, attn_output / ffn_up / ffn_down with biases, GELU, 4 KV heads (no
+  head_count_kv key: Pythia is multi-head), gptneox.use_parallel_residual true.
+  phi2: one attn_norm feeding attention and the GELU MLP in parallel (no ffn_norm), separate
+  attn_q / attn_k / attn_v with biases (Phi-2's current HF layout), attn_output, ffn_up / ffn_down
+  with biases, output.bias; head_count_kv = head_count.
+  stablelm: separate attn_q / k / v with biases, attn_output without bias, SwiGLU ffn_gate / up /
+  down without biases, 4/2 heads; stablelm.use_parallel_residual (written, as the converter does;
+  llama.cpp's graph ignores it). --qk-norm adds per-head LayerNorm weights attn_q_norm /
+  attn_k_norm (ggml dims [head_dim, n_head] / [head_dim, n_head_kv], F32: never quantized);
+  --parallel-residual drops ffn_norm (llama.cpp then feeds the FFN the attention's input norm,
+  StableLM 2 12B) and writes use_parallel_residual true.
+  llama.cpp's GELU here is ggml_gelu through its float16 table, as for gpt2.
 granite, smollm3, mistral3: llama's tensors (the same weights for the same seed) and NORM rotary,
 with rope base 1e4 / 5e6 / 1e6 and eps 1e-5 / 1e-6 / 1e-5. granite writes --embedding-scale,
 --residual-scale, --attention-scale (granite.embedding_scale, residual_scale, attention.scale, each
@@ -139,7 +157,14 @@ ARCH_DEFAULTS = {
     "granite": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
     "smollm3": dict(rope_base=5000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=False),
     "mistral3": dict(rope_base=1000000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
+    # the partial-rotary LayerNorm family (no rope.freq_base key: llama.cpp's default 1e4);
+    # rope_frac: the default rope.dimension_count as a fraction of the head
+    "gptneox": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5, rope_frac=0.25),
+    "phi2": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5, rope_frac=0.5),
+    "stablelm": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5, rope_frac=0.25),
 }
+LAYERNORM_ARCHS = ("gpt2", "gptneox", "phi2", "stablelm")
+PARTIAL_ROTARY_ARCHS = ("phi3", "gptneox", "phi2", "stablelm")
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
              "Q4_K": 14, "Q4_K_M": 15, "Q5_K": 16, "Q5_K_M": 17, "Q6_K": 18, "BF16": 32,
@@ -173,7 +198,8 @@ def low_bit_mix_type(name, ftype, n_layer, n_gqa, layer):
 
 def choose_type(name, ne0, ftype, n_layer, tied, layer, n_gqa=1, n_expert=0):
     """ggml type of a 2-D (or 3-D expert) weight, mirroring llama.cpp's quantizer for the mixes."""
-    if name.endswith("ffn_gate_inp.weight"):
+    if name.endswith("ffn_gate_inp.weight") or name.endswith("_norm.weight"):
+        # (2-D norms: stablelm's per-head Q/K LayerNorm weights; "_norm.weight" is never quantized)
         # the router: convert_hf_to_gguf.py writes it F32 and llama-quantize never quantizes it
         return GGMLType.F32
     if ftype in ("F32", "F16", "BF16"):
@@ -238,10 +264,52 @@ def gpt2_tensor_specs(shape, tied):
     return specs
 
 
-def tensor_specs(shape, arch, tied):
+def layernorm_family_specs(shape, arch, qk_norm, parallel):
+    """gptneox, phi2, stablelm: llama.cpp's tensors for these graphs (LayerNorm with bias)."""
+    s = shape
+    hd = s["head_dim"]
+    E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
+    q_out, kv_out = s["n_head"] * hd, s["n_head_kv"] * hd
+    specs = [("token_embd.weight", (V, E), "embd", -1)]
+    for i in range(s["n_layer"]):
+        p = "blk.%d." % i
+        specs += [(p + "attn_norm.weight", (E,), "norm", i), (p + "attn_norm.bias", (E,), "nbias", i)]
+        if arch == "gptneox":
+            # fused, rows q | k | v (the converter regroups GPT-NeoX's per-head interleaved rows)
+            specs += [(p + "attn_qkv.weight", (q_out + 2 * kv_out, E), "wqkv", i),
+                      (p + "attn_qkv.bias", (q_out + 2 * kv_out,), "bqkv", i)]
+        else:
+            specs += [(p + "attn_q.weight", (q_out, E), "wq", i), (p + "attn_q.bias", (q_out,), "bq", i)]
+            if qk_norm:  # stablelm: one LayerNorm weight per head, ggml dims [head_dim, n_head]
+                specs.append((p + "attn_q_norm.weight", (s["n_head"], hd), "norm", i))
+            specs += [(p + "attn_k.weight", (kv_out, E), "wk", i), (p + "attn_k.bias", (kv_out,), "bk", i)]
+            if qk_norm:
+                specs.append((p + "attn_k_norm.weight", (s["n_head_kv"], hd), "norm", i))
+            specs += [(p + "attn_v.weight", (kv_out, E), "wv", i), (p + "attn_v.bias", (kv_out,), "bv", i)]
+        specs.append((p + "attn_output.weight", (E, q_out), "wo", i))
+        if arch != "stablelm":
+            specs.append((p + "attn_output.bias", (E,), "bo", i))
+        if arch == "gptneox" or (arch == "stablelm" and not parallel):
+            specs += [(p + "ffn_norm.weight", (E,), "norm", i), (p + "ffn_norm.bias", (E,), "nbias", i)]
+        if arch == "stablelm":  # SwiGLU, no biases
+            specs += [(p + "ffn_gate.weight", (F, E), "wgate", i), (p + "ffn_up.weight", (F, E), "wup", i),
+                      (p + "ffn_down.weight", (E, F), "wdown", i)]
+        else:  # GELU with biases
+            specs += [(p + "ffn_up.weight", (F, E), "wup", i), (p + "ffn_up.bias", (F,), "bup", i),
+                      (p + "ffn_down.weight", (E, F), "wdown", i), (p + "ffn_down.bias", (E,), "bdown", i)]
+    specs += [("output_norm.weight", (E,), "out_norm", -1), ("output_norm.bias", (E,), "out_nbias", -1),
+              ("output.weight", (V, E), "out", -1)]
+    if arch == "phi2":
+        specs.append(("output.bias", (V,), "bout", -1))
+    return specs
+
+
+def tensor_specs(shape, arch, tied, qk_norm=False, parallel=False):
     """[(name, numpy shape (rows, cols) = reversed ggml dims, kind, layer)] in file order."""
     if arch == "gpt2":
         return gpt2_tensor_specs(shape, tied)
+    if arch in ("gptneox", "phi2", "stablelm"):
+        return layernorm_family_specs(shape, arch, qk_norm, parallel)
     s = shape
     hd = s["head_dim"]
     E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
@@ -400,6 +468,7 @@ def make_values(name, npshape, kind, shape, seed, tied=False):
         "wgate_inp": 1.5 / math.sqrt(E), "wdown_exps": 1.0 / math.sqrt(shape.get("n_ff_exp", F)),
         "bq": 0.5, "bk": 0.5, "bv": 0.2,
         "pos": EMBD_SIGMA, "nbias": 0.1, "bqkv": 0.2, "bo": 0.1, "bup": 0.2, "bdown": 0.1,
+        "bout": 0.3,  # phi2's output.bias, added to the logits
     }[kind]
     x = rng.standard_normal(n, dtype=np.float32).reshape(npshape)
     x *= np.float32(sigma)
@@ -492,6 +561,8 @@ def build(args):
         shape["n_ctx"] = args.context_length
     if args.layers:
         shape["n_layer"] = args.layers
+    if arch in ("gptneox", "phi2"):  # multi-head attention, as Pythia and Phi-2 have
+        shape["n_head_kv"] = shape["n_head"]
     if ad.get("moe") or args.experts:
         shape["n_expert"] = args.experts or 8
         shape["n_expert_used"] = args.experts_used or 2
@@ -503,7 +574,8 @@ def build(args):
     w.add_uint32(arch + ".block_count", shape["n_layer"])
     w.add_uint32(arch + ".feed_forward_length", shape["n_ff"])
     w.add_uint32(arch + ".attention.head_count", shape["n_head"])
-    w.add_uint32(arch + ".attention.head_count_kv", shape["n_head_kv"])
+    if arch != "gptneox":  # (its converter writes no head_count_kv: llama.cpp then takes head_count)
+        w.add_uint32(arch + ".attention.head_count_kv", shape["n_head_kv"])
     if arch in ("qwen3", "qwen3moe") or hd != shape["n_embd"] // shape["n_head"]:
         w.add_uint32(arch + ".attention.key_length", hd)
         w.add_uint32(arch + ".attention.value_length", hd)
@@ -514,7 +586,12 @@ def build(args):
         w.add_uint32(arch + ".expert_used_count", shape["n_expert_used"])
         if arch != "llama":
             w.add_uint32(arch + ".expert_feed_forward_length", shape["n_ff_exp"])
-    if arch == "gpt2":
+    if arch in PARTIAL_ROTARY_ARCHS[1:]:
+        n_rot = args.rope_dim or int(ad["rope_frac"] * hd) // 2 * 2
+        w.add_uint32(arch + ".rope.dimension_count", n_rot)
+        if arch != "phi2":  # llama.cpp's gptneox reads it (stablelm's converter writes it, unread)
+            w.add_bool(arch + ".use_parallel_residual", arch == "gptneox" or args.parallel_residual)
+    if arch in LAYERNORM_ARCHS:
         w.add_float32(arch + ".attention.layer_norm_epsilon", ad["norm_eps"])
     else:
         w.add_float32(arch + ".attention.layer_norm_rms_epsilon", ad["rms_eps"])
@@ -531,7 +608,7 @@ def build(args):
             w.add_float32(arch + ".rope.scaling.attn_factor", attn_factor)
         if args.sliding_window is not None:
             w.add_uint32(arch + ".attention.sliding_window", args.sliding_window)
-    elif arch != "gpt2":
+    elif arch not in LAYERNORM_ARCHS:
         w.add_uint32(arch + ".rope.dimension_count", hd)
     if arch in ("gemma2", "gemma3", "olmo2"):
         add_window_keys(w, arch, args)
@@ -569,7 +646,8 @@ def build(args):
         w.add_tensor("rope_factors_long.weight", [n_rot // 2], GGMLType.F32, long_f.astype("<f4").view(np.uint8))
         w.add_tensor("rope_factors_short.weight", [n_rot // 2], GGMLType.F32, short_f.astype("<f4").view(np.uint8))
         hist["F32"] = hist.get("F32", 0) + 2
-    specs = phi3_tensor_specs(shape, tied) if arch == "phi3" else tensor_specs(shape, arch, tied)
+    specs = phi3_tensor_specs(shape, tied) if arch == "phi3" else \
+        tensor_specs(shape, arch, tied, args.qk_norm, args.parallel_residual)
     values = phi3_values if arch == "phi3" else make_values
     for name, npshape, kind, layer in specs:
         dims = list(reversed(npshape))
@@ -608,7 +686,11 @@ def main(argv=None):
     ap.add_argument("--rope-low-freq-factor", type=float, default=1.0)
     ap.add_argument("--rope-high-freq-factor", type=float, default=4.0)
     ap.add_argument("--rope-original-context", type=int, default=8192)
-    ap.add_argument("--rope-dim", type=int, default=0, help="phi3: rope.dimension_count (default 3/4 of the head)")
+    ap.add_argument("--rope-dim", type=int, default=0,
+                    help="phi3, gptneox, phi2, stablelm: rope.dimension_count (default 3/4, 1/4, 1/2, 1/4 of the head)")
+    ap.add_argument("--qk-norm", action="store_true", help="stablelm: per-head Q/K LayerNorm weights")
+    ap.add_argument("--parallel-residual", action="store_true",
+                    help="stablelm: no ffn_norm (the FFN reads the attention's input norm), use_parallel_residual true")
     ap.add_argument("--rope-attn-factor", type=float, default=None, help="phi3 longrope: attn_factor")
     ap.add_argument("--sliding-window", type=int, default=None,
                     help="phi3, gemma2, gemma3, olmo2: attention.sliding_window")
@@ -638,12 +720,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.rope_scaling == "llama3" and args.arch != "llama":
         ap.error("--rope-scaling llama3 needs --arch llama (llama.cpp reads rope_freqs.weight only there)")
-    if args.arch == "gpt2" and args.rope_scaling != "none":
-        ap.error("gpt2 has no rotary embedding")
     if (args.rope_scaling == "longrope") != (args.arch == "phi3" and args.rope_scaling != "none"):
         ap.error("--rope-scaling longrope is phi3's (and phi3 takes no other scaling here)")
-    if args.arch != "phi3" and (args.rope_dim or args.rope_attn_factor is not None):
-        ap.error("--rope-dim and --rope-attn-factor are phi3 options")
+    if args.arch not in PARTIAL_ROTARY_ARCHS and args.rope_dim:
+        ap.error("--rope-dim is an option of " + ", ".join(PARTIAL_ROTARY_ARCHS))
+    if args.arch != "phi3" and args.rope_attn_factor is not None:
+        ap.error("--rope-attn-factor is a phi3 option")
+    if args.arch != "stablelm" and (args.qk_norm or args.parallel_residual):
+        ap.error("--qk-norm and --parallel-residual are stablelm options")
+    if args.arch in LAYERNORM_ARCHS and args.rope_scaling != "none":
+        ap.error("no rope scaling for " + args.arch)
     windowed = ("phi3", "gemma2", "gemma3", "olmo2")
     if args.arch not in windowed and args.sliding_window is not None:
         ap.error("--sliding-window is an option of " + ", ".join(windowed))
