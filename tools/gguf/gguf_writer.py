@@ -85,6 +85,7 @@ class GGMLType(enum.IntEnum):
     I64 = 27
     F64 = 28
     BF16 = 30
+    MXFP4 = 39
 
 
 # ggml type -> (elements per block, bytes per block)
@@ -95,6 +96,7 @@ BLOCK_LAYOUT = {
     GGMLType.Q5_1: (32, 24), GGMLType.Q8_0: (32, 34), GGMLType.Q8_1: (32, 36),
     GGMLType.Q2_K: (256, 84), GGMLType.Q3_K: (256, 110), GGMLType.Q4_K: (256, 144),
     GGMLType.Q5_K: (256, 176), GGMLType.Q6_K: (256, 210), GGMLType.Q8_K: (256, 292),
+    GGMLType.MXFP4: (32, 17),
 }
 
 _NP_TO_GGML = {np.dtype("float32"): GGMLType.F32, np.dtype("float16"): GGMLType.F16,

@@ -13,6 +13,7 @@
         output Q6_K; Q2_K: attn_v Q3_K (Q4_K when n_head / n_head_kv >= 4), ffn_down and
         attn_output Q3_K, the rest Q2_K; Q3_K_M: attn_v Q5_K in layers 0-1 then Q4_K, ffn_down
         Q5_K in the first n/16 layers then Q4_K, attn_output Q4_K, the rest Q3_K.
+        MXFP4_MOE: llama.cpp's mix for mixture-of-experts models (see gpt-oss).
         Q4_K_M Q5_K_M: llama.cpp's mixes (llama_tensor_get_type): output.weight (or token_embd
         when tied) Q6_K; attn_v (and a fused attn_qkv) and ffn_down Q6_K in the layers where use_more_bits(i, n) holds
         (i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2); everything else Q4_K / Q5_K.
@@ -96,6 +97,14 @@ no rope.freq_base key (llama.cpp's default 1e4), output.weight untied.
   --parallel-residual drops ffn_norm (llama.cpp then feeds the FFN the attention's input norm,
   StableLM 2 12B) and writes use_parallel_residual true.
   llama.cpp's GELU here is ggml_gelu through its float16 table, as for gpt2.
+gpt-oss (llama.cpp's openai-moe.cpp, arch string "gpt-oss"): attn_q / k / v / output with biases,
+blk.N.attn_sinks.weight (F32, one logit per head), post_attention_norm (the FFN's input norm; no
+ffn_norm), the MoE FFN with ffn_gate_inp.bias and per-expert biases ffn_{gate,up}_exps.bias
+([n_ff_exp, n_expert]) and ffn_down_exps.bias ([n_embd, n_expert]), gate / up weights of std 3
+(so llama.cpp's SwiGLU-OAI clamp at 7 acts), NEOX rotary base 150000, eps 1e-5; key_length /
+value_length, expert_feed_forward_length (= feed_forward_length) and --sliding-window (required:
+gpt-oss.attention.sliding_window; layers 0, 2, ... slide). --type MXFP4_MOE: llama-quantize's
+mix (expert weights MXFP4, every other 2-D weight Q8_0, output Q8_0; MXFP4 blocks equal ggml's).
 granite, smollm3, mistral3: llama's tensors (the same weights for the same seed) and NORM rotary,
 with rope base 1e4 / 5e6 / 1e6 and eps 1e-5 / 1e-6 / 1e-5. granite writes --embedding-scale,
 --residual-scale, --attention-scale (granite.embedding_scale, residual_scale, attention.scale, each
@@ -163,12 +172,15 @@ ARCH_DEFAULTS = {
     "phi2": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5, rope_frac=0.5),
     "stablelm": dict(rope_base=None, rms_eps=None, qkv_bias=True, qk_norm=False, norm_eps=1e-5, rope_frac=0.25),
 }
+# gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE): biases everywhere, attention sinks, sliding window
+# on even layers, a biased router whose softmax is taken over the chosen experts, clamped SwiGLU
+ARCH_DEFAULTS["gpt-oss"] = dict(rope_base=150000.0, rms_eps=1e-5, qkv_bias=True, qk_norm=False, moe=True)
 LAYERNORM_ARCHS = ("gpt2", "gptneox", "phi2", "stablelm")
 PARTIAL_ROTARY_ARCHS = ("phi3", "gptneox", "phi2", "stablelm")
 # llama_ftype values written as general.file_type
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
              "Q4_K": 14, "Q4_K_M": 15, "Q5_K": 16, "Q5_K_M": 17, "Q6_K": 18, "BF16": 32,
-             "Q2_K": 10, "Q3_K_M": 12}
+             "Q2_K": 10, "Q3_K_M": 12, "MXFP4_MOE": 38}
 TYPES = list(FILE_TYPE)
 FALLBACK = {GGMLType.Q4_K: GGMLType.Q5_0, GGMLType.Q5_K: GGMLType.Q5_1, GGMLType.Q6_K: GGMLType.Q8_0}
 
@@ -198,13 +210,16 @@ def low_bit_mix_type(name, ftype, n_layer, n_gqa, layer):
 
 def choose_type(name, ne0, ftype, n_layer, tied, layer, n_gqa=1, n_expert=0):
     """ggml type of a 2-D (or 3-D expert) weight, mirroring llama.cpp's quantizer for the mixes."""
-    if name.endswith("ffn_gate_inp.weight") or name.endswith("_norm.weight"):
+    if name.endswith("ffn_gate_inp.weight") or name.endswith("_norm.weight") or name.endswith(".bias"):
         # (2-D norms: stablelm's per-head Q/K LayerNorm weights; "_norm.weight" is never quantized)
         # the router: convert_hf_to_gguf.py writes it F32 and llama-quantize never quantizes it
         return GGMLType.F32
     if ftype in ("F32", "F16", "BF16"):
         return GGMLType[ftype]
     is_output = name == "output.weight" or (tied and name == "token_embd.weight")
+    if ftype == "MXFP4_MOE":
+        # llama_tensor_get_type: 3-D (expert) weights MXFP4, every other 2-D weight Q8_0
+        return GGMLType.MXFP4 if name.endswith("_exps.weight") else GGMLType.Q8_0
     if n_expert and ftype in ("Q2_K", "Q3_K_M"):
         raise SystemExit("--type %s: llama.cpp's mixes for mixture-of-experts models are not written here" % ftype)
     if ftype in ("Q2_K", "Q3_K_M"):
@@ -304,12 +319,40 @@ def layernorm_family_specs(shape, arch, qk_norm, parallel):
     return specs
 
 
+def gptoss_tensor_specs(shape):
+    """gpt-oss's tensors (llama.cpp's openai-moe.cpp): every projection biased, attn_sinks (one
+    logit per head), post_attention_norm as the FFN's input norm (there is no ffn_norm), router
+    bias and per-expert biases ([n_ff_exp, n_expert] for gate / up, [n_embd, n_expert] for down)."""
+    s = shape
+    hd = s["head_dim"]
+    E, V, X, FX = s["n_embd"], s["n_vocab"], s["n_expert"], s["n_ff_exp"]
+    q_out, kv_out = s["n_head"] * hd, s["n_head_kv"] * hd
+    specs = [("token_embd.weight", (V, E), "embd", -1)]
+    for i in range(s["n_layer"]):
+        p = "blk.%d." % i
+        specs += [(p + "attn_norm.weight", (E,), "norm", i),
+                  (p + "attn_q.weight", (q_out, E), "wq", i), (p + "attn_q.bias", (q_out,), "bq", i),
+                  (p + "attn_k.weight", (kv_out, E), "wk", i), (p + "attn_k.bias", (kv_out,), "bk", i),
+                  (p + "attn_v.weight", (kv_out, E), "wv", i), (p + "attn_v.bias", (kv_out,), "bv", i),
+                  (p + "attn_output.weight", (E, q_out), "wo", i), (p + "attn_output.bias", (E,), "bo", i),
+                  (p + "attn_sinks.weight", (s["n_head"],), "sinks", i),
+                  (p + "post_attention_norm.weight", (E,), "norm", i),
+                  (p + "ffn_gate_inp.weight", (X, E), "wgate_inp", i), (p + "ffn_gate_inp.bias", (X,), "bgate_inp", i),
+                  (p + "ffn_gate_exps.weight", (X, FX, E), "wgu_oai", i), (p + "ffn_gate_exps.bias", (X, FX), "bup", i),
+                  (p + "ffn_up_exps.weight", (X, FX, E), "wgu_oai", i), (p + "ffn_up_exps.bias", (X, FX), "bup", i),
+                  (p + "ffn_down_exps.weight", (X, E, FX), "wdown_oai", i), (p + "ffn_down_exps.bias", (X, E), "bdown", i)]
+    specs += [("output_norm.weight", (E,), "out_norm", -1), ("output.weight", (V, E), "out", -1)]
+    return specs
+
+
 def tensor_specs(shape, arch, tied, qk_norm=False, parallel=False):
     """[(name, numpy shape (rows, cols) = reversed ggml dims, kind, layer)] in file order."""
     if arch == "gpt2":
         return gpt2_tensor_specs(shape, tied)
     if arch in ("gptneox", "phi2", "stablelm"):
         return layernorm_family_specs(shape, arch, qk_norm, parallel)
+    if arch == "gpt-oss":
+        return gptoss_tensor_specs(shape)
     s = shape
     hd = s["head_dim"]
     E, F, V = s["n_embd"], s["n_ff"], s["n_vocab"]
@@ -469,6 +512,10 @@ def make_values(name, npshape, kind, shape, seed, tied=False):
         "bq": 0.5, "bk": 0.5, "bv": 0.2,
         "pos": EMBD_SIGMA, "nbias": 0.1, "bqkv": 0.2, "bo": 0.1, "bup": 0.2, "bdown": 0.1,
         "bout": 0.3,  # phi2's output.bias, added to the logits
+        # gpt-oss: sink logits like the attention scores; router bias; gate / up wide enough
+        # (std 3) that the SwiGLU's clamp at 7 acts on some values; down scaled to match
+        "sinks": 1.5, "bgate_inp": 0.5, "wgu_oai": 3.0 / math.sqrt(E),
+        "wdown_oai": 0.2 / math.sqrt(shape.get("n_ff_exp", F)),
     }[kind]
     x = rng.standard_normal(n, dtype=np.float32).reshape(npshape)
     x *= np.float32(sigma)
@@ -567,8 +614,8 @@ def build(args):
         shape["n_expert"] = args.experts or 8
         shape["n_expert_used"] = args.experts_used or 2
         shape["n_ff_exp"] = args.expert_ff or 256
-        if arch == "llama":  # Mixtral: the experts are feed_forward_length wide, no dense FFN
-            shape["n_ff"] = shape["n_ff_exp"]
+        if arch in ("llama", "gpt-oss"):  # Mixtral: the experts are feed_forward_length wide, no
+            shape["n_ff"] = shape["n_ff_exp"]  # dense FFN; gpt-oss's converter writes both the same
     w.add_uint32(arch + ".context_length", shape["n_ctx"])
     w.add_uint32(arch + ".embedding_length", shape["n_embd"])
     w.add_uint32(arch + ".block_count", shape["n_layer"])
@@ -576,7 +623,7 @@ def build(args):
     w.add_uint32(arch + ".attention.head_count", shape["n_head"])
     if arch != "gptneox":  # (its converter writes no head_count_kv: llama.cpp then takes head_count)
         w.add_uint32(arch + ".attention.head_count_kv", shape["n_head_kv"])
-    if arch in ("qwen3", "qwen3moe") or hd != shape["n_embd"] // shape["n_head"]:
+    if arch in ("qwen3", "qwen3moe", "gpt-oss") or hd != shape["n_embd"] // shape["n_head"]:
         w.add_uint32(arch + ".attention.key_length", hd)
         w.add_uint32(arch + ".attention.value_length", hd)
     if shape.get("n_expert"):
@@ -612,6 +659,8 @@ def build(args):
         w.add_uint32(arch + ".rope.dimension_count", hd)
     if arch in ("gemma2", "gemma3", "olmo2"):
         add_window_keys(w, arch, args)
+    if arch == "gpt-oss":  # required by llama.cpp; layers 0, 2, ... slide (period 2, its default)
+        w.add_uint32(arch + ".attention.sliding_window", args.sliding_window)
     if args.rope_scaling == "linear":
         w.add_string(arch + ".rope.scaling.type", "linear")
         w.add_float32(arch + ".rope.scaling.factor", args.rope_factor)
@@ -730,10 +779,10 @@ def main(argv=None):
         ap.error("--qk-norm and --parallel-residual are stablelm options")
     if args.arch in LAYERNORM_ARCHS and args.rope_scaling != "none":
         ap.error("no rope scaling for " + args.arch)
-    windowed = ("phi3", "gemma2", "gemma3", "olmo2")
+    windowed = ("phi3", "gemma2", "gemma3", "olmo2", "gpt-oss")
     if args.arch not in windowed and args.sliding_window is not None:
         ap.error("--sliding-window is an option of " + ", ".join(windowed))
-    if args.arch not in windowed[1:] and (args.swa_pattern is not None or args.rope_base_swa is not None or
+    if args.arch not in windowed[1:4] and (args.swa_pattern is not None or args.rope_base_swa is not None or
                                           args.attn_softcap is not None or args.final_softcap is not None):
         ap.error("--swa-pattern, --rope-base-swa, --attn-softcap and --final-softcap are gemma2/3 and olmo2 options")
     if args.rope_scaling != "none" and not args.rope_factor > 0:
@@ -750,6 +799,10 @@ def main(argv=None):
     if (args.yarn_beta_fast is not None or args.yarn_beta_slow is not None) and args.rope_scaling != "yarn":
         ap.error("--yarn-beta-fast / --yarn-beta-slow need --rope-scaling yarn")
     moe = ARCH_DEFAULTS[args.arch].get("moe") or (args.arch == "llama" and args.experts)
+    if args.arch == "gpt-oss" and args.sliding_window is None:
+        ap.error("gpt-oss needs --sliding-window (llama.cpp requires gpt-oss.attention.sliding_window)")
+    if args.type == "MXFP4_MOE" and not moe:
+        ap.error("--type MXFP4_MOE is for mixture-of-experts models")
     if not moe and (args.experts or args.experts_used or args.expert_ff):
         ap.error("--experts, --experts-used and --expert-ff are options of qwen3moe and llama (Mixtral)")
     if moe and not 0 < (args.experts_used or 2) <= (args.experts or 8):

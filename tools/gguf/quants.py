@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """NumPy encoders and spec decoders for ggml tensor types.
 
-Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4.
 
 Block layouts (all little endian, "half" = IEEE fp16), as defined by ggml:
 
@@ -36,6 +36,11 @@ Block layouts (all little endian, "half" = IEEE fp16), as defined by ggml:
           q[l+64]  = (ql[l]    >> 4) | ((qh[l] >> 4 & 3) << 4)
           q[l+96]  = (ql[l+32] >> 4) | ((qh[l] >> 6 & 3) << 4)
         x[e] = d * scales[e // 16] * (q[e] - 32)
+  MXFP4 32 elems, 17 B: u8 e (E8M0); u8 qs[16]                  x[j] = v[qs[j] & 15] * 2^(e - 128),
+        x[j+16] = v[qs[j] >> 4] * 2^(e - 128), v = 0 1 2 3 4 6 8 12 0 -1 -2 -3 -4 -6 -8 -12 (FP4 E2M1
+        values times 2, with ggml's half scale; e < 2 gives the subnormal 2^-128 / 2^-127).
+        The encoder is ggml's quantize_row_mxfp4_ref (e = floor(log2f(amax)) - 2 + 127, each element
+        the nearest of the 16 values, the lowest index on a tie), so its blocks equal ggml's.
   BF16: upper 16 bits of the fp32 value (encoder rounds to nearest even, NaN kept quiet).
 
 Encoders are simple round-to-nearest quantizers (per-block max/min), not ggml's optimised
@@ -61,6 +66,8 @@ except ImportError:  # used as a script / from tools/gguf on sys.path
 QK_K = 256
 # (Q2_K and Q3_K last: make_quant_vectors.py seeds each type by its index here)
 SUPPORTED = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q2_K", "Q3_K")
+# MXFP4 is encoded / decoded too but not in SUPPORTED yet: make_quant_vectors.py writes vectors for
+# every SUPPORTED type and the C++ tests expect a decoder for each
 
 _BLOCK_DTYPES = {
     GGMLType.Q8_0: np.dtype([("d", "<f2"), ("qs", "i1", (32,))]),
@@ -74,6 +81,7 @@ _BLOCK_DTYPES = {
     GGMLType.Q5_K: np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qh", "u1", (32,)),
                              ("qs", "u1", (128,))]),
     GGMLType.Q6_K: np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)), ("d", "<f2")]),
+    GGMLType.MXFP4: np.dtype([("e", "u1"), ("qs", "u1", (16,))]),
 }
 for _t, _dt in _BLOCK_DTYPES.items():
     assert _dt.itemsize == BLOCK_LAYOUT[_t][1], (_t, _dt.itemsize)
@@ -316,10 +324,37 @@ def _enc_q6_k(x):
     return b
 
 
+_FP4_VALUES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.float32)
+
+
+def _e8m0_half(e):
+    """ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128) as float32 (subnormal for e < 2)."""
+    e = np.asarray(e, np.uint32)
+    bits = np.where(e < 2, np.uint32(0x00200000) << e, (e - 1) << 23).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def _enc_mxfp4(x):
+    amax = np.abs(x).max(axis=1)
+    # floorf(log2f(amax)): log2 in float64 rounded to float32 reproduces log2f's rounding, which
+    # matters just below a power of two (log2f there rounds up to the integer)
+    with np.errstate(divide="ignore"):
+        l2 = np.floor(np.log2(amax.astype(np.float64)).astype(np.float32))
+    e = np.where(amax > 0, (l2 - 2 + 127).astype(np.int64) & 0xFF, 0).astype(np.uint8)
+    d = _e8m0_half(e)
+    err = np.abs(_FP4_VALUES[None, None, :] * d[:, None, None] - x[:, :, None])  # float32, as ggml
+    idx = np.argmin(err, axis=2).astype(np.uint8)  # first minimum: ggml's strict "<"
+    out = np.zeros(x.shape[0], _BLOCK_DTYPES[GGMLType.MXFP4])
+    out["e"] = e
+    out["qs"] = idx[:, :16] | (idx[:, 16:] << 4)
+    return out
+
+
 _ENCODERS = {
     GGMLType.Q8_0: _enc_q8_0, GGMLType.Q4_0: _enc_q4_0, GGMLType.Q4_1: _enc_q4_1,
     GGMLType.Q5_0: _enc_q5_0, GGMLType.Q5_1: _enc_q5_1, GGMLType.Q2_K: _enc_q2_k,
     GGMLType.Q3_K: _enc_q3_k, GGMLType.Q4_K: _enc_q4_k, GGMLType.Q5_K: _enc_q5_k, GGMLType.Q6_K: _enc_q6_k,
+    GGMLType.MXFP4: _enc_mxfp4,
 }
 
 
@@ -505,10 +540,20 @@ def _dec_q6_k(b):
     return y
 
 
+def _dec_mxfp4(b):
+    # the table is written out here rather than shared with the encoder
+    v = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.float32)
+    e = b["e"].astype(np.uint32)
+    d = np.where(e < 2, (np.uint32(0x00200000) << e), (e - 1) << 23).astype(np.uint32).view(np.float32)
+    qs = b["qs"]
+    return np.concatenate([v[qs & 15], v[qs >> 4]], axis=1) * d[:, None]
+
+
 _DECODERS = {
     GGMLType.Q8_0: _dec_q8_0, GGMLType.Q4_0: _dec_q4_0, GGMLType.Q4_1: _dec_q4_1,
     GGMLType.Q5_0: _dec_q5_0, GGMLType.Q5_1: _dec_q5_1, GGMLType.Q2_K: _dec_q2_k,
     GGMLType.Q3_K: _dec_q3_k, GGMLType.Q4_K: _dec_q4_k, GGMLType.Q5_K: _dec_q5_k, GGMLType.Q6_K: _dec_q6_k,
+    GGMLType.MXFP4: _dec_mxfp4,
 }
 
 
