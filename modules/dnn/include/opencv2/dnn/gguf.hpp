@@ -59,7 +59,8 @@ public:
 };
 
 /** @brief Reads a GGUF language model (architectures `llama`, `qwen2`, `qwen3`, `gpt2`, `phi3`,
-`gemma2`, `gemma3`, `olmo2`, `granite`, `smollm3`, `mistral3`) into a Net.
+`gemma2`, `gemma3`, `olmo2`, `granite`, `smollm3`, `mistral3`, `gptneox`, `phi2`, `stablelm`) into a
+Net.
 
 The Net's input is a 1 x T matrix of token ids (as float); its output the logits of the last
 token (1 x vocabulary). Each forward continues the sequence where the previous one stopped (the

@@ -95,6 +95,7 @@ struct GGUFArchitecture
     bool learnedPositions = false;   //!< position_embd.weight added to the token embeddings (gpt2)
     bool embeddingScaleOnTokensOnly = false;  //!< the embedding scale applies to token rows, not fed embeddings (gemma3)
     bool alwaysTiedOutput = false;   //!< the output projection is token_embd even where output.weight exists (gemma2)
+    bool outputBias = false;         //!< output.bias added to the logits (phi2)
     HyperParameterHook readHyperParameters = nullptr;
     BlockFunction block = llamaBlock;
 
@@ -114,6 +115,7 @@ struct GGUFArchitecture
     constexpr GGUFArchitecture withLearnedPositions() const { GGUFArchitecture a = *this; a.learnedPositions = true; return a; }
     constexpr GGUFArchitecture scalingTokenRowsOnly() const { GGUFArchitecture a = *this; a.embeddingScaleOnTokensOnly = true; return a; }
     constexpr GGUFArchitecture withTiedOutput() const { GGUFArchitecture a = *this; a.alwaysTiedOutput = true; return a; }
+    constexpr GGUFArchitecture withOutputBias() const { GGUFArchitecture a = *this; a.outputBias = true; return a; }
     constexpr GGUFArchitecture readingKeys(HyperParameterHook hook) const { GGUFArchitecture a = *this; a.readHyperParameters = hook; return a; }
     constexpr GGUFArchitecture withBlock(BlockFunction f) const { GGUFArchitecture a = *this; a.block = f; return a; }
 };

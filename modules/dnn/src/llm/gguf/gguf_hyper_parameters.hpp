@@ -44,6 +44,7 @@ struct GGUFHyperParameters
     bool ropeEnabled = true;        //!< granite: rope.scaling.finetuned
     float temperatureScale = 0.f;   //!< mistral3: attention.temperature_scale (0: none)
     int temperatureLength = 0;
+    bool parallelResidual = false;  //!< gptneox: use_parallel_residual (attention and FFN on the same input)
 
     //! Whether layer i rotates q and k (llama.cpp's rope type and has_rope, smollm3's n_no_rope_layer_step).
     bool ropeOnLayer(int i) const;

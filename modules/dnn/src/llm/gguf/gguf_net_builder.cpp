@@ -64,6 +64,8 @@ void output(GGUFGraphBuilder& g, Pin x, const Mat& embd)
     lp.set("out_features", embd.rows);
     lp.set("integer_dot", g.integerDot());
     lp.blobs.push_back(tied ? embd : g.weight(outName, hp.nEmbd, embd.rows));
+    if (g.arch().outputBias)  // phi2 (llama.cpp's src/models/phi2.cpp: ggml_add of output.bias)
+        lp.blobs.push_back(g.vectorF32("output.bias", embd.rows));
     x = g.add(lp, {x});
     if (hp.finalSoftCap > 0.f)
     {

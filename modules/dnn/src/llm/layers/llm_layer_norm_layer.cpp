@@ -8,6 +8,9 @@
 // centered row scaled by 1/sqrtf(var + eps), then weight, then bias. dnn's LayerNormalization
 // layer is not used: it works on any rank through temporaries, while this one writes its output
 // in place of nothing but the planned buffer (a decode step allocates nothing).
+// With `group_size`, each group of that many features is normalized on its own, the weight and
+// bias still covering the whole row (StableLM 2's Q/K norms: a LayerNorm per head, with a weight
+// per head: ggml_norm over a head, then ggml_mul by the [head_dim, n_head] weight).
 
 #include "../../precomp.hpp"
 #include "llm_layers.hpp"
@@ -24,6 +27,8 @@ public:
         setParamsFrom(params);
         epsilon_ = params.get<float>("epsilon", 1e-5f);
         CV_CheckGE(epsilon_, 0.f, "LLMLayerNorm: epsilon must not be negative");
+        groupSize_ = params.get<int>("group_size", 0);
+        CV_CheckGE(groupSize_, 0, "LLMLayerNorm: group_size must not be negative");
         CV_CheckEQ(blobs.size(), (size_t)2, "LLMLayerNorm: expects the weight and the bias as blobs");
         for (const Mat& b : blobs)
         {
@@ -32,6 +37,8 @@ public:
         }
         CV_CheckEQ(blobs[0].total(), blobs[1].total(), "LLMLayerNorm: weight and bias differ in size");
         CV_CheckGT(blobs[0].total(), (size_t)0, "LLMLayerNorm: empty weight");
+        if (groupSize_ > 0)
+            CV_CheckEQ(blobs[0].total() % groupSize_, (size_t)0, "LLMLayerNorm: weight size is not a multiple of group_size");
     }
 
     bool supportBackend(int backendId) CV_OVERRIDE
@@ -60,16 +67,21 @@ public:
         {
             const float *src, *weight, *bias;
             float* dst;
-            int n;
+            int group;  // features normalized together: the row, or group_size of them
             float eps;
-        } rows{x.ptr<float>(), blobs[0].ptr<float>(), blobs[1].ptr<float>(), y.ptr<float>(), x.cols, epsilon_};
+        } rows{x.ptr<float>(), blobs[0].ptr<float>(), blobs[1].ptr<float>(), y.ptr<float>(),
+               groupSize_ > 0 ? groupSize_ : x.cols, epsilon_};
+        CV_CheckEQ(x.cols % rows.group, 0, "LLMLayerNorm: features are not a multiple of group_size");
+        const int groups = x.cols / rows.group;
         const double nstripes = std::max(1.0, (double)x.total() / (1 << 16));
-        parallel_for_(Range(0, x.rows), [&rows](const Range& r) {
-            const int n = rows.n;
-            for (int row = r.start; row < r.end; row++)
+        parallel_for_(Range(0, x.rows * groups), [&rows, groups](const Range& r) {
+            const int n = rows.group;
+            for (int g = r.start; g < r.end; g++)
             {
-                const float* xr = rows.src + (size_t)row * n;
-                float* yr = rows.dst + (size_t)row * n;
+                const float* xr = rows.src + (size_t)g * n;
+                float* yr = rows.dst + (size_t)g * n;
+                const float* weight = rows.weight + (size_t)(g % groups) * n;
+                const float* bias = rows.bias + (size_t)(g % groups) * n;
                 double sum = 0;
                 for (int j = 0; j < n; j++)
                     sum += xr[j];
@@ -84,13 +96,14 @@ public:
                 const float variance = (float)(sum2 / n);
                 const float scale = 1.f / std::sqrt(variance + rows.eps);
                 for (int j = 0; j < n; j++)
-                    yr[j] = yr[j] * scale * rows.weight[j] + rows.bias[j];
+                    yr[j] = yr[j] * scale * weight[j] + bias[j];
             }
         }, nstripes);
     }
 
 private:
     float epsilon_;
+    int groupSize_;
 };
 
 Ptr<LLMLayerNormLayer> LLMLayerNormLayer::create(const LayerParams& params)

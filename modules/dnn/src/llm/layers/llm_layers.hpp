@@ -142,7 +142,9 @@ public:
 
 /** LayerNorm over the last axis with a per-feature weight and bias (GPT-2):
     y = (x - mean) / sqrt(var + epsilon) * blobs[0] + blobs[1], as ggml_norm + mul + add.
-    Input: T x features. Parameter: `epsilon` (default 1e-5). Allocation-free. */
+    Input: T x features. Parameters: `epsilon` (default 1e-5), `group_size` (each group of that
+    many features normalized on its own, blobs still one value per feature: a per-head norm with
+    a weight per head; default 0: the whole row). Allocation-free. */
 class LLMLayerNormLayer : public Layer
 {
 public:

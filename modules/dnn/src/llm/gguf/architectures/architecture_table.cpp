@@ -41,6 +41,17 @@ constexpr GGUFArchitecture kArchitectures[] = {
     GGUFArchitecture("smollm3").withoutRopeEvery(4).withRopeFactors(RopeFactors::None).requiringFullRope(),
     // Ministral 3 / Mistral Small 3.x: attention temperature, its YaRN keys
     GGUFArchitecture("mistral3").requiringFullRope().readingKeys(readMistral3HyperParameters),
+    // The partial-rotary LayerNorm family: NEOX rotary over rope.dimension_count < head size,
+    // LayerNorm with bias, no rotary frequency factors (llama.cpp passes none to their ropes).
+    // GPT-NeoX / Pythia: fused q|k|v with bias, parallel residual with two LayerNorms, GELU
+    GGUFArchitecture("gptneox").neoxRope().withRopeFactors(RopeFactors::None).withLayerNorm()
+        .readingKeys(readGPTNeoXHyperParameters).withBlock(gptNeoXBlock),
+    // Phi-2: one LayerNorm feeding attention and GELU FFN in parallel, biases, output.bias
+    GGUFArchitecture("phi2").neoxRope().withRopeFactors(RopeFactors::None).withLayerNorm().withOutputBias()
+        .readingKeys(readPhi2HyperParameters).withBlock(phi2Block),
+    // StableLM 2 / 3B-4E1T: SwiGLU FFN, optional per-head Q/K LayerNorms, parallel without ffn_norm
+    GGUFArchitecture("stablelm").neoxRope().withRopeFactors(RopeFactors::None).withLayerNorm()
+        .readingKeys(readStableLMHyperParameters).withBlock(stableLMBlock),
 };
 
 } // namespace

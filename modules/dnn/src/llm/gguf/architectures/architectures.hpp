@@ -11,6 +11,9 @@
 
 #include "../gguf_architecture.hpp"
 
+#include <string>
+#include <vector>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -21,13 +24,25 @@ void readGemma3HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters&
 // gpt2.cpp
 void readGPT2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 LayerPin gpt2Block(GGUFGraphBuilder& g, int layer, LayerPin x);
+// gptneox.cpp (and the partial-rotary LayerNorm family's shared pieces, used by phi2 and stablelm)
+void readLayerNormFamilyHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+void readGPTNeoXHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+std::vector<LayerPin> layerNormFamilyQKV(GGUFGraphBuilder& g, const std::string& prefix, LayerPin h);
+LayerPin geluFeedForward(GGUFGraphBuilder& g, const std::string& prefix, LayerPin h);
+LayerPin gptNeoXBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
 // granite.cpp
 void readGraniteHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 // mistral3.cpp
 void readMistral3HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+// phi2.cpp
+void readPhi2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+LayerPin phi2Block(GGUFGraphBuilder& g, int layer, LayerPin x);
 // phi3.cpp
 void readPhi3HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 LayerPin phi3Block(GGUFGraphBuilder& g, int layer, LayerPin x);
+// stablelm.cpp
+void readStableLMHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+LayerPin stableLMBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
 
 }}} // namespace cv::dnn::llm
 
