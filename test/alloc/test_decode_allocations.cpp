@@ -216,6 +216,9 @@ INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_olmo2_Q4_K_M.gguf"),   // whole-projection Q/K norm
     llm_test::testModel("synthetic/synthetic_granite_Q4_K_M.gguf"), // embedding / residual / logit scales
     llm_test::testModel("synthetic/synthetic_smollm3_Q4_K_M.gguf"), // a layer without rotary
-    llm_test::testModel("synthetic/synthetic_mistral3_Q4_K_M.gguf")));  // YaRN, attention temperature
+    llm_test::testModel("synthetic/synthetic_mistral3_Q4_K_M.gguf"),  // YaRN, attention temperature
+    llm_test::testModel("synthetic/synthetic_gptneox_Q4_K_M.gguf"),   // partial rotary, parallel residual
+    llm_test::testModel("synthetic/synthetic_phi2_Q4_K_M.gguf"),      // one LayerNorm for both, output bias
+    llm_test::testModel("synthetic/synthetic_stablelm_qknorm_par_Q4_K_M.gguf")));  // per-head Q/K LayerNorm
 
 } // namespace

@@ -16,6 +16,11 @@
 // rotary) and mistral3 (YaRN with its own beta_fast / beta_slow / yarn_log_multiplier, attention
 // temperature after an 85-token prompt past original_context_length 64), F32 / Q8_0 / Q4_K_M, in
 // the same lists; rope_llama_yarn: YaRN after 400 tokens.
+// The partial-rotary LayerNorm family, F32 / Q8_0 / Q4_K_M, in the same lists: gptneox (fused q|k|v
+// with bias, NEOX rotary over 16 of 64 head dimensions, parallel residual with two LayerNorms,
+// GELU), phi2 (one LayerNorm feeding attention and FFN in parallel, rotary over 32 of 64,
+// output.bias) and stablelm in StableLM 2 1.6B's form (Q/K/V biases, sequential, SwiGLU) and
+// 12B's (stablelm_qknorm_par: per-head Q/K LayerNorms, no ffn_norm: parallel).
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>

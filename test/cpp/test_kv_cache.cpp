@@ -137,7 +137,10 @@ INSTANTIATE_TEST_CASE_P(Models, BatchEqualsAlone, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_olmo2_Q8_0.gguf"),         // post-norms, whole-projection Q/K norm
     llm_test::testModel("synthetic/synthetic_granite_Q8_0.gguf"),       // embedding / residual / logit scales
     llm_test::testModel("synthetic/synthetic_smollm3_Q8_0.gguf"),       // a layer without rotary
-    llm_test::testModel("synthetic/synthetic_mistral3_Q8_0.gguf")));    // YaRN, attention temperature
+    llm_test::testModel("synthetic/synthetic_mistral3_Q8_0.gguf"),      // YaRN, attention temperature
+    llm_test::testModel("synthetic/synthetic_gptneox_Q8_0.gguf"),       // partial rotary, parallel residual
+    llm_test::testModel("synthetic/synthetic_phi2_Q8_0.gguf"),          // one LayerNorm for both, output bias
+    llm_test::testModel("synthetic/synthetic_stablelm_qknorm_par_Q8_0.gguf")));  // per-head Q/K LayerNorm
 
 // The plan is made before the Net plans its buffers, so batched forwards and plain ones mix
 // freely, whatever their token and sequence counts (stories260K's logits: bit-exact against a
