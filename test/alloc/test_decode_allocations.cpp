@@ -219,6 +219,8 @@ INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_mistral3_Q4_K_M.gguf"),  // YaRN, attention temperature
     llm_test::testModel("synthetic/synthetic_gptneox_Q4_K_M.gguf"),   // partial rotary, parallel residual
     llm_test::testModel("synthetic/synthetic_phi2_Q4_K_M.gguf"),      // one LayerNorm for both, output bias
-    llm_test::testModel("synthetic/synthetic_stablelm_qknorm_par_Q4_K_M.gguf")));  // per-head Q/K LayerNorm
+    llm_test::testModel("synthetic/synthetic_stablelm_qknorm_par_Q4_K_M.gguf"),  // per-head Q/K LayerNorm
+    llm_test::testModel("synthetic/synthetic_qwen3moe_Q4_K_M.gguf"),  // experts (their buffers grow, then stay)
+    llm_test::testModel("synthetic/synthetic_mixtral_Q8_0.gguf")));
 
 } // namespace

@@ -31,6 +31,7 @@ void initializeLLMLayerFactory()
     CV_DNN_REGISTER_LAYER_CLASS(LLMLogitRows,      LLMLogitRowsLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMLayerNorm,      LLMLayerNormLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMPositionEmbedding, LLMPositionEmbeddingLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMExperts,        LLMExpertsLayer);
 }
 
 CV__DNN_INLINE_NS_END

@@ -9,10 +9,10 @@
    plus a function in architectures/ where it reads keys of its own (its hyper-parameter hook)
    or has a block of its own (its block function, assembled from GGUFGraphBuilder's shared
    norm / attention / feed-forward helpers).
-   Block kinds to come fit the same place: a mixture-of-experts block is a block function whose
-   feed-forward is a router and experts (a builder helper beside gatedFeedForward); a hybrid
-   block a block function that chooses per layer between selfAttention and a recurrent-state
-   helper. Neither touches the other rows. */
+   A mixture-of-experts feed-forward (a router and experts: GGUFGraphBuilder::expertFeedForward)
+   replaces the dense one where the row allows experts and the file has expert_count. Block kinds
+   to come fit the same place: a hybrid block is a block function that chooses per layer between
+   selfAttention and a recurrent-state helper. */
 
 #ifndef OPENCV_DNN_SRC_LLM_GGUF_GGUF_ARCHITECTURE_HPP
 #define OPENCV_DNN_SRC_LLM_GGUF_GGUF_ARCHITECTURE_HPP
@@ -60,6 +60,14 @@ enum class NormKind
     LayerNorm  // LayerNorm with bias (gpt2): <name>.weight and <name>.bias
 };
 
+//! Whether an architecture's feed-forward blocks are mixtures of experts (expert_count).
+enum class Experts
+{
+    None,      // dense only: a file with expert_count > 0 is refused
+    Optional,  // dense, or experts of feed_forward_length rows where expert_count > 0 (llama: Mixtral)
+    Required   // experts of expert_feed_forward_length rows (default feed_forward_length / expert_used_count)
+};
+
 //! Sliding-window attention as an architecture reads it (GGUFHyperParameters::slidingWindow).
 struct SlidingWindowDefaults
 {
@@ -95,6 +103,7 @@ struct GGUFArchitecture
     bool learnedPositions = false;   //!< position_embd.weight added to the token embeddings (gpt2)
     bool embeddingScaleOnTokensOnly = false;  //!< the embedding scale applies to token rows, not fed embeddings (gemma3)
     bool alwaysTiedOutput = false;   //!< the output projection is token_embd even where output.weight exists (gemma2)
+    Experts experts = Experts::None; //!< mixture-of-experts feed-forward blocks
     bool outputBias = false;         //!< output.bias added to the logits (phi2)
     HyperParameterHook readHyperParameters = nullptr;
     BlockFunction block = llamaBlock;
@@ -116,6 +125,7 @@ struct GGUFArchitecture
     constexpr GGUFArchitecture scalingTokenRowsOnly() const { GGUFArchitecture a = *this; a.embeddingScaleOnTokensOnly = true; return a; }
     constexpr GGUFArchitecture withTiedOutput() const { GGUFArchitecture a = *this; a.alwaysTiedOutput = true; return a; }
     constexpr GGUFArchitecture withOutputBias() const { GGUFArchitecture a = *this; a.outputBias = true; return a; }
+    constexpr GGUFArchitecture withExperts(Experts e) const { GGUFArchitecture a = *this; a.experts = e; return a; }
     constexpr GGUFArchitecture readingKeys(HyperParameterHook hook) const { GGUFArchitecture a = *this; a.readHyperParameters = hook; return a; }
     constexpr GGUFArchitecture withBlock(BlockFunction f) const { GGUFArchitecture a = *this; a.block = f; return a; }
 };

@@ -77,6 +77,32 @@ Mat GGUFGraphBuilder::vectorF32(const std::string& name, int n) const
     return v;
 }
 
+Mat GGUFGraphBuilder::expertWeights(const std::string& name, int cols, int rows, int experts) const
+{
+    const GGUFTensor& t = tensor(name);
+    if (t.nDims != 3 || t.ne[0] != cols || t.ne[1] != rows || t.ne[2] != experts)
+        fail(format("tensor '%s' has shape [%lld, %lld, %lld] in %d dims, expected [%d, %d, %d]", name.c_str(),
+                    (long long)t.ne[0], (long long)t.ne[1], (long long)t.ne[2], t.nDims, cols, rows, experts));
+    if (!ggmlTypeTraits(t.type).dequantizable)
+        fail("tensor '" + name + "' has type " + ggmlTypeName(t.type) +
+             ", which is not supported (supported: " + supportedTypes() + ")");
+    return wrapMappedBytes(f_.mapping(), t.data, t.rowCount(), (int64)t.rowBytes());
+}
+
+Mat GGUFGraphBuilder::matrixF32(const std::string& name, int cols, int rows) const
+{
+    const GGUFTensor& t = tensor(name);
+    if (t.nDims != 2 || t.ne[0] != cols || t.ne[1] != rows)
+        fail(format("tensor '%s' has shape [%lld, %lld] in %d dims, expected [%d, %d]", name.c_str(),
+                    (long long)t.ne[0], (long long)t.ne[1], t.nDims, cols, rows));
+    if (!ggmlTypeTraits(t.type).dequantizable)
+        fail("tensor '" + name + "' has type " + ggmlTypeName(t.type) + ", which is not supported");
+    Mat m(rows, cols, CV_32F);
+    for (int r = 0; r < rows; r++)
+        dequantizeRow(t.type, t.data + (size_t)r * t.rowBytes(), m.ptr<float>(r), cols);
+    return m;
+}
+
 LayerPin GGUFGraphBuilder::add(LayerParams& lp, const std::vector<Pin>& inputs)
 {
     return addConnectedLayer(net_, lp, inputs);
@@ -228,6 +254,43 @@ LayerPin GGUFGraphBuilder::gatedFeedForward(const std::string& p, Pin h)
     Pin m = arch().geluFFN ? elementwise(p + "ffn_geglu", "geglu_f16", gateUp)
                            : elementwise(p + "ffn_swiglu", "swiglu", gateUp);
     return matmul(p + "ffn_down", hp_.nFF, hp_.nEmbd, m);
+}
+
+LayerPin GGUFGraphBuilder::expertFeedForward(const std::string& p, Pin h, const char* activation)
+{
+    const int n = hp_.nExpert, ff = hp_.nFFExpert;
+    Pin logits = matmul(p + "ffn_gate_inp", hp_.nEmbd, n, h);
+    LayerParams lp = params(p + "ffn_moe", "LLMExperts");
+    lp.set("in_features", hp_.nEmbd);
+    lp.set("expert_ff", ff);
+    lp.set("num_experts", n);
+    lp.set("experts_used", hp_.nExpertUsed);
+    lp.set("gating", hp_.expertGating);
+    lp.set("normalize_weights", hp_.expertWeightsNorm);
+    lp.set("weights_scale", hp_.expertWeightsScale);
+    lp.set("activation", activation);
+    lp.set("integer_dot", integerDot_);
+    const std::string names[3] = {p + "ffn_gate_exps", p + "ffn_up_exps", p + "ffn_down_exps"};
+    const int ins[3] = {hp_.nEmbd, hp_.nEmbd, ff}, outs[3] = {ff, ff, hp_.nEmbd};
+    int types[3];
+    for (int j = 0; j < 3; j++)
+    {
+        types[j] = (int)tensor(names[j] + ".weight").type;
+        lp.blobs.push_back(expertWeights(names[j] + ".weight", ins[j], outs[j], n));
+    }
+    lp.set("ggml_type", DictValue::arrayInt(types, 3));
+    // Biases (gpt-oss) come for all three or none.
+    const int biases = (int)hasTensor(names[0] + ".bias") + hasTensor(names[1] + ".bias") + hasTensor(names[2] + ".bias");
+    if (biases != 0 && biases != 3)
+        fail("tensor '" + p + "ffn_*_exps.bias': the experts' gate, up and down need all their biases or none");
+    for (int j = 0; biases == 3 && j < 3; j++)
+        lp.blobs.push_back(matrixF32(names[j] + ".bias", outs[j], n));
+    return add(lp, {h, logits});
+}
+
+LayerPin GGUFGraphBuilder::feedForward(const std::string& p, Pin h)
+{
+    return hp_.nExpert > 0 ? expertFeedForward(p, h) : gatedFeedForward(p, h);
 }
 
 LayerPin GGUFGraphBuilder::positionEmbedding(Pin x)

@@ -46,6 +46,11 @@ public:
     Mat weight(const std::string& name, int cols, int rows) const;
     //! A 1-D tensor of n elements as a float32 row (a copy; these are small).
     Mat vectorF32(const std::string& name, int n) const;
+    //! The matrices of a 3-D tensor [cols, rows, experts] (a mixture of experts' weights), one after
+    //! another: experts x rows rows of `cols` elements, wrapped from the mapping in its stored type.
+    Mat expertWeights(const std::string& name, int cols, int rows, int experts) const;
+    //! A 2-D tensor [cols, rows] as a float32 matrix of rows x cols (a copy: biases).
+    Mat matrixF32(const std::string& name, int cols, int rows) const;
 
     //! Parameters of a layer named `name` of type `type`.
     static LayerParams params(const std::string& name, const std::string& type);
@@ -81,6 +86,12 @@ public:
     //! llama's feed-forward sub-layer on normed input h: down(act(gate(h)) * up(h)), act SiLU or
     //! the row's GELU (llama.cpp's build_ffn with LLM_FFN_PAR).
     Pin gatedFeedForward(const std::string& prefix, Pin h);
+    //! The mixture-of-experts feed-forward sub-layer on normed input h (llama.cpp's build_moe_ffn):
+    //! the router ffn_gate_inp (and its bias) as a matmul, then the experts ffn_{gate,up,down}_exps
+    //! (and their biases) as one LLMExperts layer, routed as the hyper-parameters say.
+    Pin expertFeedForward(const std::string& prefix, Pin h, const char* activation = "swiglu");
+    //! expertFeedForward where the file has experts, else gatedFeedForward.
+    Pin feedForward(const std::string& prefix, Pin h);
 
     //! gpt2's learned positions (one row per position of the training context) added to x.
     Pin positionEmbedding(Pin x);

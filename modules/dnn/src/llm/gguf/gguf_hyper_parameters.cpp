@@ -36,12 +36,11 @@ public:
         if (!architecture)
             fail("architecture '" + h_.arch + "' is not supported (supported: " + supportedArchitectures() + ")");
         h_.architecture = architecture;
-        if (f_.hasMetadata(h_.arch + ".expert_count") && f_.getInt(h_.arch + ".expert_count") > 0)
-            fail("mixture-of-experts models are not supported");
 
         h_.nEmbd = hparam("embedding_length");
         h_.nLayer = hparam("block_count");
         h_.nFF = hparam("feed_forward_length");
+        readExperts(architecture->experts);
         h_.nHead = hparam("attention.head_count");
         h_.nKV = hparam("attention.head_count_kv", h_.nHead);
         // The context in use: the file's training context unless the caller chose another
@@ -100,6 +99,35 @@ public:
         if (architecture->ropeDimIsHeadDim && h_.ropeDim != h_.headDim)
             fail(format("rope.dimension_count %d != head size %d (llama.cpp's %s graph requires them equal)",
                         h_.ropeDim, h_.headDim, h_.arch.c_str()));
+    }
+
+    /* Mixture-of-experts sizes as llama.cpp reads them (llama-model.cpp): expert_count (at most
+       LLAMA_MAX_EXPERTS, 512), expert_used_count (1 .. expert_count), the experts' size
+       feed_forward_length (llama) or expert_feed_forward_length (default feed_forward_length /
+       expert_used_count: qwen3moe's n_ff_exp). Keys of other MoE families (shared experts,
+       expert groups, gating choices) are not read for these architectures, as there. */
+    void readExperts(Experts experts)
+    {
+        const std::string countKey = h_.arch + ".expert_count";
+        const int64 count = f_.hasMetadata(countKey) ? f_.getInt(countKey) : 0;
+        if (count < 0 || count > 512)
+            fail(format("metadata '%s' = %lld is out of range (0 .. 512)", countKey.c_str(), (long long)count));
+        if (count == 0)
+        {
+            if (experts == Experts::Required)
+                fail("metadata key '" + countKey + "' is missing or 0 (architecture '" + h_.arch + "' has experts)");
+            return;
+        }
+        if (experts == Experts::None)
+            fail(format("mixture-of-experts files of architecture '%s' are not supported (%s = %lld)", h_.arch.c_str(),
+                        countKey.c_str(), (long long)count));
+        h_.nExpert = (int)count;
+        h_.nExpertUsed = hparam("expert_used_count");
+        if (h_.nExpertUsed > h_.nExpert)
+            fail(format("expert_used_count %d > expert_count %d", h_.nExpertUsed, h_.nExpert));
+        h_.nFFExpert = experts == Experts::Optional ? h_.nFF : hparam("expert_feed_forward_length", h_.nFF / h_.nExpertUsed);
+        if (h_.nFFExpert <= 0)
+            fail("the experts' feed-forward size is 0");
     }
 
     // YaRN as llama.cpp runs it (llama-context.cpp, ggml's rope_yarn): ext_factor 1, frequency

@@ -44,6 +44,10 @@ struct GGUFHyperParameters
     bool ropeEnabled = true;        //!< granite: rope.scaling.finetuned
     float temperatureScale = 0.f;   //!< mistral3: attention.temperature_scale (0: none)
     int temperatureLength = 0;
+    int nExpert = 0, nExpertUsed = 0, nFFExpert = 0;  //!< mixture of experts (nExpert 0: dense)
+    std::string expertGating = "softmax";  //!< LLMExperts' gating (build_moe_ffn's gating_op)
+    bool expertWeightsNorm = true;         //!< the chosen experts' weights divided by their sum
+    float expertWeightsScale = 0.f;        //!< 0: not scaled
     bool parallelResidual = false;  //!< gptneox: use_parallel_residual (attention and FFN on the same input)
 
     //! Whether layer i rotates q and k (llama.cpp's rope type and has_rope, smollm3's n_no_rope_layer_step).

@@ -97,6 +97,27 @@ inline void setLLMMatMulWeights(LayerParams& lp, const std::vector<LLMMatMulWeig
     lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
 }
 
+/** A mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn) as one layer:
+    y[t] = sum over the experts_used experts chosen for token t of w(t, e) * down_e(act(gate_e(x[t]), up_e(x[t]))).
+
+    Inputs: x (T x in_features) and the router's logits (T x num_experts). Output: T x in_features.
+    blobs[0..2]: the experts' gate, up and down weights, each the raw rows of all experts one
+    after another (gate, up: num_experts * expert_ff rows of in_features elements; down:
+    num_experts * in_features rows of expert_ff elements, CV_8U), then optionally their float32
+    biases (num_experts x out each). Parameters: `in_features`, `expert_ff`, `num_experts`,
+    `experts_used`, `ggml_type` (three values), `gating` ("softmax": over all experts, then the
+    top k; "softmax_weight": over the chosen k logits; "sigmoid"), `normalize_weights` (the
+    chosen weights divided by their sum), `weights_scale` (0: none), `activation` ("swiglu", or
+    gpt-oss's "swiglu_oai" with `alpha` 1.702 and `limit` 7), `integer_dot` (as LLMMatMul).
+    Tokens are grouped by expert, so each active expert's weights are read once per forward;
+    each token's result is the same alone or in a batch.
+*/
+class LLMExpertsLayer : public Layer
+{
+public:
+    static Ptr<LLMExpertsLayer> create(const LayerParams& params);
+};
+
 /** Element-wise operation. Parameter `operation`: binary "add" (a transformer block's residual
     connections), "sub", "mul", "div", "swiglu" (silu(a) * b: the gated part of a SwiGLU MLP),
     "geglu_f16" (gelu_tanh_f16(a) * b: Gemma's gated MLP, as ggml_geglu;

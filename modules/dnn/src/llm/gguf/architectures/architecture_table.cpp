@@ -16,11 +16,14 @@ namespace {
    the same names (test_architecture_table.cpp checks). The order is that of the "supported:"
    list in the error for an unknown architecture. */
 constexpr GGUFArchitecture kArchitectures[] = {
-    // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter)
-    GGUFArchitecture("llama"),
+    // Llama 1/2/3, Mistral, TinyLlama, SmolLM (Q/K rows permuted by the converter); Mixtral:
+    // experts of feed_forward_length rows where expert_count > 0
+    GGUFArchitecture("llama").withExperts(Experts::Optional),
     GGUFArchitecture("qwen2").neoxRope(),  // Q/K/V biases (used wherever a file has them)
     // head size from attention.key_length (Qwen3-0.6B: 16 x 128 > n_embd 1024)
     GGUFArchitecture("qwen3").neoxRope().withQKNorm(QKNorm::PerHead),
+    // Qwen3-MoE (Qwen3-30B-A3B, 235B-A22B): qwen3's attention, experts in every block
+    GGUFArchitecture("qwen3moe").neoxRope().withQKNorm(QKNorm::PerHead).withExperts(Experts::Required),
     // no rotary, LayerNorm with bias, plain GELU FFN
     GGUFArchitecture("gpt2").withoutRope().withLayerNorm().withLearnedPositions()
         .readingKeys(readGPT2HyperParameters).withBlock(gpt2Block),

@@ -14,7 +14,7 @@ namespace llm {
      x += residual_scale * post_norm(selfAttention(norm(x)))
      x += residual_scale * post_norm(gatedFeedForward(norm(x)))
    where norm is absent for olmo2, post_norm only in gemma2/3 and olmo2, residual_scale only in
-   granite. */
+   granite; the feed-forward a mixture of experts where the file has them (Mixtral, qwen3moe). */
 LayerPin llamaBlock(GGUFGraphBuilder& g, int i, LayerPin x)
 {
     const std::string p = format("blk.%d.", i);
@@ -30,7 +30,7 @@ LayerPin llamaBlock(GGUFGraphBuilder& g, int i, LayerPin x)
     x = g.residual(p + "attn_residual", x, o);
 
     h = arch.preNorms ? g.rmsNorm(p + "ffn_norm", x) : x;
-    LayerPin d = g.gatedFeedForward(p, h);
+    LayerPin d = g.feedForward(p, h);
     if (arch.postNorms)
         d = g.rmsNorm(p + "post_ffw_norm", d);
     if (residualScale != 0.f)
