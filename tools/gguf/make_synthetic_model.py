@@ -50,7 +50,9 @@ Shapes: tiny (n_embd 256, 2 layers, 4/2 heads of 64, FFN 512, vocab 512, ctx 256
         tinyllama (2048, 22 layers, 32/4 heads, FFN 5632, vocab 32000, ctx 2048),
         qwen2.5-0.5b (896, 24 layers, 14/2 heads, FFN 4864, vocab 151936, ctx 32768, rope 1e6),
         qwen3-0.6b (1024, 28 layers, 16/8 heads of 128, FFN 3072, vocab 151936, ctx 40960, rope 1e6),
-        gemma3-1b (1152, 26 layers, 4/1 heads of 256, FFN 6912, vocab 262144, ctx 32768).
+        gemma3-1b (1152, 26 layers, 4/1 heads of 256, FFN 6912, vocab 262144, ctx 32768),
+        qwen3-30b-a3b (2048, 48 layers, 32/4 heads of 128, FFN 6144, vocab 151936, ctx 40960, with
+        --arch qwen3moe 128 experts, 8 used, 768 wide unless --experts / --experts-used / --expert-ff).
 phi3 (llama.cpp's phi3 graph): one fused blk.N.attn_qkv.weight (rows q, k, v), ffn_up.weight of
 2*n_ff rows holding gate then up (no ffn_gate), NEOX RoPE base 1e4, eps 1e-5, over --rope-dim
 dimensions (default 3/4 of the head, like Phi-4-mini's partial rotary), and
@@ -149,6 +151,9 @@ SHAPES = {
     # Gemma 3 1B (use --sliding-window 512 as its file has)
     "gemma3-1b": dict(n_embd=1152, n_layer=26, n_head=4, n_head_kv=1, n_ff=6912, n_vocab=262144,
                       n_ctx=32768, head_dim=256),
+    # Qwen3-30B-A3B (use --arch qwen3moe; moe: the default --experts, --experts-used, --expert-ff)
+    "qwen3-30b-a3b": dict(n_embd=2048, n_layer=48, n_head=32, n_head_kv=4, n_ff=6144, n_vocab=151936,
+                          n_ctx=40960, head_dim=128, moe=(128, 8, 768)),
 }
 ARCH_DEFAULTS = {
     "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
@@ -610,10 +615,11 @@ def build(args):
         shape["n_layer"] = args.layers
     if arch in ("gptneox", "phi2"):  # multi-head attention, as Pythia and Phi-2 have
         shape["n_head_kv"] = shape["n_head"]
+    moe_defaults = shape.pop("moe", (8, 2, 256))  # the shape's expert count, used count, width
     if ad.get("moe") or args.experts:
-        shape["n_expert"] = args.experts or 8
-        shape["n_expert_used"] = args.experts_used or 2
-        shape["n_ff_exp"] = args.expert_ff or 256
+        shape["n_expert"] = args.experts or moe_defaults[0]
+        shape["n_expert_used"] = args.experts_used or moe_defaults[1]
+        shape["n_ff_exp"] = args.expert_ff or moe_defaults[2]
         if arch in ("llama", "gpt-oss"):  # Mixtral: the experts are feed_forward_length wide, no
             shape["n_ff"] = shape["n_ff_exp"]  # dense FFN; gpt-oss's converter writes both the same
     w.add_uint32(arch + ".context_length", shape["n_ctx"])
@@ -805,7 +811,8 @@ def main(argv=None):
         ap.error("--type MXFP4_MOE is for mixture-of-experts models")
     if not moe and (args.experts or args.experts_used or args.expert_ff):
         ap.error("--experts, --experts-used and --expert-ff are options of qwen3moe and llama (Mixtral)")
-    if moe and not 0 < (args.experts_used or 2) <= (args.experts or 8):
+    moe_defaults = SHAPES[args.shape].get("moe", (8, 2, 256))
+    if moe and not 0 < (args.experts_used or moe_defaults[1]) <= (args.experts or moe_defaults[0]):
         ap.error("--experts-used must be in 1..--experts")
     t0 = time.time()
     w, hist, tok = build(args)
