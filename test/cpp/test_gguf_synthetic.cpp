@@ -77,7 +77,7 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 58u);
+    ASSERT_EQ(oracles.size(), 83u);
     std::printf("%-22s %12s %12s %10s %10s\n", "model", "max|dp| F32", "max|dp| q", "top1 ours", "top1 l.cpp");
     for (const String& path : oracles)
     {
@@ -139,7 +139,7 @@ TEST(GGUFSynthetic, greedyIdsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 58u);
+    ASSERT_EQ(oracles.size(), 83u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -176,7 +176,7 @@ TEST(GGUFSynthetic, decodeStepsMatchLlamaCpp)
 {
     std::vector<String> oracles;
     glob(llm_test::projectRoot() + "/test/data/oracle/synthetic_*.nlc.json", oracles);
-    ASSERT_EQ(oracles.size(), 58u);
+    ASSERT_EQ(oracles.size(), 83u);
     for (const String& path : oracles)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);

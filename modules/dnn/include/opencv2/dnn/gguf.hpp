@@ -58,7 +58,7 @@ public:
     virtual size_t getTensorBytes(const String& name) const = 0;
 };
 
-/** @brief Reads a GGUF language model (architectures `llama` (also Mixtral), `qwen2`, `qwen3`, `qwen3moe`, `gpt2`, `phi3`,
+/** @brief Reads a GGUF language model (architectures `llama`, `qwen2`, `qwen3`, `qwen3moe`, `gpt-oss`, `gpt2`, `phi3`,
 `gemma2`, `gemma3`, `olmo2`, `granite`, `smollm3`, `mistral3`, `gptneox`, `phi2`, `stablelm`) into a
 Net.
 

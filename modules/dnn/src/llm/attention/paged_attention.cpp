@@ -36,6 +36,7 @@ struct AttentionContext
     bool inPlaceRows;          // rows the kernels read in place (float32; half and 8-bit ones up to
                                // kMaxConvertedHeadDim): runs over pages, no decoded copy
     float scale, softCap;
+    const float* sinks;        // per query head, or null
     const float* q;
     float* out;
     size_t partialFloats;      // one partial: group * (2 + headDim)
@@ -169,8 +170,15 @@ struct AttentionContext
         for (int h = 0; h < group; h++)
         {
             const float* sh = state + (size_t)h * (2 + headDim);
-            float* o = out + token * qWidth + ((size_t)kvHead * group + h) * headDim;
-            const float inv = 1.f / sh[1];
+            const int head = kvHead * group + h;
+            float* o = out + token * qWidth + (size_t)head * headDim;
+            float inv = 1.f / sh[1];
+            if (sinks)
+            {
+                // the sink's exponential joins the sum, both taken from the larger maximum
+                const float m = std::max(sh[0], sinks[head]), a = std::exp(sh[0] - m);
+                inv = a / (sh[1] * a + std::exp(sinks[head] - m));
+            }
             for (int i = 0; i < headDim; i++)
                 o[i] = sh[2 + i] * inv;
         }
@@ -245,7 +253,7 @@ void balanceStripes(AttentionContext& ctx, std::vector<int>& stripeStart)
 } // namespace
 
 void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& plan, const float* q, int heads,
-                         float scale, float softCap, float* out)
+                         float scale, float softCap, const float* sinks, float* out)
 {
     AttentionContext ctx;
     ctx.cache = &cache;
@@ -261,6 +269,7 @@ void PagedAttention::run(const PagedKVCache& cache, int layer, const BatchPlan& 
     ctx.pageSize = cache.getPageSize();
     ctx.scale = scale;
     ctx.softCap = softCap;
+    ctx.sinks = sinks;
     ctx.pageGroup = cache.layerGroup(layer);
     ctx.window = cache.layerWindow(layer);
     ctx.q = q;

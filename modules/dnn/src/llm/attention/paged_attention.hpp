@@ -33,9 +33,11 @@ public:
 
     /** q: tokens x heads*headDim, rotated. out: same shape. The keys and values of the plan's
         tokens must be stored in the cache already. A score is scale * q.k, or with a soft cap
-        c > 0 (Gemma 2) c * tanh(scale * q.k / c). */
+        c > 0 (Gemma 2) c * tanh(scale * q.k / c). sinks: null, or one logit per query head that
+        joins the softmax's denominator and attends to nothing (gpt-oss's attention sinks, as
+        ggml's soft_max with sinks: exp(sink - max) added to the sum, the max taken with it). */
     void run(const PagedKVCache& cache, int layer, const BatchPlan& plan, const float* q, int heads,
-             float scale, float softCap, float* out);
+             float scale, float softCap, const float* sinks, float* out);
 
 private:
     std::vector<float> partials_;   // split-KV scratch: per (token, KV head, chunk) task

@@ -104,6 +104,7 @@ struct GGUFArchitecture
     bool embeddingScaleOnTokensOnly = false;  //!< the embedding scale applies to token rows, not fed embeddings (gemma3)
     bool alwaysTiedOutput = false;   //!< the output projection is token_embd even where output.weight exists (gemma2)
     Experts experts = Experts::None; //!< mixture-of-experts feed-forward blocks
+    bool attentionSinks = false;     //!< blk.N.attn_sinks.weight: a logit per head in the softmax (gpt-oss)
     bool outputBias = false;         //!< output.bias added to the logits (phi2)
     HyperParameterHook readHyperParameters = nullptr;
     BlockFunction block = llamaBlock;
@@ -125,6 +126,7 @@ struct GGUFArchitecture
     constexpr GGUFArchitecture scalingTokenRowsOnly() const { GGUFArchitecture a = *this; a.embeddingScaleOnTokensOnly = true; return a; }
     constexpr GGUFArchitecture withTiedOutput() const { GGUFArchitecture a = *this; a.alwaysTiedOutput = true; return a; }
     constexpr GGUFArchitecture withOutputBias() const { GGUFArchitecture a = *this; a.outputBias = true; return a; }
+    constexpr GGUFArchitecture withAttentionSinks() const { GGUFArchitecture a = *this; a.attentionSinks = true; return a; }
     constexpr GGUFArchitecture withExperts(Experts e) const { GGUFArchitecture a = *this; a.experts = e; return a; }
     constexpr GGUFArchitecture readingKeys(HyperParameterHook hook) const { GGUFArchitecture a = *this; a.readHyperParameters = hook; return a; }
     constexpr GGUFArchitecture withBlock(BlockFunction f) const { GGUFArchitecture a = *this; a.block = f; return a; }

@@ -208,6 +208,11 @@ LayerPin GGUFGraphBuilder::attention(const std::string& name, int layer, const s
     const bool local = hp_.windowOf(layer) > 0;
     if (local)
         lp.set("sliding_window", hp_.windowOf(layer));
+    if (arch().attentionSinks)
+    {
+        const Mat sinks = vectorF32(format("blk.%d.attn_sinks.weight", layer), hp_.nHead);
+        lp.set("sinks", DictValue::arrayReal(sinks.ptr<float>(), hp_.nHead));
+    }
     if (!hp_.ropeOnLayer(layer))
     {
         lp.set("rope_mode", "none");

@@ -62,7 +62,20 @@ public:
         softCap_ = params.get<float>("logit_softcap", 0.f);
         CV_Check(softCap_, softCap_ >= 0.f && std::isfinite(softCap_), "LLMAttention: logit_softcap must not be negative");
         window_ = params.get<int>("sliding_window", 0);
+        if (params.has("sinks"))
+        {
+            const DictValue sinks = params.get("sinks");
+            CV_CheckEQ(sinks.size(), heads_, "LLMAttention: sinks needs one logit per query head");
+            for (int h = 0; h < heads_; h++)
+                sinks_.push_back((float)sinks.get<double>(h));
+        }
         CV_CheckGE(window_, 0, "LLMAttention: sliding_window must not be negative");
+        // The first output_head_dim values of each head's output: an ONNX graph that padded its
+        // heads for the attention operator slices the padding off after it (the importer folds
+        // that Slice in here; the cache keeps the padded head size).
+        outputHeadDim_ = params.get<int>("output_head_dim", headDim_);
+        CV_Check(outputHeadDim_, outputHeadDim_ > 0 && outputHeadDim_ <= headDim_,
+                 "LLMAttention: output_head_dim must be in [1, head_dim]");
         // llama.cpp's attn_factor (ggml_rope_ext's mscale): cos and sin are multiplied by it, so
         // the rotated dimensions of q and k come out scaled (GGUF rope.scaling.attn_factor).
         ropeAttnFactor_ = params.get<float>("rope_attn_factor", 1.f);
@@ -123,7 +136,7 @@ public:
         if (inputs.size() == 1)
         {
             CV_CheckEQ(inputs[0][1], qWidth + 2 * kvWidth, "LLMAttention: packed q|k|v width != (num_heads + 2 * num_kv_heads) * head_dim");
-            outputs.assign(1, MatShape{inputs[0][0], qWidth});
+            outputs.assign(1, MatShape{inputs[0][0], heads_ * outputHeadDim_});
             return false;
         }
         CV_CheckEQ(inputs[0][1], qWidth, "LLMAttention: q width != num_heads * head_dim");
@@ -131,7 +144,7 @@ public:
         CV_CheckEQ(inputs[2][1], kvWidth, "LLMAttention: v width != num_kv_heads * head_dim");
         CV_CheckEQ(inputs[1][0], inputs[0][0], "LLMAttention: q and k token counts differ");
         CV_CheckEQ(inputs[2][0], inputs[0][0], "LLMAttention: q and v token counts differ");
-        outputs.assign(1, inputs[0]);
+        outputs.assign(1, MatShape{inputs[0][0], heads_ * outputHeadDim_});
         return false;
     }
 
@@ -200,7 +213,17 @@ public:
             cache.store(layerIndex_, *pageTables[plan.batchSequence[t]], plan.position[t],
                         keys_.data() + (size_t)t * kvWidth, vData + t * vStride);
 
-        attention_.run(cache, layerIndex_, plan, query_.data(), heads_, scale_, softCap_, out.ptr<float>());
+        if (outputHeadDim_ == headDim_)
+        {
+            attention_.run(cache, layerIndex_, plan, query_.data(), heads_, scale_, softCap_, sinksOrNull(), out.ptr<float>());
+            return;
+        }
+        paddedOut_.resize((size_t)tokens * qWidth);
+        attention_.run(cache, layerIndex_, plan, query_.data(), heads_, scale_, softCap_, sinksOrNull(), paddedOut_.data());
+        for (int t = 0; t < tokens; t++)
+            for (int h = 0; h < heads_; h++)
+                std::copy_n(paddedOut_.data() + (size_t)t * qWidth + (size_t)h * headDim_, outputHeadDim_,
+                            out.ptr<float>(t) + (size_t)h * outputHeadDim_);
     }
 
 private:
@@ -228,7 +251,7 @@ private:
         }
     }
 
-    int heads_, kvHeads_, headDim_, maxContext_, window_ = 0;
+    int heads_, kvHeads_, headDim_, maxContext_, window_ = 0, outputHeadDim_ = 0;
     float scale_, softCap_ = 0.f, ropeAttnFactor_ = 1.f;
     float temperatureScale_ = 0.f;  // 0: none
     int temperatureLength_ = 0;
@@ -236,7 +259,10 @@ private:
     Ptr<llm::LLMNetState> state_;
     int layerIndex_ = 0;
     llm::PagedAttention attention_;
+    std::vector<float> sinks_;  // gpt-oss's attention sinks: one logit per query head (empty: none)
+    const float* sinksOrNull() const { return sinks_.empty() ? nullptr : sinks_.data(); }
     std::vector<float> query_, keys_;  // rotated copies, kept to avoid allocating per step
+    std::vector<float> paddedOut_;     // whole heads when only the first outputHeadDim_ of each are output
     std::vector<float> angles_;        // the rotary angles of the step's positions (queries and keys)
 };
 

@@ -142,7 +142,7 @@ public:
     or one packed input whose rows are q|k|v. Output: T x num_heads*head_dim. Parameters:
     `num_heads`, `num_kv_heads`, `head_dim`, `max_context`, `scale` (of the scores; default
     1/sqrt(head_dim)), `logit_softcap` (c > 0: scores become c * tanh(score / c)),
-    `sliding_window` (attend to the last n positions only; 0: all), and the rotary ones (see RotaryEmbedding): `rope_mode` "formula"
+    `sliding_window` (attend to the last n positions only; 0: all), `sinks` (one logit per query head joining the softmax's denominator: gpt-oss), and the rotary ones (see RotaryEmbedding): `rope_mode` "formula"
     (default: `rope_dim`, `rope_base`, `rope_neox`, `rope_freq_scale`; blobs[0], optional:
     per-pair frequency factors), "table" (blobs[0], blobs[1]: cos and sin, positions x pairs;
     `rope_neox`; max_context is capped at the tables' positions) or "none".

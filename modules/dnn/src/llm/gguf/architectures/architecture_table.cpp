@@ -24,6 +24,11 @@ constexpr GGUFArchitecture kArchitectures[] = {
     GGUFArchitecture("qwen3").neoxRope().withQKNorm(QKNorm::PerHead),
     // Qwen3-MoE (Qwen3-30B-A3B, 235B-A22B): qwen3's attention, experts in every block
     GGUFArchitecture("qwen3moe").neoxRope().withQKNorm(QKNorm::PerHead).withExperts(Experts::Required),
+    // gpt-oss (llama.cpp's openai-moe): attention sinks, a window on every second layer, biases,
+    // experts in every block with gpt-oss's routing and clamped SwiGLU
+    GGUFArchitecture("gpt-oss").neoxRope().requiringFullRope().withExperts(Experts::Required)
+        .withSlidingWindow({2, 0, 0.f, true}).withAttentionSinks()
+        .readingKeys(readGptOssHyperParameters).withBlock(gptOssBlock),
     // no rotary, LayerNorm with bias, plain GELU FFN
     GGUFArchitecture("gpt2").withoutRope().withLayerNorm().withLearnedPositions()
         .readingKeys(readGPT2HyperParameters).withBlock(gpt2Block),

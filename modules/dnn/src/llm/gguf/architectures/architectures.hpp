@@ -30,6 +30,9 @@ void readGPTNeoXHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters
 std::vector<LayerPin> layerNormFamilyQKV(GGUFGraphBuilder& g, const std::string& prefix, LayerPin h);
 LayerPin geluFeedForward(GGUFGraphBuilder& g, const std::string& prefix, LayerPin h);
 LayerPin gptNeoXBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
+// gpt_oss.cpp
+void readGptOssHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+LayerPin gptOssBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
 // granite.cpp
 void readGraniteHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 // mistral3.cpp
