@@ -240,6 +240,40 @@ TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
     EXPECT_EQ(grouped, 2) << "one per-head q norm per layer";
 }
 
+// Phi-2's export (tools/onnx/make_hf_style_model.py --arch phi2): a partial rotary embedding
+// written out, q[..., :8] of each head of 16 rotated by rotate_half with cos / sin from the
+// positions and q[..., 8:] passed through (Slice, Concat back); biases on q/k/v/dense and
+// lm_head, one LayerNorm feeding attention and MLP in parallel. Float32: the float32 tolerance,
+// greedy ids equal, the append branch included. (Rotating the whole head, or pairing (i, i + 8)
+// instead of (i, i + 4), changes step 0's logits by far more than the tolerance.)
+TEST(ONNXLanguageModels, partialRotaryWrittenOutMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("hf_phi2");
+    ASSERT_NE(ref.generator.find("--arch phi2"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    EXPECT_EQ(logitTolerance(ref), 1e-4);
+    expectSyntheticModelMatches(ref);
+}
+
+// Heads padded for GroupQueryAttention and the padding sliced off after it (Reshape to
+// [batch, seq, heads, padded], Slice [0, head) on the last axis, Reshape back; onnxruntime-genai's
+// way around a head size its kernels refuse): the Slice is folded into the attention layer
+// (output_head_dim), not taken for half of a rotate_half (16 of 32 is exactly a half). Float32:
+// the float32 tolerance, greedy ids equal, the append branch included; gqa_padded_head has
+// gqa_rotary_fp32's weights, and ONNX Runtime gives both the same logits.
+TEST(ONNXLanguageModels, paddedHeadsSlicedAfterAttentionMatchOnnxRuntime)
+{
+    for (const char* name : {"gqa_padded_head", "gqa_padded_head_48"})
+    {
+        const OrtReference ref = syntheticReference(name);
+        ASSERT_NE(ref.generator.find("--pad-head-size"), std::string::npos) << name;
+        ASSERT_GE(ref.branchPrefix, 0) << name;
+        EXPECT_EQ(logitTolerance(ref), 1e-4) << name;
+        expectSyntheticModelMatches(ref);
+    }
+    EXPECT_EQ(syntheticReference("gqa_padded_head").main.greedyIds, syntheticReference("gqa_rotary_fp32").main.greedyIds);
+}
+
 // Hugging Face exports (tools/onnx/make_hf_style_model.py: transformers' eager GPT-2 / Llama /
 // Qwen2 / Qwen3 / Gemma modules through torch.onnx.export, opset 17, optimum's causal-lm-with-past
 // layout): attention written out as MatMul / Softmax / masking over past_key_values.N.key|value,

@@ -151,6 +151,16 @@ VARIANTS = {
     "gemma3_qk_norm_gelu": "--attention gqa-rotary --qk-norm 4d --norm-offset runtime --embed-scale --activation gelu "
                            "--heads 4 --kv-heads 2 --head-size 16 --hidden 64 --ffn 128 --vocab 256 --model-type gemma3 "
                            "--seed 24",
+    # Heads padded for GroupQueryAttention and the padding sliced off after it (Reshape [0, 0, heads, 32],
+    # Slice [0, 16) on the last axis, Reshape back: onnxruntime-genai's way around a head size its
+    # kernels refuse): q/k/v weights with zero columns after each head's 16, the cache [.., 32], cos/sin
+    # over the real 16 dims. gqa_rotary_fp32's arguments and seed, hence its weights: ONNX Runtime's
+    # logits equal that variant's exactly.
+    "gqa_padded_head": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 16 --pad-head-size 32 --hidden 64 "
+                       "--ffn 160 --vocab 256 --seed 5",
+    # Head 48 padded to 64 (a Slice [0, 48) that is not a half), rotary over the 48 real dims.
+    "gqa_padded_head_48": "--attention gqa-rotary --heads 4 --kv-heads 2 --head-size 48 --pad-head-size 64 --hidden 128 "
+                          "--ffn 256 --vocab 256 --seed 10",
 }
 
 # Hugging Face transformers' eager modules written in torch and exported with torch.onnx.export
@@ -183,6 +193,10 @@ HF_VARIANTS = {
     # Gemma: embedding times sqrt(64), norms x * (1 + w), gelu tanh gate, MQA (1 KV head), head_dim 32
     # with hidden 64, tied lm_head.
     "hf_gemma": "--arch gemma --seed 25",
+    # Phi-2: partial rotary written out (q[..., :8] of each head of 16 rotated as rotate_half, the rest
+    # passed through and Concat'ed back), q/k/v/dense with bias, one LayerNorm feeding attention and
+    # MLP in parallel, gelu_new MLP, lm_head with bias.
+    "hf_phi2": "--arch phi2 --seed 12",
 }
 VARIANTS.update(HF_VARIANTS)
 

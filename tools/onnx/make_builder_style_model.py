@@ -53,6 +53,14 @@ Forms of other model families (builder.py's, off by default):
                       (erf), as builder.py's make_gelu, instead of SiLU.
   --norm layer        LayerNorm with a bias: LayerNormalization (first norm) and com.microsoft
                       SkipLayerNormalization(input, skip, gamma, beta) as onnxruntime.transformers fuses GPT-2's.
+  --pad-head-size P   (gqa-rotary) each head padded from --head-size to P for GroupQueryAttention, as
+                      one does for a head size the fused kernels refuse (ONNX Runtime's GQA wants
+                      multiples of 16 with do_rotary): the q/k/v projections get zero columns after each
+                      head's --head-size ones, the cache is [batch, kv_heads, seq, P], cos/sin_cache
+                      cover the real rotary dims (so GQA rotates only those), scale stays
+                      1/sqrt(--head-size); after the attention Reshape [0, 0, heads, P], Slice
+                      [0, --head-size) on the last axis, Reshape [0, 0, heads * --head-size] into o_proj.
+                      The random weights are drawn as without padding (same seed: same model).
 Without them the output is byte-identical to what the generator wrote before they existed.
 
 Weights: --precision's float type, or MatMulNBits with --bits 2 / 4 / 8 (2 bits: four elements
@@ -145,6 +153,8 @@ def parse_args(argv):
                         "FastGelu(x, bias) / BiasGelu(x, bias)")
     p.add_argument("--local-window", type=int, default=-1,
                    help="GroupQueryAttention local_window_size on even layers (Gemma 2 / Mistral sliding windows); -1: off")
+    p.add_argument("--pad-head-size", type=int, default=0,
+                   help="gqa-rotary: pad each head to this size around GroupQueryAttention (0: no padding)")
     p.add_argument("--softcap", type=float, default=0.0, help="GroupQueryAttention softcap (Gemma 2); 0: off")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
@@ -183,6 +193,9 @@ def parse_args(argv):
         p.error("--mha-mask needs --attention mha")
     if rotary_dim % 2 or rotary_dim > a.head_size:
         p.error("--rotary-dim must be even and <= --head-size")
+    if a.pad_head_size and (a.pad_head_size <= a.head_size or a.attention != "gqa-rotary" or a.packed_qkv
+                            or a.qk_norm != "none"):
+        p.error("--pad-head-size must exceed --head-size, with --attention gqa-rotary (no --packed-qkv / --qk-norm)")
     return a
 
 
@@ -427,6 +440,13 @@ class GraphBuilder:
                              [f"{pre}/Attention/output_0", f"present_{i}"], domain=MS_DOMAIN, num_heads=a.heads,
                              unidirectional=1)[0]
             return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
+        if a.pad_head_size:  # zero columns after each head's own (the projections' outputs padded per head)
+            pad = lambda m, heads: np.pad(m.reshape(m.shape[:-1] + (heads, a.head_size)),
+                                          [(0, 0)] * (m.ndim - 1) + [(0, 0), (0, a.pad_head_size - a.head_size)]
+                                          ).reshape(m.shape[:-1] + (heads * a.pad_head_size,))
+            n_heads = {"q": a.heads, "k": a.kv_heads, "v": a.kv_heads}
+            w = {p: pad(w[p], n_heads[p]) for p in "qkv"}
+            b = {p: None if b[p] is None else pad(b[p], n_heads[p]) for p in "qkv"}
         if a.packed_qkv:
             packed_bias = np.concatenate([b["q"], b["k"], b["v"]]) if a.qkv_bias else None
             q = self.linear(f"model.layers.{i}.attn.qkv_proj", normed,
@@ -464,6 +484,11 @@ class GraphBuilder:
                              local_window_size=a.local_window if i % 2 == 0 else -1,
                              softcap=float(a.softcap), do_rotary=int(a.attention == "gqa-rotary"),
                              rotary_interleaved=a.rotary_interleaved if a.attention == "gqa-rotary" else 0)[0]
+        if a.pad_head_size:  # the padding sliced off each head before o_proj
+            i64 = lambda v: self.constant(np.array(v, np.int64))
+            heads_4d = self.node("Reshape", f"{pre}/unpad/Reshape", [attn, i64([0, 0, a.heads, a.pad_head_size])])
+            sliced = self.node("Slice", f"{pre}/unpad/Slice", [heads_4d, i64([0]), i64([a.head_size]), i64([-1])])
+            attn = self.node("Reshape", f"{pre}/unpad/Reshape_1", [sliced, i64([0, 0, a.heads * a.head_size])])
         return self.linear(f"model.layers.{i}.attn.o_proj", attn, self.normal((q_size, a.hidden), 0.1))
 
     def qk_norm(self, name, weight_name, x, heads):
@@ -644,8 +669,9 @@ class GraphBuilder:
     def model(self):
         a = self.a
         ft = self.float_type
-        cache_in = ["batch_size", a.kv_heads, "past_sequence_length", a.head_size]
-        cache_out = ["batch_size", a.kv_heads, "total_sequence_length", a.head_size]
+        cache_head = a.pad_head_size or a.head_size
+        cache_in = ["batch_size", a.kv_heads, "past_sequence_length", cache_head]
+        cache_out = ["batch_size", a.kv_heads, "total_sequence_length", cache_head]
         onnx23 = a.attention == "onnx23"
         inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"])]
         if not onnx23:
@@ -699,7 +725,7 @@ def genai_config(a):
             "decoder": {
                 "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
                 "filename": "model.onnx",
-                "head_size": a.head_size,
+                "head_size": a.pad_head_size or a.head_size,
                 "hidden_size": a.hidden,
                 "inputs": inputs,
                 "outputs": {"logits": "logits", "present_key_names": "present.%d.key",

@@ -45,6 +45,20 @@ Architectures (the torch code below mirrors transformers' eager code, operation 
   gemma   embedding times sqrt(hidden) (a constant Mul), RMSNorm with (1 + w) computed in float,
           MLP gelu(gate, approximate='tanh') * up, one KV head (MQA), head_dim 32 with hidden 64,
           lm_head tied to the embedding.
+  phi2    PhiForCausalLM: q/k/v/dense with bias, partial rotary (rotary_ndims = partial_rotary_factor
+          * head_dim = 8 of 16: q[..., :8] rotated as Llama's rotate_half with cos / sin from
+          position_ids, q[..., 8:] passed through, Concat back), one LayerNorm feeding attention and
+          MLP in parallel (x + attn(ln(x)) + mlp(ln(x))), gelu_new MLP fc1 / fc2 with bias,
+          final_layernorm, lm_head with bias; the 4-D mask as llama's.
+  gptj    GPTJForCausalLM: wte, q/k/v/out_proj without bias, rotary on the first rotary_dim = 8 of
+          each head of 16 with GPT-J's interleaved pairs (rotate_every_two: x[..., ::2],
+          x[..., 1::2], stack((-x2, x1), -1).flatten(-2); sin / cos gathered from the constant
+          embed_positions [512, rotary_dim] by position_ids and repeat_interleave'd), on
+          [batch, seq, heads, d] before the permute; GPT-2's bias-buffer causal mask (Where) and
+          extended attention mask; scores in float32 divided by sqrt(head_dim); one LayerNorm
+          feeding attention and MLP in parallel; gelu_new MLP fc_in / fc_out with bias; ln_f;
+          lm_head with bias.
+  --rotary-dim: the rotated dimensions per head (phi2, gptj).
 """
 import argparse
 import io
@@ -66,6 +80,8 @@ ARCH_DEFAULTS = {
     "qwen2": dict(hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=256, theta=1e6, eps=1e-6),
     "qwen3": dict(hidden=64, heads=4, kv_heads=2, head_dim=32, ffn=128, vocab=256, theta=1e6, eps=1e-6),
     "gemma": dict(hidden=64, heads=4, kv_heads=1, head_dim=32, ffn=128, vocab=256, theta=1e4, eps=1e-6),
+    "phi2":  dict(hidden=64, heads=4, kv_heads=4, head_dim=16, ffn=128, vocab=256, theta=1e4, eps=1e-5, rotary_dim=8),
+    "gptj":  dict(hidden=64, heads=4, kv_heads=4, head_dim=16, ffn=128, vocab=256, theta=1e4, eps=1e-5, rotary_dim=8),
 }
 MAX_POSITIONS = 512
 BOS, EOS = 1, 2
@@ -481,6 +497,268 @@ class CausalLM(FlatSignature, nn.Module):
         return logits, presents
 
 
+# ------------------------------------------------------------------------------- Phi-2 / GPT-J
+class PhiAttention(nn.Module):
+    """PhiAttention (transformers 4.4x, eager): partial rotary on q[..., :rotary_ndims]."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.head_dim = c.head_dim
+        self.num_heads = c.heads
+        self.rotary_ndims = c.rotary_dim
+        self.q_proj = nn.Linear(c.hidden, c.heads * c.head_dim, bias=True)
+        self.k_proj = nn.Linear(c.hidden, c.kv_heads * c.head_dim, bias=True)
+        self.v_proj = nn.Linear(c.hidden, c.kv_heads * c.head_dim, bias=True)
+        self.dense = nn.Linear(c.heads * c.head_dim, c.hidden, bias=True)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.c.kv_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, q_len, self.c.kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_rot, query_pass = (query_states[..., : self.rotary_ndims], query_states[..., self.rotary_ndims:])
+        key_rot, key_pass = (key_states[..., : self.rotary_ndims], key_states[..., self.rotary_ndims:])
+        query_rot, key_rot = apply_rotary_pos_emb(query_rot, key_rot, cos, sin)
+        query_states = torch.cat((query_rot, query_pass), dim=-1)
+        key_states = torch.cat((key_rot, key_pass), dim=-1)
+        past_key, past_value = past_key_value
+        key_states = torch.cat([past_key, key_states], dim=-2)
+        value_states = torch.cat([past_value, value_states], dim=-2)
+        present = (key_states, value_states)
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = torch.matmul(query_states.to(torch.float32), key_states.to(torch.float32).transpose(2, 3)) \
+            / math.sqrt(self.head_dim)
+        attn_weights = attn_weights + causal_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(value_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(bsz, q_len, -1)
+        return self.dense(attn_output), present
+
+
+class FcMLP(nn.Module):
+    """PhiMLP (fc1, fc2) / GPTJMLP (fc_in, fc_out): gelu_new between two biased linears."""
+
+    def __init__(self, c, names):
+        super().__init__()
+        self.names = names
+        setattr(self, names[0], nn.Linear(c.hidden, c.ffn))
+        setattr(self, names[1], nn.Linear(c.ffn, c.hidden))
+
+    def forward(self, x):
+        return getattr(self, self.names[1])(gelu_new(getattr(self, self.names[0])(x)))
+
+
+class PhiDecoderLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.self_attn = PhiAttention(c)
+        self.mlp = FcMLP(c, ("fc1", "fc2"))
+        self.input_layernorm = nn.LayerNorm(c.hidden, eps=c.eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        attn_outputs, present = self.self_attn(hidden_states, attention_mask, position_embeddings, past_key_value)
+        feed_forward_hidden_states = self.mlp(hidden_states)
+        hidden_states = attn_outputs + feed_forward_hidden_states + residual
+        return hidden_states, present
+
+
+class PhiModel(DecoderModel):
+    def __init__(self, c):
+        nn.Module.__init__(self)
+        self.c = c
+        self.embed_tokens = nn.Embedding(c.vocab, c.hidden)
+        self.layers = nn.ModuleList([PhiDecoderLayer(c) for _ in range(c.layers)])
+        self.final_layernorm = nn.LayerNorm(c.hidden, eps=c.eps)
+        self.rotary_emb = RotaryEmbedding(c.rotary_dim, c.theta)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        inputs_embeds = self.embed_tokens(input_ids)
+        past_seen_tokens = past_key_values[0][0].shape[-2]
+        cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
+        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position, past_seen_tokens)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        presents = []
+        for layer, past in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, causal_mask, position_embeddings, past)
+            presents.append(present)
+        return self.final_layernorm(hidden_states), presents
+
+
+class PhiForCausalLM(FlatSignature, nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.model = PhiModel(c)
+        self.lm_head = nn.Linear(c.hidden, c.vocab, bias=True)
+
+    def causal_lm(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.model(input_ids, attention_mask, position_ids, past_key_values)
+        return self.lm_head(hidden_states).float(), presents
+
+
+def create_sinusoidal_positions(num_pos, dim):
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.int64) / dim))
+    sinusoid_inp = torch.einsum("i , j -> i j", torch.arange(num_pos, dtype=torch.int64).float(), inv_freq).float()
+    return torch.cat((torch.sin(sinusoid_inp), torch.cos(sinusoid_inp)), dim=1)
+
+
+def rotate_every_two(x):
+    x1 = x[:, :, :, ::2]
+    x2 = x[:, :, :, 1::2]
+    x = torch.stack((-x2, x1), dim=-1)
+    return x.flatten(-2)
+
+
+def apply_rotary_pos_emb_gptj(tensor, sin, cos):
+    sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
+    cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+    return (tensor * cos) + (rotate_every_two(tensor) * sin)
+
+
+class GPTJAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.register_buffer("bias", torch.tril(torch.ones((MAX_POSITIONS, MAX_POSITIONS), dtype=torch.bool))
+                             .view(1, 1, MAX_POSITIONS, MAX_POSITIONS), persistent=False)
+        self.embed_dim = c.hidden
+        self.num_attention_heads = c.heads
+        self.head_dim = c.head_dim
+        self.scale_attn = torch.sqrt(torch.tensor(self.head_dim, dtype=torch.float32)).to(torch.get_default_dtype())
+        self.k_proj = nn.Linear(c.hidden, c.hidden, bias=False)
+        self.v_proj = nn.Linear(c.hidden, c.hidden, bias=False)
+        self.q_proj = nn.Linear(c.hidden, c.hidden, bias=False)
+        self.out_proj = nn.Linear(c.hidden, c.hidden, bias=False)
+        self.rotary_dim = c.rotary_dim
+        self.embed_positions = create_sinusoidal_positions(MAX_POSITIONS, self.rotary_dim or self.embed_dim)
+
+    def _split_heads(self, tensor, num_attention_heads, attn_head_size, rotary):
+        new_shape = tensor.size()[:-1] + (num_attention_heads, attn_head_size)
+        tensor = tensor.view(new_shape)
+        if rotary:
+            return tensor
+        return tensor.permute(0, 2, 1, 3)
+
+    def _merge_heads(self, tensor, num_attention_heads, attn_head_size):
+        tensor = tensor.permute(0, 2, 1, 3).contiguous()
+        new_shape = tensor.size()[:-2] + (num_attention_heads * attn_head_size,)
+        return tensor.view(new_shape)
+
+    def _attn(self, query, key, value, attention_mask):
+        query_length, key_length = query.size(-2), key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+        query = query.to(torch.float32)
+        key = key.to(torch.float32)
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        mask_value = torch.finfo(attn_weights.dtype).min
+        mask_value = torch.tensor(mask_value, dtype=attn_weights.dtype).to(attn_weights.device)
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        attn_weights = attn_weights / self.scale_attn
+        attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attn_weights = attn_weights.to(value.dtype)
+        return torch.matmul(attn_weights, value)
+
+    def _get_embed_positions(self, position_ids):
+        return self.embed_positions.repeat(position_ids.shape[0], 1, 1)
+
+    def forward(self, hidden_states, layer_past, attention_mask, position_ids):
+        query = self.q_proj(hidden_states)
+        key = self.k_proj(hidden_states)
+        value = self.v_proj(hidden_states)
+        query = self._split_heads(query, self.num_attention_heads, self.head_dim, True)
+        key = self._split_heads(key, self.num_attention_heads, self.head_dim, True)
+        value = self._split_heads(value, self.num_attention_heads, self.head_dim, False)
+        embed_positions = self._get_embed_positions(position_ids)
+        repeated_position_ids = position_ids.unsqueeze(-1).repeat(1, 1, embed_positions.shape[-1])
+        sincos = torch.gather(embed_positions, 1, repeated_position_ids)
+        sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
+        if self.rotary_dim is not None:
+            k_rot = key[:, :, :, : self.rotary_dim]
+            k_pass = key[:, :, :, self.rotary_dim:]
+            q_rot = query[:, :, :, : self.rotary_dim]
+            q_pass = query[:, :, :, self.rotary_dim:]
+            k_rot = apply_rotary_pos_emb_gptj(k_rot, sin, cos)
+            q_rot = apply_rotary_pos_emb_gptj(q_rot, sin, cos)
+            key = torch.cat([k_rot, k_pass], dim=-1)
+            query = torch.cat([q_rot, q_pass], dim=-1)
+        else:
+            key = apply_rotary_pos_emb_gptj(key, sin, cos)
+            query = apply_rotary_pos_emb_gptj(query, sin, cos)
+        key = key.permute(0, 2, 1, 3)
+        query = query.permute(0, 2, 1, 3)
+        past_key, past_value = layer_past
+        key = torch.cat((past_key, key), dim=-2)
+        value = torch.cat((past_value, value), dim=-2)
+        present = (key.to(hidden_states.dtype), value)
+        attn_output = self._attn(query, key, value, attention_mask)
+        attn_output = self._merge_heads(attn_output, self.num_attention_heads, self.head_dim)
+        return self.out_proj(attn_output), present
+
+
+class GPTJBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(c.hidden, eps=c.eps)
+        self.attn = GPTJAttention(c)
+        self.mlp = FcMLP(c, ("fc_in", "fc_out"))
+
+    def forward(self, hidden_states, layer_past, attention_mask, position_ids):
+        residual = hidden_states
+        hidden_states = self.ln_1(hidden_states)
+        attn_output, present = self.attn(hidden_states, layer_past, attention_mask, position_ids)
+        feed_forward_hidden_states = self.mlp(hidden_states)
+        hidden_states = attn_output + feed_forward_hidden_states + residual
+        return hidden_states, present
+
+
+class GPTJModel(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.wte = nn.Embedding(c.vocab, c.hidden)
+        self.h = nn.ModuleList([GPTJBlock(c) for _ in range(c.layers)])
+        self.ln_f = nn.LayerNorm(c.hidden, eps=c.eps)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        input_shape = input_ids.size()
+        input_ids = input_ids.view(-1, input_shape[-1])
+        batch_size = input_ids.shape[0]
+        position_ids = position_ids.view(-1, input_shape[-1]).long()
+        attention_mask = attention_mask.view(batch_size, -1)
+        attention_mask = attention_mask[:, None, None, :]
+        attention_mask = attention_mask.to(dtype=torch.float32)
+        attention_mask = (1.0 - attention_mask) * torch.finfo(torch.float32).min
+        hidden_states = self.wte(input_ids)
+        output_shape = (-1,) + input_shape[1:] + (hidden_states.size(-1),)
+        presents = []
+        for block, layer_past in zip(self.h, past_key_values):
+            hidden_states, present = block(hidden_states, layer_past, attention_mask, position_ids)
+            presents.append(present)
+        hidden_states = self.ln_f(hidden_states)
+        return hidden_states.view(output_shape), presents
+
+
+class GPTJForCausalLM(FlatSignature, nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.transformer = GPTJModel(c)
+        self.lm_head = nn.Linear(c.hidden, c.vocab)
+
+    def causal_lm(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.transformer(input_ids, attention_mask, position_ids, past_key_values)
+        return self.lm_head(hidden_states).to(torch.float32), presents
+
+
 # ------------------------------------------------------------------------------------ building
 def init_weights(model, c):
     """Seeded random weights scaled so that logits have a spread of a few units: embeddings (GPT-2's
@@ -515,7 +793,7 @@ def init_weights(model, c):
 
 def build(c):
     torch.manual_seed(c.seed)
-    model = GPT2LMHeadModel(c) if c.arch == "gpt2" else CausalLM(c)
+    model = {"gpt2": GPT2LMHeadModel, "phi2": PhiForCausalLM, "gptj": GPTJForCausalLM}.get(c.arch, CausalLM)(c)
     init_weights(model, c)
     model.eval()
     return model
@@ -528,6 +806,23 @@ def config_json(c):
             "n_embd": c.hidden, "n_head": c.heads, "n_layer": c.layers, "n_inner": c.ffn,
             "n_positions": MAX_POSITIONS, "n_ctx": MAX_POSITIONS, "activation_function": "gelu_new",
             "layer_norm_epsilon": c.eps, "scale_attn_weights": True, "tie_word_embeddings": True,
+            "bos_token_id": BOS, "eos_token_id": EOS, "use_cache": True, "torch_dtype": "float32",
+        }
+    if c.arch == "gptj":
+        return {
+            "architectures": ["GPTJForCausalLM"], "model_type": "gptj", "vocab_size": c.vocab, "n_embd": c.hidden,
+            "n_head": c.heads, "n_layer": c.layers, "n_inner": c.ffn, "n_positions": MAX_POSITIONS,
+            "rotary_dim": c.rotary_dim, "activation_function": "gelu_new", "layer_norm_epsilon": c.eps,
+            "tie_word_embeddings": False, "bos_token_id": BOS, "eos_token_id": EOS, "use_cache": True,
+            "torch_dtype": "float32",
+        }
+    if c.arch == "phi2":
+        return {
+            "architectures": ["PhiForCausalLM"], "model_type": "phi", "vocab_size": c.vocab, "hidden_size": c.hidden,
+            "intermediate_size": c.ffn, "num_hidden_layers": c.layers, "num_attention_heads": c.heads,
+            "num_key_value_heads": c.kv_heads, "max_position_embeddings": MAX_POSITIONS,
+            "partial_rotary_factor": c.rotary_dim / c.head_dim, "rope_theta": c.theta, "rope_scaling": None,
+            "hidden_act": "gelu_new", "layer_norm_eps": c.eps, "qk_layernorm": False, "tie_word_embeddings": False,
             "bos_token_id": BOS, "eos_token_id": EOS, "use_cache": True, "torch_dtype": "float32",
         }
     arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
@@ -649,6 +944,7 @@ def parse_args(argv):
     p.add_argument("--layers", type=int, default=2)
     for k in ("hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab"):
         p.add_argument("--" + k.replace("_", "-"), type=int)
+    p.add_argument("--rotary-dim", type=int, help="phi2 / gptj: rotated dimensions per head (default 8)")
     p.add_argument("--theta", type=float, help="rope theta (default: 1e4, qwen2/qwen3 1e6)")
     p.add_argument("--eps", type=float)
     p.add_argument("--no-position-ids", dest="position_ids", action="store_false",
@@ -666,11 +962,17 @@ def parse_args(argv):
     for k, v in ARCH_DEFAULTS[a.arch].items():
         if getattr(a, k) is None:
             setattr(a, k, v)
+    if a.rotary_dim is not None and a.arch not in ("phi2", "gptj"):
+        p.error("--rotary-dim is for phi2 and gptj")
+    if a.arch in ("phi2", "gptj") and (a.rotary_dim % 2 or not 0 < a.rotary_dim <= a.head_dim):
+        p.error("--rotary-dim must be even and in (0, head_dim]")
+    if a.arch == "gptj" and (a.kv_heads != a.heads or a.head_dim * a.heads != a.hidden):
+        p.error("gptj: kv heads = heads and head_dim * heads = hidden")
     if not a.position_ids and a.arch != "gpt2":
         p.error("--no-position-ids is for --arch gpt2 (the rotary needs position_ids)")
-    if a.mask_slice_assign and a.arch == "gpt2":
+    if a.mask_slice_assign and a.arch in ("gpt2", "gptj"):
         p.error("--mask-slice-assign is for the rotary architectures")
-    if a.sdpa_style and a.arch == "gpt2":
+    if a.sdpa_style and a.arch in ("gpt2", "gptj", "phi2"):
         p.error("--sdpa-style is for the rotary architectures")
     if a.arch == "gpt2" and (a.kv_heads != a.heads or a.head_dim * a.heads != a.hidden):
         p.error("gpt2: kv heads = heads and head_dim * heads = hidden")

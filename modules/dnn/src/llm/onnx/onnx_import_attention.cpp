@@ -15,6 +15,7 @@
 #include "../net/net_assembly.hpp"
 #include "../net/llm_net_state.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -195,9 +196,100 @@ void ONNXNetBuilder::addAttentionLayer(const NodeProto& n, const std::vector<Pin
     {
         lp.set("rope_mode", "none");
     }
+    auto unpadded = unpaddedHeadSize_.find(n.output(0));
+    const int keep = unpadded != unpaddedHeadSize_.end() ? std::min(unpadded->second, headDim) : headDim;
+    if (keep < headDim)
+        lp.set("output_head_dim", keep);
     const Pin out = add(lp, inputs);
     attention_.push_back({out.layer, kvHeads, headDim});
-    defineTensor(n, 0, out, heads * headDim);
+    defineTensor(n, 0, out, heads * keep);
+    if (unpadded != unpaddedHeadSize_.end())
+    {
+        Value& v = values_.at(n.output(0));
+        v.heads = heads;
+        v.inner = keep;
+        v.paddedHeadSize = headDim;
+    }
+}
+
+namespace {
+
+// The value of a constant input: an initializer or a Constant node's `value` (false otherwise).
+bool readConstant(const OnnxModelFile& f, const DecoderGraph& g, const std::string& name, OnnxTensor& out)
+{
+    if (const OnnxTensor* t = f.findInitializer(name))
+    {
+        out = *t;
+        return true;
+    }
+    auto producer = g.producer.find(name);
+    if (producer == g.producer.end())
+        return false;
+    const NodeProto& c = f.graph().node(producer->second);
+    if (c.op_type() != "Constant" || c.attribute_size() != 1 || c.attribute(0).name() != "value")
+        return false;
+    out = f.readTensor(c.attribute(0).t());
+    return true;
+}
+
+} // namespace
+
+void ONNXNetBuilder::findUnpadSlices()
+{
+    const opencv_onnx::GraphProto& g = f_.graph();
+    std::map<std::string, std::vector<int>> consumers;
+    for (int i : graph_.order)
+        for (const std::string& in : g.node(i).input())
+            consumers[in].push_back(i);
+    auto onlyConsumer = [&](const std::string& name, const char* op) -> const NodeProto* {
+        auto c = consumers.find(name);
+        if (c == consumers.end() || c->second.size() != 1 || g.node(c->second[0]).op_type() != op ||
+            g.node(c->second[0]).input(0) != name)
+            return nullptr;
+        return &g.node(c->second[0]);
+    };
+    for (int i : graph_.order)
+    {
+        const NodeProto& n = g.node(i);
+        if (!isAttentionOp(n) || n.output_size() == 0 || n.output(0).empty())
+            continue;
+        const NodeProto* reshape = onlyConsumer(n.output(0), "Reshape");
+        const NodeProto* slice = reshape ? onlyConsumer(reshape->output(0), "Slice") : nullptr;
+        if (!slice || slice->input_size() < 4)
+            continue;
+        OnnxTensor starts, ends, axes, steps;
+        if (!readConstant(f_, graph_, slice->input(1), starts) || !readConstant(f_, graph_, slice->input(2), ends) ||
+            !readConstant(f_, graph_, slice->input(3), axes) || starts.total() != 1 || ends.total() != 1 ||
+            axes.total() != 1)
+            continue;
+        if (slice->input_size() > 4 && !slice->input(4).empty() &&
+            (!readConstant(f_, graph_, slice->input(4), steps) || steps.total() != 1 || steps.at(0) != 1))
+            continue;
+        // [0, keep) of the last axis of [batch, seq, heads, padded]: the head's first values
+        if (starts.at(0) != 0 || (axes.at(0) != -1 && axes.at(0) != 3) || ends.at(0) <= 0)
+            continue;
+        unpaddedHeadSize_[n.output(0)] = (int)std::min(ends.at(0), (double)INT_MAX);
+    }
+}
+
+// Reshape of a padded attention output to [batch, seq, heads, padded head]: a view of the
+// unpadded heads the Net holds, whose Slice [0, keep) is the identity.
+void ONNXNetBuilder::importPaddedHeadsReshape(const NodeProto& n)
+{
+    Value v = input(n, 0);
+    const Value& sv = input(n, 1);
+    const int64 heads = v.heads, padded = v.paddedHeadSize;
+    bool ok = n.op_type() == "Reshape" && sv.kind == Value::Constant && sv.constant->total() == 4 &&
+              sv.constant->at(2) == (double)heads && sv.constant->at(3) == (double)padded;
+    for (int k = 0; ok && k < 2; k++)
+    {
+        const double d = sv.constant->at(k);
+        ok = d == 0 || (k == 1 && d == -1) || (sv.symbolic && d == (double)(k == 0 ? kBatchDim : kTokenDim));
+    }
+    if (!ok)
+        failNode(n, format("the output of an attention with heads padded to %lld (sliced after it) must be reshaped "
+                           "to [batch, seq, %lld, %lld]", (long long)padded, (long long)heads, (long long)padded));
+    define(n, 0, v);
 }
 
 void ONNXNetBuilder::attachCache()

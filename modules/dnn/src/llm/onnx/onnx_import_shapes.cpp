@@ -149,13 +149,17 @@ bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
         return false;
     else
     {
-        if (x.kind != Value::Tensor && x.kind != Value::Rotated)
+        // (a part of each head in a written-out rotary embedding: its own length)
+        const bool headPart = (x.kind == Value::HalfRow || x.kind == Value::RotateHalf || x.kind == Value::Rotated) &&
+                              x.heads > 0 && x.partEnd > 0;
+        if (x.kind != Value::Tensor && x.kind != Value::Rotated && !headPart)
             tensorInput(n, 0, true);  // computes a pending sigmoid; errors for other kinds
         if (x.flatRows)
             failNode(n, "the Shape of [batch * seq, features] rows is not supported");
+        const int64 last = headPart ? x.partEnd - x.partStart : innerOf(x);
         if (x.heads > 0)
-            dims = x.headsMajor ? std::vector<int64>{kBatchDim, x.heads, kTokenDim, innerOf(x)}
-                                : std::vector<int64>{kBatchDim, kTokenDim, x.heads, innerOf(x)};
+            dims = x.headsMajor ? std::vector<int64>{kBatchDim, x.heads, kTokenDim, last}
+                                : std::vector<int64>{kBatchDim, kTokenDim, x.heads, last};
         else if (x.inner != 0)
             failNode(n, "the Shape of a [batch, seq * rows, row] view is not supported");
         else
@@ -193,6 +197,8 @@ void ONNXNetBuilder::importReshape(const NodeProto& n)
 {
     if (input(n, 0).kind == Value::TokenIds)
         return importTokenIdsReshape(n);
+    if (input(n, 0).kind == Value::Tensor && input(n, 0).paddedHeadSize > 0)
+        return importPaddedHeadsReshape(n);
     if (input(n, 0).kind != Value::Tensor)
         tensorInput(n, 0, true);  // computes a pending sigmoid; the error for other kinds
     const Value x = input(n, 0);  // a copy: a Split's column range carries over to the result

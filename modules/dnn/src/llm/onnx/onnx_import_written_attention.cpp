@@ -58,10 +58,11 @@ bool scalarConstant(const Value& c, double& out)
     return true;
 }
 
-// A 4-D activation view [b, s, heads, d] or [b, heads, s, d], plain or rotated.
+// A 4-D activation view [b, s, heads, d] or [b, heads, s, d], plain or rotated (whole heads:
+// not the rotated part of a partial rotary embedding).
 bool isHeadView(const Value& v)
 {
-    return (v.kind == Value::Tensor || v.kind == Value::Rotated) && v.heads > 0;
+    return (v.kind == Value::Tensor || v.kind == Value::Rotated) && v.heads > 0 && v.partEnd == 0;
 }
 
 } // namespace
@@ -172,10 +173,18 @@ void ONNXNetBuilder::importSplit(const NodeProto& n)
     }
 }
 
-// Slices of a head's row on the last axis: its halves (rotate_half).
+// Slices of a head's row on the last axis: its halves (rotate_half); or the Slice that takes a
+// padded attention's padding off (findUnpadSlices: the attention layer outputs what it keeps).
 void ONNXNetBuilder::importSlice(const NodeProto& n)
 {
     const Value& x = input(n, 0);
+    if (x.kind == Value::Tensor && x.paddedHeadSize > 0)
+    {
+        Value v = x;
+        v.paddedHeadSize = 0;
+        define(n, 0, v);
+        return;
+    }
     auto ints = [&](int i) {
         std::vector<int64> r;
         const OnnxTensor& t = constantInput(n, i);
@@ -183,26 +192,26 @@ void ONNXNetBuilder::importSlice(const NodeProto& n)
             r.push_back((int64)std::max(-1e15, std::min(1e15, t.at(k))));
         return r;
     };
-    if (!isHeadView(x) || x.kind != Value::Tensor || !hasInput(n, 3))
-        failNode(n, "on activations only Slice of the last axis of a [batch, heads, seq, d] view into its halves "
-                    "(rotate_half) is supported");
+    const bool part = x.kind == Value::HalfRow && !x.negated;
+    if ((!part && (!isHeadView(x) || x.kind != Value::Tensor)) || !hasInput(n, 3))
+        failNode(n, "on activations only Slices of the last axis of a [batch, heads, seq, d] view (rotate_half's "
+                    "halves, a partial rotary embedding's part) are supported");
     const std::vector<int64> starts = ints(1), ends = ints(2), axes = ints(3);
     const std::vector<int64> steps = hasInput(n, 4) ? ints(4) : std::vector<int64>{1};
-    const int d = innerOf(x);
+    // A Slice of a part: offsets within it
+    const int base = part ? x.partStart : 0, d = part ? x.partEnd - x.partStart : innerOf(x);
     if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps != std::vector<int64>{1} ||
-        (axes[0] != -1 && axes[0] != 3) || d % 2 != 0)
-        failNode(n, "on activations only Slice of the last axis of a [batch, heads, seq, d] view into its halves "
-                    "(rotate_half) is supported");
+        (axes[0] != -1 && axes[0] != 3))
+        failNode(n, "on activations only Slices of the last axis of a [batch, heads, seq, d] view (rotate_half's "
+                    "halves, a partial rotary embedding's part) are supported");
     const int64 s = starts[0] < 0 ? starts[0] + d : starts[0], e = ends[0] < 0 ? ends[0] + d : std::min<int64>(ends[0], d);
+    if (s < 0 || e <= s || e > d)
+        failNode(n, format("a Slice [%lld, %lld) of a head's %d values is empty or outside it", (long long)s,
+                           (long long)e, d));
     Value v = x;
     v.kind = Value::HalfRow;
-    if (s == 0 && e == d / 2)
-        v.half = 0;
-    else if (s == d / 2 && e == d)
-        v.half = 1;
-    else
-        failNode(n, format("a Slice [%lld, %lld) of a head's %d values: only the two halves (rotate_half) are supported "
-                           "(partial rotary embeddings written out are not)", (long long)s, (long long)e, d));
+    v.partStart = base + (int)s;
+    v.partEnd = base + (int)e;
     v.negated = false;
     define(n, 0, v);
 }
@@ -228,11 +237,28 @@ void ONNXNetBuilder::importConcat(const NodeProto& n)
     if (n.input_size() == 2 && input(n, 0).kind == Value::HalfRow && input(n, 1).kind == Value::HalfRow &&
         (axis == -1 || axis == 3))
     {
+        // rotate_half of the part [b.partStart, a.partEnd): -(second half), first half
         const Value &a = input(n, 0), &b = input(n, 1);
-        if (!sameRows(a, b) || a.half != 1 || !a.negated || b.half != 0 || b.negated)
-            failNode(n, "only Concat(-x2, x1) of the two halves of one row (rotate_half) is supported");
+        if (!sameRows(a, b) || !a.negated || b.negated || b.partEnd != a.partStart ||
+            a.partEnd - a.partStart != b.partEnd - b.partStart)
+            failNode(n, "only Concat(-x2, x1) of the two halves of one row or of its rotated part (rotate_half) is "
+                        "supported");
         Value v = b;
         v.kind = Value::RotateHalf;
+        v.partEnd = a.partEnd;
+        define(n, 0, v);
+        return;
+    }
+    if (n.input_size() == 2 && input(n, 0).kind == Value::Rotated && input(n, 0).partEnd > 0 &&
+        input(n, 1).kind == Value::HalfRow && (axis == -1 || axis == 3))
+    {
+        // Concat(rotated part [0, r), the rest [r, d)): the head rotated on its first r values
+        const Value &a = input(n, 0), &b = input(n, 1);
+        if (!sameRows(a, b) || b.negated || b.partStart != a.partEnd || b.partEnd != innerOf(a))
+            failNode(n, "a partial rotary embedding must Concat the rotated part [0, r) with the rest [r, d) of the "
+                        "same rows");
+        Value v = a;
+        v.partStart = v.partEnd = 0;
         define(n, 0, v);
         return;
     }
@@ -254,7 +280,9 @@ bool ONNXNetBuilder::importRotaryStep(const NodeProto& n)
             const Value& x = s ? b : a;
             const Value& c = s ? a : b;
             const std::string& cName = n.input(s ? 0 : 1);
-            if (c.kind == Value::Derived && ((x.kind == Value::Tensor && isHeadView(x)) || x.kind == Value::RotateHalf))
+            const bool rotaryPart = x.kind == Value::HalfRow && !x.negated && x.partStart == 0;
+            if (c.kind == Value::Derived &&
+                ((x.kind == Value::Tensor && isHeadView(x)) || x.kind == Value::RotateHalf || rotaryPart))
             {
                 Value v = x;
                 v.kind = x.kind == Value::RotateHalf ? Value::RotarySin : Value::RotaryCos;
@@ -277,9 +305,12 @@ bool ONNXNetBuilder::importRotaryStep(const NodeProto& n)
     const Value* sinPart = a.kind == Value::RotarySin ? &a : b.kind == Value::RotarySin ? &b : nullptr;
     if (!cosPart || !sinPart)
         return false;
-    if (!sameRows(*cosPart, *sinPart))
+    // the rotated dimensions: the whole head, or its first partEnd (partial rotary)
+    auto partEnd = [](const Value& v) { return v.partEnd > 0 ? v.partEnd : innerOf(v); };
+    if (!sameRows(*cosPart, *sinPart) || cosPart->partStart != 0 || sinPart->partStart != 0 ||
+        partEnd(*cosPart) != partEnd(*sinPart))
         failNode(n, "x * cos + rotate_half(y) * sin with x and y different values is not a rotary embedding");
-    const int d = innerOf(*cosPart);
+    const int d = partEnd(*cosPart);
     const int positions = std::min(contextLength(), (int)kMaxDerivedPositions);
     const Mat cosTable = positionTable(n, cosPart->tableName, d, positions);
     const Mat sinTable = positionTable(n, sinPart->tableName, d, positions);
@@ -297,6 +328,8 @@ bool ONNXNetBuilder::importRotaryStep(const NodeProto& n)
     tables->sinName = sinPart->tableName;
     Value v = *cosPart;
     v.kind = Value::Rotated;
+    if (v.partEnd == innerOf(v))
+        v.partEnd = 0;  // a "part" that is the whole head
     v.rotary = tables;
     v.tableName.clear();
     define(n, 0, v);

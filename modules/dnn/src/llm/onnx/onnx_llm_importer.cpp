@@ -54,6 +54,7 @@ Net ONNXNetBuilder::build()
     const std::string logits = logitsName(g);
     graph_ = analyzeDecoderGraph(f_, logits);
     groupMatMulNBits();
+    findUnpadSlices();
     for (int i : graph_.order)
         importNode(g.node(i));
     if (!values_.count(logits))

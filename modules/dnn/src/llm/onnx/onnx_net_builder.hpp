@@ -121,8 +121,15 @@ struct Value
     int columnOffset = -1, sourceWidth = 0;
     // [batch * seq, features] (a Reshape to [-1, features]): the same rows, a 2-D ONNX shape.
     bool flatRows = false;
-    // HalfRow
-    int half = 0;
+    // The output of an attention whose heads the graph padded (a builder's unsupported head
+    // size): ONNX sees each head `paddedHeadSize` long, the Net holds only its first `inner`
+    // (the unpad Slice that follows is folded into the attention layer: findUnpadSlices).
+    int paddedHeadSize = 0;
+    // HalfRow, RotateHalf, RotaryCos / RotarySin, Rotated: the values [partStart, partEnd) of
+    // each head of `inner` (0, 0: the whole head). A partial rotary embedding written out
+    // (GPT-NeoX, Phi-2) rotates [0, r) and Concats the rest back: a Rotated part [0, r), then a
+    // whole Rotated head. HalfRow: a Slice of the head (`negated` by a Neg).
+    int partStart = 0, partEnd = 0;
     bool negated = false;
     // CacheKV: the new keys / values `pin` (with `rotary` if rotated) appended to `pastName`;
     // `transposed`: k^T; `repeat`: heads repeated (repeat_kv); `scale`: a scalar factor on it.
@@ -394,6 +401,14 @@ private:
     static constexpr int kMaxDerivedPositions = 16384;
 
     void importAttention(const NodeProto& n);
+
+    /* Attention nodes whose output is only Reshape'd to [batch, seq, heads, d] and Sliced to
+       [0, keep) on the last axis: a graph that padded each head for the attention operator
+       slices the padding off after it. Their layers output the first `keep` values of each head
+       (LLMAttention's output_head_dim), so the Slice is not a part of a rotary embedding. */
+    void findUnpadSlices();
+    std::map<std::string, int> unpaddedHeadSize_;  //!< attention output name -> values kept per head
+    void importPaddedHeadsReshape(const NodeProto& n);
 
     void importMicrosoftAttention(const NodeProto& n);
 
