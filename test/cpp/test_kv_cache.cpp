@@ -142,7 +142,8 @@ INSTANTIATE_TEST_CASE_P(Models, BatchEqualsAlone, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_phi2_Q8_0.gguf"),          // one LayerNorm for both, output bias
     llm_test::testModel("synthetic/synthetic_stablelm_qknorm_par_Q8_0.gguf"),  // per-head Q/K LayerNorm
     llm_test::testModel("synthetic/synthetic_qwen3moe_Q8_0.gguf"),      // experts: rows grouped by expert
-    llm_test::testModel("synthetic/synthetic_mixtral_F32.gguf")));      // experts on the float path
+    llm_test::testModel("synthetic/synthetic_mixtral_F32.gguf"),        // experts on the float path
+    llm_test::testModel("synthetic/synthetic_gpt-oss_MXFP4_MOE.gguf"))); // sinks, window, expert biases
 
 // The plan is made before the Net plans its buffers, so batched forwards and plain ones mix
 // freely, whatever their token and sequence counts (stories260K's logits: bit-exact against a

@@ -1,4 +1,5 @@
-"""Mixture-of-experts GGUF models from Python (qwen3moe, and llama with expert_count: Mixtral):
+"""Mixture-of-experts GGUF models from Python (qwen3moe, llama with expert_count: Mixtral, and
+gpt-oss: attention sinks, a window on every second layer, biases, MXFP4 experts):
 cv2.dnn.TextGenerationModel on the synthetic models against llama.cpp's greedy ids stored in
 test/data/oracle, an 85-token prompt whose tokens route to every expert in one forward, and
 readNet refusing MoE files llama.cpp would not run or that this project does not implement."""
@@ -15,7 +16,7 @@ LONG_PROMPT = ("Once upon a time, there was a little girl named Lily. She loved 
                "ball and kicked it high into the sky.")
 
 
-@pytest.mark.parametrize("arch", ["qwen3moe", "mixtral"])
+@pytest.mark.parametrize("arch", ["qwen3moe", "mixtral", "gpt-oss"])
 @pytest.mark.parametrize("type_name", ["F32", "Q4_K_M"])
 def test_text_generation_model_matches_llama_cpp(tmp_path, arch, type_name):
     oracle = load_oracle(arch, type_name)
@@ -27,7 +28,11 @@ def test_text_generation_model_matches_llama_cpp(tmp_path, arch, type_name):
     generate_matches_llama_cpp(oracle, tmp_path, 8 if type_name == "F32" else n)
 
 
-@pytest.mark.parametrize("arch", ["qwen3moe", "mixtral"])
+def test_gpt_oss_mxfp4_experts_match_llama_cpp(tmp_path):
+    generate_matches_llama_cpp(load_oracle("gpt-oss", "MXFP4_MOE"), tmp_path, 8)
+
+
+@pytest.mark.parametrize("arch", ["qwen3moe", "mixtral", "gpt-oss"])
 def test_long_prompt_routes_every_expert_and_matches_llama_cpp(tmp_path, arch):
     generate_matches_llama_cpp(load_oracle(arch, "F32_long"), tmp_path, 8, LONG_PROMPT)
 
@@ -62,3 +67,22 @@ def test_readnet_refuses_what_it_does_not_implement(tmp_path):
     mixtral = make_model(load_oracle("mixtral", "F32"), tmp_path)
     msg = read_error(rewrite(mixtral, tmp_path / "dense_llama.gguf", drop_kvs=["llama.expert_count"]))
     assert "tensor 'blk.0.ffn_gate.weight' is missing" in msg
+
+
+def test_readnet_refuses_gpt_oss_files_it_does_not_implement(tmp_path):
+    path = make_model(load_oracle("gpt-oss", "F32"), tmp_path)
+    assert cv.dnn.readNet(str(rewrite(path, tmp_path / "same.gguf"))) is not None
+
+    # llama.cpp requires the window (its layers 0, 2, ... use it)
+    msg = read_error(rewrite(path, tmp_path / "window.gguf", drop_kvs=["gpt-oss.attention.sliding_window"]))
+    assert "gpt-oss.attention.sliding_window' is missing" in msg
+
+    msg = read_error(rewrite(path, tmp_path / "sinks.gguf", drop_tensors=["blk.0.attn_sinks.weight"]))
+    assert "tensor 'blk.0.attn_sinks.weight' is missing" in msg
+
+    msg = read_error(rewrite(path, tmp_path / "bias.gguf", drop_tensors=["blk.1.ffn_up_exps.bias"]))
+    assert "need all their biases or none" in msg
+
+    msg = read_error(rewrite(path, tmp_path / "scale.gguf", set_kvs=[
+        ("gpt-oss.attention.scale", 0.5, ValueType.FLOAT32)]))
+    assert "gpt-oss.attention.scale' is not supported for gpt-oss" in msg
