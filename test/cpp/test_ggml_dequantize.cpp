@@ -56,7 +56,7 @@ TEST(GGMLDequantize, matchesSpecDecoder)
         EXPECT_EQ(mismatches, 0);
         checked++;
     }
-    EXPECT_EQ(checked, 13);  // F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q2_K Q3_K
+    EXPECT_EQ(checked, 14);  // F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q2_K Q3_K MXFP4
 }
 
 TEST(GGMLDequantize, unsupportedTypeIsRefused)

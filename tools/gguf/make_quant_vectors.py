@@ -13,7 +13,7 @@ block size, sha256 of both files).
 Quantized types get blocks encoded from random data at several magnitudes plus hand-built raw
 blocks covering edge cases: zero scales, all-minimum / all-maximum nibbles and high bits,
 negative d (and negative dmin / negative int8 sub-block scales), extreme and subnormal fp16
-scales, fully random payload bytes.  F32/F16/BF16 get random values plus signed zeros,
+scales, fully random payload bytes (MXFP4: mxfp4_edge_blocks).  F32/F16/BF16 get random values plus signed zeros,
 subnormals and the largest finite values (no Inf/NaN, so results compare with ==).
 """
 import argparse
@@ -56,6 +56,10 @@ def quantized_blocks(rng, t):
     data.append(np.linspace(-1, 1, blk))
     x = np.concatenate(data).astype(np.float32)
     pieces.append(quants.quantize(x, t).view(dt))
+
+    if t == GGMLType.MXFP4:
+        pieces.extend(mxfp4_edge_blocks(rng, dt))
+        return np.concatenate(pieces).view(np.uint8)
 
     fields = dt.names
     edge = []
@@ -152,6 +156,41 @@ def quantized_blocks(rng, t):
     pieces.extend(edge)
     blocks = np.concatenate(pieces)
     return blocks.view(np.uint8)
+
+
+def mxfp4_edge_blocks(rng, dt):
+    """MXFP4's 14 edge blocks (21 with the 7 encoded ones, as every 32-element type: the matmul test
+    takes 21 vectors). Scales: E8M0 bytes 0 and 1 (ggml's subnormal half scales 2^-128, 2^-127), 255
+    and 254 (2^127, 2^126: one small quant each, so that decoded values and the matmul test's dot
+    products stay finite), 240 with random quants; ties of the encoder (values halfway between two
+    FP4 levels go to the lower index, ggml's strict "<")."""
+    def raw(e, qs=None):
+        b = np.zeros(1, dt)
+        b["e"] = e
+        b["qs"] = rng.integers(0, 256, size=16, dtype=np.uint8) if qs is None else qs
+        return b
+
+    halfway = [0.5, 1.5, 2.5, 3.5, 5.0, 7.0, 10.0]
+    ties = np.array(halfway + [-v for v in halfway] + [0.0, -0.0, 11.0, -9.0, 6.0, -6.0, 1e-3, -1e-3]
+                    + list(np.linspace(-8.0, 8.0, 10)), np.float32)  # max |x| 11: scale 2^0
+    assert ties.size == 32
+    edge = [quants.quantize(ties, GGMLType.MXFP4).view(dt)]
+    edge += [raw(0), raw(1)]                              # subnormal scales, random quants
+    edge.append(raw(127, np.zeros(16, np.uint8)))         # every quant 0
+    edge.append(raw(130, np.full(16, 0xFF, np.uint8)))    # every quant -12
+    one = np.zeros(16, np.uint8)
+    one[5] = 0x01                                         # element 5: 1 * 2^127
+    edge.append(raw(255, one))
+    one = np.zeros(16, np.uint8)
+    one[4] = 0xB0                                         # element 20: -3 * 2^126
+    edge.append(raw(254, one))
+    edge.append(raw(240))                                 # 2^112, random quants
+    edge += [raw(int(e)) for e in rng.integers(118, 137, size=5)]
+    one = np.zeros(16, np.uint8)
+    one[3] = 0x07                                         # element 3: 12
+    one[9] = 0xF0                                         # element 25: -12
+    edge.append(raw(127, one))
+    return edge
 
 
 def float_values(rng, t):

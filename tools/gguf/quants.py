@@ -64,10 +64,9 @@ except ImportError:  # used as a script / from tools/gguf on sys.path
     from gguf_writer import BLOCK_LAYOUT, GGMLType, ggml_type
 
 QK_K = 256
-# (Q2_K and Q3_K last: make_quant_vectors.py seeds each type by its index here)
-SUPPORTED = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q2_K", "Q3_K")
-# MXFP4 is encoded / decoded too but not in SUPPORTED yet: make_quant_vectors.py writes vectors for
-# every SUPPORTED type and the C++ tests expect a decoder for each
+# (new types go last: make_quant_vectors.py seeds each type by its index here)
+SUPPORTED = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q2_K", "Q3_K",
+             "MXFP4")
 
 _BLOCK_DTYPES = {
     GGMLType.Q8_0: np.dtype([("d", "<f2"), ("qs", "i1", (32,))]),

@@ -118,6 +118,22 @@ struct block_q6_K
 };
 static_assert(sizeof(block_q6_K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, "block_q6_K: wrong size or padding");
 
+const int QK_MXFP4 = 32;  //!< elements per MXFP4 block
+
+/** MXFP4 (OCP microscaling FP4, gpt-oss's experts): x = v[q] * 2^(e - 128) with v the E2M1 values
+    doubled as ggml stores them (kMXFP4Values, ggml's kvalues_mxfp4) and e an E8M0 exponent byte
+    (mxfp4HalfScale: ggml's GGML_E8M0_TO_FP32_HALF, which halves the scale to undo the doubling);
+    q 4 bits, element j in the low nibble of qs[j], j + 16 in its high nibble (as Q4_0). */
+struct block_mxfp4
+{
+    uint8_t e;
+    uint8_t qs[QK_MXFP4 / 2];
+};
+static_assert(sizeof(block_mxfp4) == 1 + QK_MXFP4 / 2, "block_mxfp4: wrong size or padding");
+
+//! The 16 values of an MXFP4 quant, E2M1 times 2: 0 0.5 1 1.5 2 3 4 6 and their negatives, doubled.
+static const int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
 }}} // namespace cv::dnn::llm
 
 #endif

@@ -208,6 +208,29 @@ void dequantQ6_K(const block_q6_K& b, float* y)
     }
 }
 
+// As ggml's dequantize_row_mxfp4: the doubled E2M1 value times the half scale (exact products;
+// for the subnormal scales of e < 2 built from their bits, so that flushed denormals do not zero them).
+void dequantMXFP4(const block_mxfp4& b, float* y)
+{
+    const float d = mxfp4HalfScale(b.e);
+    uint8_t qs[QK_MXFP4 / 2];
+    std::memcpy(qs, b.qs, sizeof(qs));
+    if (b.e < 2)
+    {
+        for (int j = 0; j < QK_MXFP4 / 2; j++)
+        {
+            y[j] = mxfp4TinyValue(b.e, kMXFP4Values[qs[j] & 0x0F]);
+            y[j + QK_MXFP4 / 2] = mxfp4TinyValue(b.e, kMXFP4Values[qs[j] >> 4]);
+        }
+        return;
+    }
+    for (int j = 0; j < QK_MXFP4 / 2; j++)
+    {
+        y[j] = kMXFP4Values[qs[j] & 0x0F] * d;
+        y[j + QK_MXFP4 / 2] = kMXFP4Values[qs[j] >> 4] * d;
+    }
+}
+
 // A row decoder from a block decoder.
 template <typename Block, int N, void (*decodeBlock)(const Block&, float*)>
 void blocksToFloat(const uchar* src, float* dst, int64 n)
@@ -259,7 +282,7 @@ const GGMLTypeTraits kTraits[GGML_TYPE_COUNT] = {
     /* 31 */ kNotAType, kNotAType, kNotAType,
     /* 34 */ storedOnly("TQ1_0", QK_K, 54), storedOnly("TQ2_0", QK_K, 66),
     /* 36 */ kNotAType, kNotAType, kNotAType,
-    /* 39 */ storedOnly("MXFP4", 32, 17),
+    /* 39 */ computable("MXFP4", QK_MXFP4, sizeof(block_mxfp4), blocksToFloat<block_mxfp4, QK_MXFP4, dequantMXFP4>),
 };
 
 } // namespace

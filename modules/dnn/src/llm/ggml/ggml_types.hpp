@@ -92,6 +92,31 @@ static inline void scaleMinK4(int j, const uchar* q, int& sc, int& m)
     }
 }
 
+/** An MXFP4 block's scale from its E8M0 byte: 2^(e - 128), half the format's 2^(e - 127) (ggml's
+    GGML_E8M0_TO_FP32_HALF, exact): the float with exponent field e - 1, or for e < 2 the
+    subnormals 2^-128, 2^-127. e = 255 (NaN in the OCP format) gives 2^127, as ggml. */
+static inline float mxfp4HalfScale(uint8_t e)
+{
+    Cv32suf v;
+    v.u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    return v.f;
+}
+
+/** kMXFP4Values[code] * mxfp4HalfScale(e) for e < 2, built from its bits: there the scale is a
+    subnormal float, which OpenCV's Net::forward (denormals flushed: FTZ / DAZ) would read as 0,
+    while ggml multiplies it exactly (1..12 times 2^-128 or 2^-127: subnormal or not). */
+static inline float mxfp4TinyValue(uint8_t e, int value)
+{
+    uint32_t units = (uint32_t)std::abs(value) << (e + 21);  // the magnitude in units of 2^-149
+    int shift = 0;
+    while (units >> shift >= (1u << 24))  // a normal float: 23 bits after the leading one
+        shift++;
+    Cv32suf v;
+    v.u = shift == 0 ? units : ((uint32_t)(shift + 1) << 23) | ((units >> shift) & 0x7FFFFFu);
+    v.u |= value < 0 ? 0x80000000u : 0u;
+    return v.f;
+}
+
 //! Traits of a type id; name is nullptr for an unknown id.
 const GGMLTypeTraits& ggmlTypeTraits(uint32_t type);
 

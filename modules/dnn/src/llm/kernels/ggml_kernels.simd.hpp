@@ -4,13 +4,13 @@
 
 // The weight kernels, compiled once per dispatched ISA (OpenCV's CV_CPU_OPTIMIZATION_NAMESPACE;
 // patch 0003): with AVX2, the vector kernels of ggml_kernels_legacy.inl.hpp (32-element blocks),
-// ggml_kernels_kquants.inl.hpp (Q4_K / Q5_K / Q6_K) and ggml_kernels_q2q3k.inl.hpp (Q2_K /
-// Q3_K); the baseline has none, so there every type takes the float path. Each build lists
-// what it has in one table, kWeightKernels below; ggml_kernels.dispatch.cpp takes the table of
-// the CPU's ISA once and joins it with the storage table (ggml_types.cpp) into the weight-type
-// table of ggml_kernels.hpp. The vector decoders compute exactly what the scalar ones do (same
-// operations in the same order, no fused multiply-add), so decoded weights do not depend on
-// the CPU; neither do quantized activations.
+// ggml_kernels_kquants.inl.hpp (Q4_K / Q5_K / Q6_K), ggml_kernels_q2q3k.inl.hpp (Q2_K /
+// Q3_K) and ggml_kernels_mxfp4.inl.hpp (MXFP4); the baseline has none, so there every type
+// takes the float path. Each build lists what it has in one table, kWeightKernels below;
+// ggml_kernels.dispatch.cpp takes the table of the CPU's ISA once and joins it with the storage
+// table (ggml_types.cpp) into the weight-type table of ggml_kernels.hpp. The vector decoders
+// compute exactly what the scalar ones do (same operations in the same order, no fused
+// multiply-add), so decoded weights do not depend on the CPU; neither do quantized activations.
 
 #include <opencv2/core/hal/intrin.hpp>
 #include "ggml_kernels.hpp"
@@ -51,6 +51,7 @@ float dotF32Simd(const float* a, const float* b, int n);
 #include "ggml_kernels_legacy.inl.hpp"
 #include "ggml_kernels_kquants.inl.hpp"
 #include "ggml_kernels_q2q3k.inl.hpp"
+#include "ggml_kernels_mxfp4.inl.hpp"
 #include "ggml_kernels_amx.inl.hpp"
 
 static void decodeF16(const uchar* s, float* y, int64 n)
@@ -223,6 +224,8 @@ static const WeightKernels kWeightKernels[] = {
     {GGML_Q6_K, decodeQ6_K, dotQ8Q6_K, nullptr, interleaved8Rows<Q6KInterleaved8>, &kInterleavedQ6_K, nullptr,
      LLM_AVX512_ONLY(interleaved16Rows<Q6KInterleaved16>),
      LLM_AMX_ONLY(interleavedPairsAmx<Q6KTileWeights>), nullptr},
+    {GGML_MXFP4, decodeMXFP4, dotQ8MXFP4, tileMXFP4, interleaved8Rows<MXFP4Interleaved8>, &kInterleavedMXFP4, nullptr,
+     LLM_AVX512_ONLY(interleaved16Rows<MXFP4Interleaved16>), nullptr, nullptr},
 };
 
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)

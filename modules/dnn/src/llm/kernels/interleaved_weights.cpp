@@ -52,6 +52,19 @@ void packQ4_1(const uchar* rows, size_t rowBytes, int units, uchar* dst)
         }
 }
 
+void packMXFP4(const uchar* rows, size_t rowBytes, int units, uchar* dst)
+{
+    block_mxfp4x8* out = reinterpret_cast<block_mxfp4x8*>(dst);
+    for (int b = 0; b < units; b++, out++)
+        for (int j = 0; j < 8; j++)
+        {
+            const block_mxfp4& in = blockOf<block_mxfp4>(rows, rowBytes, j, b);
+            out->e[j] = in.e;
+            for (int c = 0; c < 4; c++)
+                putChunk(out->qs, c, j, in.qs);
+        }
+}
+
 void packQ8_0(const uchar* rows, size_t rowBytes, int units, uchar* dst)
 {
     block_q8_0x8* out = reinterpret_cast<block_q8_0x8*>(dst);
@@ -232,6 +245,7 @@ const InterleavedLayout kInterleavedQ3_K = {QK_K, sizeof(block_q3_Kx8), packQ3_K
 const InterleavedLayout kInterleavedQ4_K = {QK_K, sizeof(block_q4_Kx8), packQ4_K};
 const InterleavedLayout kInterleavedQ5_K = {QK_K, sizeof(block_q5_Kx8), packQ5_K};
 const InterleavedLayout kInterleavedQ6_K = {QK_K, sizeof(block_q6_Kx8), packQ6_K};
+const InterleavedLayout kInterleavedMXFP4 = {QK_MXFP4, sizeof(block_mxfp4x8), packMXFP4};
 
 Mat interleaveRows8(const InterleavedLayout& layout, const uchar* rows, size_t rowBytes, int groups, int in)
 {

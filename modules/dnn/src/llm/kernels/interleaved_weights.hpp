@@ -126,6 +126,15 @@ struct block_q2_Kx8
 };
 static_assert(sizeof(block_q2_Kx8) == 8 * sizeof(block_q2_K), "block_q2_Kx8: wrong size");
 
+/** MXFP4: the 8 E8M0 scale bytes, then 4 chunks of nibbles as Q4_0's (the kernels map them to
+    their values with a byte shuffle). */
+struct block_mxfp4x8
+{
+    uint8_t e[8];
+    uint8_t qs[4][32];
+};
+static_assert(sizeof(block_mxfp4x8) == 8 * sizeof(block_mxfp4), "block_mxfp4x8: wrong size");
+
 //! One type's interleaved layout: its unit and its packer.
 struct InterleavedLayout
 {
@@ -137,7 +146,7 @@ struct InterleavedLayout
 
 extern const InterleavedLayout kInterleavedQ4_0, kInterleavedQ4_1, kInterleavedQ5_0, kInterleavedQ5_1,
                                kInterleavedQ8_0, kInterleavedQ2_K, kInterleavedQ3_K,
-                               kInterleavedQ4_K, kInterleavedQ5_K, kInterleavedQ6_K;
+                               kInterleavedQ4_K, kInterleavedQ5_K, kInterleavedQ6_K, kInterleavedMXFP4;
 
 /** Rows [0, 8 * groups) of a weight matrix (`rowBytes` per row, `in` inputs each) as a
     groups x (in / unitInputs * unitBytes) CV_8U Mat in the layout. */
