@@ -24,7 +24,7 @@ using namespace cv::dnn;
 
 static const char* keys =
     "{help h usage ? |      | print this help }"
-    "{type           | Q4_0 | weight type: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K }"
+    "{type           | Q4_0 | weight type: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4 }"
     "{rows           | 8    | activation rows (tokens) per forward }"
     "{out            | 5632 | output features (weight rows) }"
     "{in             | 2048 | input features (a multiple of the type's block) }"
@@ -50,13 +50,13 @@ const std::vector<WeightType>& weightTypes()
         {"Q4_0", 2, 32, 18, {0}},     {"Q4_1", 3, 32, 20, {0, 2}},   {"Q5_0", 6, 32, 22, {0}},
         {"Q5_1", 7, 32, 24, {0, 2}},  {"Q8_0", 8, 32, 34, {0}},      {"Q2_K", 10, 256, 84, {80, 82}},
         {"Q3_K", 11, 256, 110, {108}}, {"Q4_K", 12, 256, 144, {0, 2}}, {"Q5_K", 13, 256, 176, {0, 2}},
-        {"Q6_K", 14, 256, 210, {208}},
+        {"Q6_K", 14, 256, 210, {208}}, {"MXFP4", 39, 32, 17, {}},
     };
     return types;
 }
 
 // out rows of `in` weights: floats in [-1, 1] for the float types, random blocks with scales in
-// [2^-8, 2^-6) for the quantized ones.
+// [2^-8, 2^-6) for the quantized ones (MXFP4: E8M0 scale bytes 2^-8 or 2^-7).
 Mat randomWeights(const WeightType& t, int out, int in, RNG& rng)
 {
     Mat w(out, in / t.blockInputs * t.blockBytes, CV_8U);
@@ -83,11 +83,15 @@ Mat randomWeights(const WeightType& t, int out, int in, RNG& rng)
     rng.fill(w, RNG::UNIFORM, 0, 256);
     for (int r = 0; r < out; r++)
         for (int b = 0; b < in / t.blockInputs; b++)
+        {
+            if (t.id == 39)
+                w.ptr(r)[(size_t)b * t.blockBytes] = (uchar)(120 + (rng.next() & 1));
             for (int offset : t.halfOffsets)
             {
                 const uint16_t half = (uint16_t)(0x1800 + (rng.next() & 0x3FF));
                 std::memcpy(w.ptr(r) + (size_t)b * t.blockBytes + offset, &half, sizeof(half));
             }
+        }
     return w;
 }
 
