@@ -5,6 +5,7 @@
 #include "../../precomp.hpp"
 #include "ggml_kernels.hpp"
 #include "amx_tiles.hpp"
+#include "../ggml/ggml_blocks.hpp"
 
 #include "ggml_kernels.simd.hpp"
 #include "llm/kernels/ggml_kernels.simd_declarations.hpp"
@@ -30,7 +31,8 @@ struct WeightTypeTable
         {
             const GGMLTypeTraits& s = ggmlTypeTraits((uint32_t)id);
             rows[id] = {(GGMLType)id, s.name, s.blockSize, s.typeSize, s.dequantizable, s.toFloat,
-                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                        s.blockSize == QK_K ? ACTIVATIONS_Q8_K : ACTIVATIONS_Q8_0};
         }
         int count = 0;
         const WeightKernels* kernels = kernelTableOfThisCpu(count);
@@ -71,6 +73,12 @@ void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n)
 {
     CV_Assert(n % 32 == 0);
     CV_CPU_DISPATCH(quantizeRowQ8Simd, (x, q, d, sums, n), CV_CPU_DISPATCH_MODES_ALL);
+}
+
+void quantizeActivationRow(ActivationQuantization kind, const float* x, signed char* q, float* d, int* sums, int n)
+{
+    CV_Assert(n % (kind == ACTIVATIONS_Q8_K ? QK_K : 32) == 0);
+    CV_CPU_DISPATCH(quantizeActivationRowSimd, (kind, x, q, d, sums, n), CV_CPU_DISPATCH_MODES_ALL);
 }
 
 void activationsByBlockForTiles(const signed char* q, int rows, int blocks, signed char* byBlock)

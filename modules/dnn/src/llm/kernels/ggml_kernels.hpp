@@ -75,6 +75,25 @@ typedef float (*DotF32Fn)(const uchar* w, const float* x, int n);
 typedef void (*GemmF32Fn)(const uchar* w, size_t wStride, int rows, const float* x, size_t xStride, int tokens, int n,
                           float* y, size_t yStride, bool roundTokens);
 
+/** How the activation rows are rounded to 8 bits for the integer dots (quantizeActivationRow). All
+    three give the layout above (q, a scale and a sum of q per 32 inputs), so every kernel takes
+    any of them; they differ in where the rounding falls, and the result moves with it:
+    llama.cpp's choice of next token can hang on it (a random-weight TinyLlama-shaped Q4_K_M
+    file: 32-input blocks left llama.cpp's own quantized run by 0.017 in probability on average,
+    its Q8_K by 0.005). */
+enum ActivationQuantization
+{
+    //! quantizeRowQ8: blocks of 32, float scales max|x| / 127 (ONNX Runtime's int8 MatMulNBits)
+    ACTIVATIONS_Q8_FLOAT_SCALES = 0,
+    //! llama.cpp's Q8_0 (its activations for Q4_0, Q5_0, Q8_0 and, with a sum, Q4_1 / Q5_1):
+    //! blocks of 32, q = round(x * (127 / max|x|)), the scale max|x| / 127 rounded to fp16
+    ACTIVATIONS_Q8_0,
+    //! llama.cpp's Q8_K (its activations for Q2_K .. Q6_K): one float scale per 256 inputs,
+    //! q = round(x * (-127 / m)) capped at 127 with m the first element of largest |x|, with its
+    //! sign; scale 1 / (-127 / m) (repeated for the 8 blocks of 32)
+    ACTIVATIONS_Q8_K
+};
+
 //! What one ISA's kernel build has for a type (nullptr: nothing of that kind).
 struct WeightKernels
 {
@@ -110,6 +129,8 @@ struct WeightTypeTraits
     //! inputs serves up to 16 rows), with dotQ8Interleaved16 below it
     DotQ8InterleavedAmxFn dotQ8InterleavedAmx;
     GemmF32Fn gemmF32;      //!< nullptr: prompts decode tiles of rows for Eigen's GEMM
+    //! the activations llama.cpp dots this type with (its vec_dot_type): Q8_K for the K-quants
+    ActivationQuantization llamaActivations;
 
     bool integerDot() const { return dotQ8 != nullptr; }
 };
@@ -120,6 +141,10 @@ const WeightTypeTraits& weightTypeTraits(GGMLType type);
 //! x (n floats, n a multiple of 32) -> q (n int8), d (n/32 scales), sums (n/32 block sums):
 //! q = round(x / d), d = max|x| / 127 per block of 32, the same bits on every ISA.
 void quantizeRowQ8(const float* x, signed char* q, float* d, int* sums, int n);
+
+/** x (n floats) -> q, d, sums as quantizeRowQ8 lays them out, rounded as `kind` says (n a
+    multiple of 256 for ACTIVATIONS_Q8_K), the same bits on every ISA. */
+void quantizeActivationRow(ActivationQuantization kind, const float* x, signed char* q, float* d, int* sums, int n);
 
 //! sum a[i] * b[i] with the widest vectors the CPU has (dotF32 of vector_ops.hpp).
 float dotF32Fast(const float* a, const float* b, int n);

@@ -34,6 +34,7 @@ const WeightKernels* weightKernelTableSimd(int& count);
 //! x (n floats) -> 8-bit blocks of 32 as Q8_0 does: q = round(x / d), d = max|x| / 127 per
 //! block; also each block's sum of q (for the offsets of Q4_0 and the types with a minimum).
 void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n);
+void quantizeActivationRowSimd(ActivationQuantization kind, const float* x, signed char* q, float* d, int* sums, int n);
 float dotF32Simd(const float* a, const float* b, int n);
 
 #ifndef CV_CPU_OPTIMIZATION_DECLARATIONS_ONLY
@@ -228,39 +229,104 @@ static const WeightKernels kWeightKernels[] = {
      LLM_AVX512_ONLY(interleaved16Rows<MXFP4Interleaved16>), nullptr, nullptr},
 };
 
-void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)
+// max |x| of 32 floats.
+static inline float maxAbs32(const float* x)
 {
     const __m256 signBit = _mm256_set1_ps(-0.f);
+    __m256 amax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++)
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(signBit, _mm256_loadu_ps(x + 8 * k)));
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+// q = round(x * inv) to nearest even (as llama.cpp's nearest_int and _mm256_round_ps) for 32
+// floats, saturated to int8; returns the sum of q.
+static inline int roundBlock32(const float* x, float inv, signed char* q)
+{
+    const __m256 m = _mm256_set1_ps(inv);
+    __m256i i32[4];
+    for (int k = 0; k < 4; k++)
+        i32[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), m),
+                                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Pack 32 int32 to 32 int8 in order (packs work per 128-bit lane: fix the order after).
+    const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]), i16b = _mm256_packs_epi32(i32[2], i32[3]);
+    __m256i i8 = _mm256_packs_epi16(i16a, i16b);
+    i8 = _mm256_permutevar8x32_epi32(i8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i*)q, i8);
+    const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), i8);
+    const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+    return _mm_cvtsi128_si32(t);
+}
+
+// A float rounded to fp16 and back (round to nearest even, as ggml's FP32_TO_FP16 with F16C).
+static inline float roundToHalf(float v)
+{
+    return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int n)
+{
     for (int b = 0; b < n / 32; b++, x += 32, q += 32)
     {
-        __m256 v[4], amax = _mm256_setzero_ps();
-        for (int k = 0; k < 4; k++)
-        {
-            v[k] = _mm256_loadu_ps(x + 8 * k);
-            amax = _mm256_max_ps(amax, _mm256_andnot_ps(signBit, v[k]));
-        }
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-        const float maxAbs = _mm_cvtss_f32(m);
-        const float scale = maxAbs / 127.f;
+        const float scale = maxAbs32(x) / 127.f;
         d[b] = scale;
-        const __m256 inv = _mm256_set1_ps(scale != 0.f ? 1.f / scale : 0.f);
-        __m256i i32[4];
-        for (int k = 0; k < 4; k++)
-            i32[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        // Pack 32 int32 to 32 int8 in order (packs work per 128-bit lane: fix the order after).
-        const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]), i16b = _mm256_packs_epi32(i32[2], i32[3]);
-        __m256i i8 = _mm256_packs_epi16(i16a, i16b);
-        i8 = _mm256_permutevar8x32_epi32(i8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i*)q, i8);
-        const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), i8);
-        const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
-        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-        sums[b] = _mm_cvtsi128_si32(t);
+        sums[b] = roundBlock32(x, scale != 0.f ? 1.f / scale : 0.f, q);
     }
+}
+
+void quantizeActivationRowSimd(ActivationQuantization kind, const float* x, signed char* q, float* d, int* sums, int n)
+{
+    if (kind == ACTIVATIONS_Q8_0)
+    {
+        // ggml's quantize_row_q8_0 (x86): d = fp16(max / 127), q = round(x * (127 / max)).
+        for (int b = 0; b < n / 32; b++, x += 32, q += 32)
+        {
+            const float maxAbs = maxAbs32(x);
+            d[b] = roundToHalf(maxAbs / 127.f);
+            sums[b] = roundBlock32(x, maxAbs != 0.f ? 127.f / maxAbs : 0.f, q);
+        }
+    }
+    else if (kind == ACTIVATIONS_Q8_K)
+    {
+        // ggml's quantize_row_q8_K_ref, which every x86 path of llama.cpp runs.
+        for (int b = 0; b < n / QK_K; b++, x += QK_K, q += QK_K, d += 8, sums += 8)
+        {
+            float amax = 0.f;
+            for (int k = 0; k < 8; k++)
+                amax = std::max(amax, maxAbs32(x + 32 * k));
+            // The first element of largest |x| (its sign sets the scale's).
+            int first = 0;
+            if (amax != 0.f)
+            {
+                const __m256 signBit = _mm256_set1_ps(-0.f), top = _mm256_set1_ps(amax);
+                for (int k = 0; k < QK_K; k += 8)
+                {
+                    const __m256 v = _mm256_andnot_ps(signBit, _mm256_loadu_ps(x + k));
+                    const int hit = _mm256_movemask_ps(_mm256_cmp_ps(v, top, _CMP_EQ_OQ));
+                    if (hit)
+                    {
+                        first = k + __builtin_ctz((unsigned)hit);
+                        break;
+                    }
+                }
+            }
+            const float iscale = amax != 0.f ? -127.f / x[first] : 0.f;
+            const float scale = amax != 0.f ? 1.f / iscale : 0.f;
+            for (int k = 0; k < 8; k++)
+            {
+                d[k] = scale;
+                sums[k] = roundBlock32(x + 32 * k, iscale, q + 32 * k);
+            }
+        }
+    }
+    else
+        quantizeRowQ8Simd(x, q, d, sums, n);
 }
 
 static const int kWeightKernelCount = (int)(sizeof(kWeightKernels) / sizeof(kWeightKernels[0]));
@@ -291,6 +357,37 @@ void quantizeRowQ8Simd(const float* x, signed char* q, float* d, int* sums, int 
         }
         d[b] = scale;
         sums[b] = sum;
+    }
+}
+
+// The AVX2 code's llama.cpp formats (the baseline has no integer dots: for completeness).
+void quantizeActivationRowSimd(ActivationQuantization kind, const float* x, signed char* q, float* d, int* sums, int n)
+{
+    if (kind == ACTIVATIONS_Q8_FLOAT_SCALES)
+        return quantizeRowQ8Simd(x, q, d, sums, n);
+    const int block = kind == ACTIVATIONS_Q8_K ? QK_K : 32;
+    for (int b = 0; b < n / block; b++, x += block, q += block)
+    {
+        float amax = 0.f, first = 0.f;
+        for (int k = 0; k < block; k++)
+            if (std::fabs(x[k]) > amax)
+            {
+                amax = std::fabs(x[k]);
+                first = x[k];
+            }
+        const float inv = amax == 0.f ? 0.f : kind == ACTIVATIONS_Q8_K ? -127.f / first : 127.f / amax;
+        const float scale = amax == 0.f ? 0.f : kind == ACTIVATIONS_Q8_K ? 1.f / inv : (float)hfloat(amax / 127.f);
+        for (int k = 0; k < block; k += 32, d++, sums++)
+        {
+            int sum = 0;
+            for (int j = k; j < k + 32; j++)
+            {
+                q[j] = (signed char)std::min(127, cvRound(x[j] * inv));
+                sum += q[j];
+            }
+            *d = scale;
+            *sums = sum;
+        }
     }
 }
 
