@@ -103,15 +103,17 @@ TEST(GGUFSynthetic, everyTypeMatchesLlamaCpp)
         EXPECT_LE(exactDiff, ((std::string)fs["arch"]).compare(0, 5, "gemma") == 0 ? 5e-4 : 1e-4);
 
         // The quantized run itself: llama.cpp rounds activations to 8 bits there (and so do we,
-        // by default, where an integer kernel exists), which moves probabilities by up to ~0.05
-        // from exact math on the same weights (README; ours: at most 0.052 over these 36 files).
-        // Each side within 0.06 of exact math, so within 0.12 of each other (llama.cpp's and our
-        // roundings differ in detail); ours is also checked against exact math directly.
+        // by default, where an integer kernel exists, as llama.cpp does: Q8_K for the K-quants,
+        // Q8_0 for the others), which moves probabilities by up to ~0.07 from exact math on the
+        // same weights (llama.cpp's own runs against their twins: qwen2_Q2_K 0.072, phi3_Q8_0
+        // 0.068). Ours within 0.08 of exact math and 0.12 of llama.cpp's run (Q4_1 / Q5_1, whose
+        // Q8_1 sums llama.cpp rounds to fp16, stay ~0.05 from it; the others reproduce it to
+        // ~1e-5: test_llama_activation_rounding.py checks every step).
         const FileNode topK = fs["top_k"];
         const int top1 = (int)topK[0]["id"];
         const double quantDiff = llm_test::maxDifference(p, topK);
         EXPECT_EQ((int)(std::max_element(p.begin(), p.end()) - p.begin()), top1);
-        EXPECT_LE(llm_test::maxDifference(p, exactTopK), 0.06) << "our 8-bit path against exact math";
+        EXPECT_LE(llm_test::maxDifference(p, exactTopK), 0.08) << "our 8-bit path against exact math";
         EXPECT_LE(quantDiff, 0.12);
         std::printf("%-22s %12.2e %12.2e %10.4f %10.4f\n", file.substr(10, file.size() - 15).c_str(),
                     exactDiff, quantDiff, p[top1], (double)topK[0]["p"]);
