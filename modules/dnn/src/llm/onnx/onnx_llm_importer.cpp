@@ -511,6 +511,7 @@ void ONNXNetBuilder::importMatMulNBits(const NodeProto& first)
     // accuracy_level 4 lets the input be quantized to int8 (ONNX Runtime does so too): our
     // integer dot products. Lower levels ask for float inputs: the exact float path.
     lp.set("integer_dot", integerDot_ && onnxIntAttribute(first, "accuracy_level", 0) == 4);
+    lp.set("llama_activations", false);  // ONNX Runtime's int8 inputs have float scales
     const Pin layer = add(lp, {matmulInput(first)});
     for (size_t i = 0; i < nodes.size(); i++)
     {
