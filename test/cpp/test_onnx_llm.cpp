@@ -255,6 +255,23 @@ TEST(ONNXLanguageModels, partialRotaryWrittenOutMatchesOnnxRuntime)
     expectSyntheticModelMatches(ref);
 }
 
+// GPT-J's export (tools/onnx/make_hf_style_model.py --arch gptj): rotary on the first 8 values of
+// each head of 16 with interleaved pairs (2i, 2i + 1): rotate_every_two written out (Slices step 2,
+// Neg, Unsqueeze(-1), Concat, Reshape = stack((-x2, x1), -1).flatten(-2)) on [b, s, heads, d]
+// before the permute, sin / cos gathered from the constant embed_positions by position_ids (Tile,
+// GatherElements, Split, evaluated at import) and repeated per pair; the rest of each head passed
+// through; one LayerNorm feeding attention and MLP in parallel; lm_head with bias. Float32: the
+// float32 tolerance, greedy ids equal, the append branch included. (NEOX pairs (i, i + 4) instead
+// of (2i, 2i + 1) change step 0's logits by 2.4, rotating the whole head by 2.2.)
+TEST(ONNXLanguageModels, gptjRotateEveryTwoWrittenOutMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("hf_gptj");
+    ASSERT_NE(ref.generator.find("--arch gptj"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    EXPECT_EQ(logitTolerance(ref), 1e-4);
+    expectSyntheticModelMatches(ref);
+}
+
 // Heads padded for GroupQueryAttention and the padding sliced off after it (Reshape to
 // [batch, seq, heads, padded], Slice [0, head) on the last axis, Reshape back; onnxruntime-genai's
 // way around a head size its kernels refuse): the Slice is folded into the attention layer

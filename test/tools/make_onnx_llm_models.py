@@ -197,6 +197,12 @@ HF_VARIANTS = {
     # passed through and Concat'ed back), q/k/v/dense with bias, one LayerNorm feeding attention and
     # MLP in parallel, gelu_new MLP, lm_head with bias.
     "hf_phi2": "--arch phi2 --seed 12",
+    # GPT-J: rotary on the first 8 of each head of 16 with interleaved pairs (rotate_every_two: x[..., ::2],
+    # x[..., 1::2], stack((-x2, x1), -1).flatten(-2)), sin / cos gathered from the constant embed_positions
+    # by position_ids, Split, repeated per pair (stack((x, x), -1).flatten(-2)); rotation on
+    # [b, s, heads, d] before the permute; one LayerNorm feeding attention and MLP in parallel; lm_head
+    # with bias.
+    "hf_gptj": "--arch gptj --seed 3",
 }
 VARIANTS.update(HF_VARIANTS)
 

@@ -53,7 +53,9 @@ Architectures (the torch code below mirrors transformers' eager code, operation 
   gptj    GPTJForCausalLM: wte, q/k/v/out_proj without bias, rotary on the first rotary_dim = 8 of
           each head of 16 with GPT-J's interleaved pairs (rotate_every_two: x[..., ::2],
           x[..., 1::2], stack((-x2, x1), -1).flatten(-2); sin / cos gathered from the constant
-          embed_positions [512, rotary_dim] by position_ids and repeat_interleave'd), on
+          embed_positions [512, rotary_dim] by position_ids and repeat_interleave'd, written as
+          stack((x, x), -1).flatten(-2) as torch 2.x exports it: torch 1.13 writes
+          repeat_interleave as a Loop over sequences that real exports do not have), on
           [batch, seq, heads, d] before the permute; GPT-2's bias-buffer causal mask (Where) and
           extended attention mask; scores in float32 divided by sqrt(head_dim); one LayerNorm
           feeding attention and MLP in parallel; gelu_new MLP fc_in / fc_out with bias; ln_f;
@@ -618,9 +620,15 @@ def rotate_every_two(x):
     return x.flatten(-2)
 
 
+def repeat_interleave_2(x):
+    # torch.repeat_interleave(x, 2, -1) as newer exporters write it (Unsqueeze, Concat, Reshape):
+    # torch 1.13 exports repeat_interleave as a Loop over sequences, which no optimum export has.
+    return torch.stack((x, x), dim=-1).flatten(-2)
+
+
 def apply_rotary_pos_emb_gptj(tensor, sin, cos):
-    sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
-    cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+    sin = repeat_interleave_2(sin[:, :, None, :])
+    cos = repeat_interleave_2(cos[:, :, None, :])
     return (tensor * cos) + (rotate_every_two(tensor) * sin)
 
 

@@ -111,6 +111,11 @@ Folded foldConstantOfShape(FoldContext& c);
 Folded foldRange(FoldContext& c);
 Folded foldScatterND(FoldContext& c);
 Folded foldTrilu(FoldContext& c);
+Folded foldTile(FoldContext& c);
+Folded foldGatherElements(FoldContext& c);
+// Output `output` of a Split (evaluated for values derived from the positions; not a folder of
+// the table, which computes output 0 only).
+Folded foldSplit(FoldContext& c, int output);
 
 // onnx_import_fold_arithmetic.cpp: element-wise arithmetic, comparisons, MatMul, CumSum.
 Folded foldSqrt(FoldContext& c);

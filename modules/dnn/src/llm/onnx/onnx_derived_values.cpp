@@ -198,9 +198,14 @@ Folded ONNXNetBuilder::evaluate(const std::string& name, const EvalPoint& at)
             continue;
         }
         const ConstantFolder fold = p.output_size() >= 1 && p.output(0) == cur ? findConstantFolder(p) : nullptr;
-        if (!fold)
+        int splitOutput = -1;  // (GPT-J's sin, cos = Split(sincos))
+        const bool split = isOp(p, "Split") && (p.domain().empty() || p.domain() == "ai.onnx");
+        for (int k = 0; split && k < p.output_size(); k++)
+            if (p.output(k) == cur)
+                splitOutput = k;
+        if (!fold && splitOutput < 0)
             failNode(p, "is on the way from the positions or the attention mask to '" + name + "', and the importer "
-                        "cannot evaluate it (only the constant-folding operators, output 0)");
+                        "cannot evaluate it (only the constant-folding operators, output 0, and Split)");
         std::vector<Folded> in(p.input_size());
         std::vector<bool> present(p.input_size(), false);
         for (int i = 0; i < p.input_size(); i++)
@@ -210,7 +215,7 @@ Folded ONNXNetBuilder::evaluate(const std::string& name, const EvalPoint& at)
                 present[i] = true;
             }
         FoldContext context(f_, p, in, present);
-        evaluated_[cur] = fold(context);
+        evaluated_[cur] = splitOutput >= 0 ? foldSplit(context, splitOutput) : fold(context);
         stack.pop_back();
     }
     return evaluated_.at(name);
@@ -222,13 +227,19 @@ Mat ONNXNetBuilder::positionTable(const NodeProto& n, const std::string& name, i
     if (cached != positionTables_.end() && cached->second.rows >= count)
         return cached->second.rowRange(0, count);
     auto rowsOf = [&](const Folded& t, int64 rows) {
+        // [1, positions, d] or [batch 1, 1, positions, d] as Llama's cos.unsqueeze(1), or
+        // [1, positions, 1, d] as GPT-J's sin[:, :, None, :] (before the heads' permute)
         const size_t r = t.shape.size();
-        bool ok = r >= 2 && t.shape[r - 1] == width && t.shape[r - 2] == rows;
-        for (size_t d = 0; ok && d + 2 < r; d++)
-            ok = t.shape[d] == 1;
-        if (!ok)
+        bool ok = r >= 2 && t.shape[r - 1] == width;
+        int64 product = 1;
+        for (size_t d = 0; ok && d + 1 < r; d++)
+        {
+            ok = t.shape[d] == 1 || t.shape[d] == rows;
+            product *= t.shape[d];
+        }
+        if (!ok || product != rows)
             failNode(n, format("'%s' must hold one row of %d values per token position ([..., positions, %d] with "
-                               "leading 1s)", name.c_str(), width, width));
+                               "1s around the positions)", name.c_str(), width, width));
         Mat m((int)rows, width, CV_32F);
         for (int64 k = 0; k < rows * width; k++)
             m.ptr<float>()[k] = (float)t.v[(size_t)k];

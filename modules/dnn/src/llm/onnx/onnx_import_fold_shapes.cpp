@@ -478,6 +478,117 @@ Folded foldTrilu(FoldContext& c)
     return r;
 }
 
+// GPT-J's rotary tables: embed_positions Tile'd to the batch, GatherElements by the positions
+// repeated over the row, Split into sin and cos.
+Folded foldTile(FoldContext& c)
+{
+    const Folded& x = c.need(0);
+    const std::vector<int64> repeats = c.ints(1);
+    if (repeats.size() != x.shape.size())
+        c.fail("the repeats must have one entry per dimension");
+    Folded r;
+    r.isFloat = x.isFloat;
+    for (size_t d = 0; d < repeats.size(); d++)
+    {
+        if (repeats[d] < 0)
+            c.fail("a repeat count is negative");
+        r.shape.push_back(x.shape[d] * repeats[d]);
+    }
+    const int64 total = c.checkedTotal(r.shape);
+    const std::vector<int64> rs = stridesOf(r.shape), xs = stridesOf(x.shape);
+    r.v.resize((size_t)total);
+    for (int64 i = 0; i < total; i++)
+    {
+        int64 off = 0;
+        for (size_t d = 0; d < r.shape.size(); d++)
+            off += ((i / rs[d]) % r.shape[d] % x.shape[d]) * xs[d];
+        r.v[(size_t)i] = x.v[(size_t)off];
+    }
+    return r;
+}
+
+Folded foldGatherElements(FoldContext& c)
+{
+    const Folded& x = c.need(0);
+    const Folded& idx = c.need(1);
+    const int64 rank = (int64)x.shape.size();
+    const int64 axis = c.axisOf(onnxIntAttribute(c.node, "axis", 0), rank);
+    if ((int64)idx.shape.size() != rank)
+        c.fail("the indices must have the data's rank");
+    Folded r;
+    r.isFloat = x.isFloat;
+    r.shape = idx.shape;
+    const int64 total = c.checkedTotal(r.shape);
+    const std::vector<int64> is = stridesOf(idx.shape), xs = stridesOf(x.shape);
+    const int64 dim = x.shape[(size_t)axis];
+    r.v.resize((size_t)total);
+    for (int64 i = 0; i < total; i++)
+    {
+        int64 off = 0;
+        for (int64 d = 0; d < rank; d++)
+        {
+            int64 at = (i / is[(size_t)d]) % idx.shape[(size_t)d];
+            if (d == axis)
+            {
+                at = (int64)idx.v[(size_t)i];
+                if (at < -dim || at >= dim)
+                    c.fail(format("index %lld is out of range [%lld, %lld)", (long long)at, (long long)-dim,
+                                  (long long)dim));
+                at = at < 0 ? at + dim : at;
+            }
+            else if (at >= x.shape[(size_t)d])
+                c.fail("the indices are larger than the data outside the gathered axis");
+            off += at * xs[(size_t)d];
+        }
+        r.v[(size_t)i] = x.v[(size_t)off];
+    }
+    return r;
+}
+
+Folded foldSplit(FoldContext& c, int output)
+{
+    const Folded& x = c.need(0);
+    const int64 rank = (int64)x.shape.size();
+    const int64 axis = c.axisOf(onnxIntAttribute(c.node, "axis", 0), rank);
+    const int64 dim = x.shape[(size_t)axis];
+    std::vector<int64> sizes;
+    if (!c.intsAttribute("split", sizes) && c.hasInput(1))
+        sizes = c.ints(1);
+    const int parts = c.node.output_size();
+    if (sizes.empty())
+    {
+        if (parts <= 0 || dim % parts != 0)
+            c.fail("the axis does not split into equal parts");
+        sizes.assign((size_t)parts, dim / parts);
+    }
+    int64 start = 0, sum = 0;
+    for (size_t k = 0; k < sizes.size(); k++)
+    {
+        if (sizes[k] < 0)
+            c.fail("a split size is negative");
+        if ((int)k < output)
+            start += sizes[k];
+        sum += sizes[k];
+    }
+    if ((int)sizes.size() != parts || sum != dim || output >= parts)
+        c.fail("the split sizes must add up to the axis");
+    Folded r;
+    r.isFloat = x.isFloat;
+    r.shape = x.shape;
+    r.shape[(size_t)axis] = sizes[(size_t)output];
+    int64 outer = 1, inner = 1;
+    for (int64 d = 0; d < axis; d++)
+        outer *= x.shape[(size_t)d];
+    for (int64 d = axis + 1; d < rank; d++)
+        inner *= x.shape[(size_t)d];
+    for (int64 o = 0; o < outer; o++)
+    {
+        const auto from = x.v.begin() + (o * dim + start) * inner;
+        r.v.insert(r.v.end(), from, from + sizes[(size_t)output] * inner);
+    }
+    return r;
+}
+
 }}}} // namespace cv::dnn::llm::onnx_import
 
 #endif // HAVE_PROTOBUF

@@ -35,7 +35,8 @@ const std::vector<FolderEntry>& constantFolders()
         {"Squeeze", foldSqueeze}, {"Unsqueeze", foldUnsqueeze}, {"Concat", foldConcat}, {"Gather", foldGather},
         {"Slice", foldSlice}, {"Transpose", foldTranspose}, {"Expand", foldExpand}, {"Where", foldWhere},
         {"ConstantOfShape", foldConstantOfShape}, {"Range", foldRange}, {"ScatterND", foldScatterND},
-        {"Trilu", foldTrilu}, {"Cast", foldCast}, {"Identity", foldIdentity},
+        {"Trilu", foldTrilu}, {"Cast", foldCast}, {"Identity", foldIdentity}, {"Tile", foldTile},
+        {"GatherElements", foldGatherElements},
         // comparisons and logic
         {"Equal", foldEqual}, {"Less", foldLess}, {"Greater", foldGreater}, {"LessOrEqual", foldLessOrEqual},
         {"GreaterOrEqual", foldGreaterOrEqual}, {"Not", foldNot}, {"And", foldAnd}, {"Or", foldOr},

@@ -156,7 +156,10 @@ bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
             tensorInput(n, 0, true);  // computes a pending sigmoid; errors for other kinds
         if (x.flatRows)
             failNode(n, "the Shape of [batch * seq, features] rows is not supported");
-        const int64 last = headPart ? x.partEnd - x.partStart : innerOf(x);
+        // (rotate_every_two: x[..., ::2] has half of them; stacked pairs [.., d/2, 2])
+        int64 last = headPart ? x.partEnd - x.partStart : innerOf(x);
+        if (headPart && (x.everyOther != 0 || x.pairAxis))
+            last /= 2;
         if (x.heads > 0)
             dims = x.headsMajor ? std::vector<int64>{kBatchDim, x.heads, kTokenDim, last}
                                 : std::vector<int64>{kBatchDim, kTokenDim, x.heads, last};
@@ -164,6 +167,8 @@ bool ONNXNetBuilder::foldShapeOfActivation(const NodeProto& n)
             failNode(n, "the Shape of a [batch, seq * rows, row] view is not supported");
         else
             dims = {kBatchDim, kTokenDim, (int64)x.width};
+        if (headPart && x.pairAxis)
+            dims.push_back(2);
     }
     const int64 rank = (int64)dims.size();
     int64 s = onnxIntAttribute(n, "start", 0), e = onnxIntAttribute(n, "end", rank);

@@ -90,6 +90,8 @@ bool ONNXNetBuilder::importWrittenAttention(const NodeProto& n)
         v.negated = !v.negated;
         define(n, 0, v);
     }
+    else if ((op == "Unsqueeze" && kind(0) == Value::HalfRow) || (op == "Reshape" && kind(0) == Value::RotateHalf))
+        importRotateEveryTwoStep(n);
     else if (anyKind(Value::Scores) || anyKind(Value::Probabilities))
     {
         if (op == "MatMul" && kind(0) == Value::Probabilities)
@@ -192,7 +194,7 @@ void ONNXNetBuilder::importSlice(const NodeProto& n)
             r.push_back((int64)std::max(-1e15, std::min(1e15, t.at(k))));
         return r;
     };
-    const bool part = x.kind == Value::HalfRow && !x.negated;
+    const bool part = x.kind == Value::HalfRow && !x.negated && x.everyOther == 0 && !x.pairAxis;
     if ((!part && (!isHeadView(x) || x.kind != Value::Tensor)) || !hasInput(n, 3))
         failNode(n, "on activations only Slices of the last axis of a [batch, heads, seq, d] view (rotate_half's "
                     "halves, a partial rotary embedding's part) are supported");
@@ -200,11 +202,27 @@ void ONNXNetBuilder::importSlice(const NodeProto& n)
     const std::vector<int64> steps = hasInput(n, 4) ? ints(4) : std::vector<int64>{1};
     // A Slice of a part: offsets within it
     const int base = part ? x.partStart : 0, d = part ? x.partEnd - x.partStart : innerOf(x);
-    if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps != std::vector<int64>{1} ||
-        (axes[0] != -1 && axes[0] != 3))
+    if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1 ||
+        (steps[0] != 1 && steps[0] != 2) || (axes[0] != -1 && axes[0] != 3))
         failNode(n, "on activations only Slices of the last axis of a [batch, heads, seq, d] view (rotate_half's "
-                    "halves, a partial rotary embedding's part) are supported");
+                    "halves, a partial rotary embedding's part, rotate_every_two's x[..., ::2] and x[..., 1::2]) are "
+                    "supported");
     const int64 s = starts[0] < 0 ? starts[0] + d : starts[0], e = ends[0] < 0 ? ends[0] + d : std::min<int64>(ends[0], d);
+    if (steps[0] == 2)
+    {
+        // GPT-J's rotate_every_two: the even or the odd elements of the (part of the) head
+        if ((s != 0 && s != 1) || e < d - 1 || d % 2 != 0)
+            failNode(n, format("a Slice [%lld, %lld) step 2 of a head's %d values: only x[..., ::2] and x[..., 1::2] "
+                               "of all of them (rotate_every_two) are supported", (long long)s, (long long)e, d));
+        Value v = x;
+        v.kind = Value::HalfRow;
+        v.partStart = base;
+        v.partEnd = base + d;
+        v.everyOther = 1 + (int)s;
+        v.negated = false;
+        define(n, 0, v);
+        return;
+    }
     if (s < 0 || e <= s || e > d)
         failNode(n, format("a Slice [%lld, %lld) of a head's %d values is empty or outside it", (long long)s,
                            (long long)e, d));
@@ -235,7 +253,23 @@ void ONNXNetBuilder::importConcat(const NodeProto& n)
         return;
     }
     if (n.input_size() == 2 && input(n, 0).kind == Value::HalfRow && input(n, 1).kind == Value::HalfRow &&
-        (axis == -1 || axis == 3))
+        input(n, 0).pairAxis && input(n, 1).pairAxis && (axis == -1 || axis == 4))
+    {
+        // rotate_every_two: stack((-x[..., 1::2], x[..., ::2]), -1), [.., d/2, 2] until flatten(-2)
+        const Value &a = input(n, 0), &b = input(n, 1);
+        if (!sameRows(a, b) || !a.negated || b.negated || a.everyOther != 2 || b.everyOther != 1 ||
+            a.partStart != b.partStart || a.partEnd != b.partEnd)
+            failNode(n, "only stack((-x[..., 1::2], x[..., ::2]), -1) of one row or of its rotated part "
+                        "(rotate_every_two) is supported");
+        Value v = b;
+        v.kind = Value::RotateHalf;
+        v.interleaved = true;
+        v.everyOther = 0;
+        define(n, 0, v);
+        return;
+    }
+    if (n.input_size() == 2 && input(n, 0).kind == Value::HalfRow && input(n, 1).kind == Value::HalfRow &&
+        input(n, 0).everyOther == 0 && input(n, 1).everyOther == 0 && (axis == -1 || axis == 3))
     {
         // rotate_half of the part [b.partStart, a.partEnd): -(second half), first half
         const Value &a = input(n, 0), &b = input(n, 1);
@@ -254,7 +288,8 @@ void ONNXNetBuilder::importConcat(const NodeProto& n)
     {
         // Concat(rotated part [0, r), the rest [r, d)): the head rotated on its first r values
         const Value &a = input(n, 0), &b = input(n, 1);
-        if (!sameRows(a, b) || b.negated || b.partStart != a.partEnd || b.partEnd != innerOf(a))
+        if (!sameRows(a, b) || b.negated || b.everyOther != 0 || b.pairAxis || b.partStart != a.partEnd ||
+            b.partEnd != innerOf(a))
             failNode(n, "a partial rotary embedding must Concat the rotated part [0, r) with the rest [r, d) of the "
                         "same rows");
         Value v = a;
@@ -264,6 +299,38 @@ void ONNXNetBuilder::importConcat(const NodeProto& n)
     }
     failNode(n, "on activations only Concat(past keys / values, new ones) on the sequence axis and rotate_half's "
                 "Concat(-x2, x1) are supported");
+}
+
+// GPT-J's rotate_every_two around the stack: Unsqueeze(-1) of x[..., ::2] or -x[..., 1::2],
+// and flatten(-2) (a Reshape to [b, s, heads, -1] or [.., d]) of the stacked pairs.
+void ONNXNetBuilder::importRotateEveryTwoStep(const NodeProto& n)
+{
+    Value v = input(n, 0);
+    std::vector<int64> s = intsAttribute(n, "axes");
+    if (s.empty() && hasInput(n, 1))
+    {
+        const Value& sv = input(n, 1);
+        if (sv.kind != Value::Constant)
+            failNode(n, "the shape must be a constant or computed from the activations' shapes");
+        for (int64 k = 0; k < sv.constant->total(); k++)
+            s.push_back((int64)sv.constant->at(k));
+    }
+    const int len = v.partEnd - v.partStart;
+    if (isOp(n, "Unsqueeze"))
+    {
+        if (v.everyOther == 0 || v.pairAxis || (s != std::vector<int64>{-1} && s != std::vector<int64>{4}))
+            failNode(n, "on a part of a head only Unsqueeze(-1) of x[..., ::2] or -x[..., 1::2] (rotate_every_two's "
+                        "stack) is supported");
+        v.pairAxis = true;
+    }
+    else
+    {
+        if (!v.pairAxis || s.size() != 4 || (s[3] != -1 && s[3] != len))
+            failNode(n, format("rotate_every_two's stacked pairs must be flattened back to [batch, seq, heads, %d]",
+                               len));
+        v.pairAxis = false;
+    }
+    define(n, 0, v);
 }
 
 // Written-out rotary embedding: x * cos + rotate_half(x) * sin, cos and sin computed from the
@@ -280,9 +347,10 @@ bool ONNXNetBuilder::importRotaryStep(const NodeProto& n)
             const Value& x = s ? b : a;
             const Value& c = s ? a : b;
             const std::string& cName = n.input(s ? 0 : 1);
-            const bool rotaryPart = x.kind == Value::HalfRow && !x.negated && x.partStart == 0;
-            if (c.kind == Value::Derived &&
-                ((x.kind == Value::Tensor && isHeadView(x)) || x.kind == Value::RotateHalf || rotaryPart))
+            const bool rotaryPart = x.kind == Value::HalfRow && !x.negated && x.partStart == 0 && x.everyOther == 0 &&
+                                    !x.pairAxis;
+            if (c.kind == Value::Derived && ((x.kind == Value::Tensor && isHeadView(x)) ||
+                                             (x.kind == Value::RotateHalf && !x.pairAxis) || rotaryPart))
             {
                 Value v = x;
                 v.kind = x.kind == Value::RotateHalf ? Value::RotarySin : Value::RotaryCos;
@@ -314,20 +382,41 @@ bool ONNXNetBuilder::importRotaryStep(const NodeProto& n)
     const int positions = std::min(contextLength(), (int)kMaxDerivedPositions);
     const Mat cosTable = positionTable(n, cosPart->tableName, d, positions);
     const Mat sinTable = positionTable(n, sinPart->tableName, d, positions);
-    // rotate_half pairs element i with i + d/2, so both halves of each row hold the same angle.
-    const Range first(0, d / 2), second(d / 2, d);
-    if (cv::norm(cosTable.colRange(first), cosTable.colRange(second), NORM_INF) != 0 ||
-        cv::norm(sinTable.colRange(first), sinTable.colRange(second), NORM_INF) != 0)
-        failNode(n, "the cos / sin tables of a rotary embedding written out must repeat each row's first half in "
-                    "its second (cat(freqs, freqs), as rotate_half pairs them)");
     auto tables = std::make_shared<RotaryTables>();
-    tables->cos = cosTable.colRange(first).clone();
-    tables->sin = sinTable.colRange(first).clone();
-    tables->neox = true;
+    if (sinPart->interleaved)
+    {
+        // rotate_every_two pairs elements 2i and 2i + 1 (LLMAttention's NORM pairs), so both hold
+        // the same angle (repeat_interleave(freqs, 2)).
+        tables->cos.create(positions, d / 2, CV_32F);
+        tables->sin.create(positions, d / 2, CV_32F);
+        for (int i = 0; i < d / 2; i++)
+        {
+            if (cv::norm(cosTable.col(2 * i), cosTable.col(2 * i + 1), NORM_INF) != 0 ||
+                cv::norm(sinTable.col(2 * i), sinTable.col(2 * i + 1), NORM_INF) != 0)
+                failNode(n, "the cos / sin tables of a rotary embedding written out with rotate_every_two must repeat "
+                            "each value twice (repeat_interleave(freqs, 2), as rotate_every_two pairs them)");
+            cosTable.col(2 * i).copyTo(tables->cos.col(i));
+            sinTable.col(2 * i).copyTo(tables->sin.col(i));
+        }
+        tables->neox = false;
+    }
+    else
+    {
+        // rotate_half pairs element i with i + d/2, so both halves of each row hold the same angle.
+        const Range first(0, d / 2), second(d / 2, d);
+        if (cv::norm(cosTable.colRange(first), cosTable.colRange(second), NORM_INF) != 0 ||
+            cv::norm(sinTable.colRange(first), sinTable.colRange(second), NORM_INF) != 0)
+            failNode(n, "the cos / sin tables of a rotary embedding written out must repeat each row's first half in "
+                        "its second (cat(freqs, freqs), as rotate_half pairs them)");
+        tables->cos = cosTable.colRange(first).clone();
+        tables->sin = sinTable.colRange(first).clone();
+        tables->neox = true;
+    }
     tables->cosName = cosPart->tableName;
     tables->sinName = sinPart->tableName;
     Value v = *cosPart;
     v.kind = Value::Rotated;
+    v.interleaved = false;
     if (v.partEnd == innerOf(v))
         v.partEnd = 0;  // a "part" that is the whole head
     v.rotary = tables;

@@ -131,6 +131,12 @@ struct Value
     // whole Rotated head. HalfRow: a Slice of the head (`negated` by a Neg).
     int partStart = 0, partEnd = 0;
     bool negated = false;
+    // GPT-J's rotate_every_two (interleaved pairs (2i, 2i + 1)): HalfRow `everyOther` 1 / 2 is
+    // x[..., ::2] / x[..., 1::2] of the part; `pairAxis`: with the trailing axis of 2 that
+    // Unsqueeze(-1) and stack((-x2, x1), -1) add before flatten(-2)'s Reshape. RotateHalf,
+    // RotarySin: `interleaved` for rotate_every_two instead of rotate_half.
+    int everyOther = 0;
+    bool pairAxis = false, interleaved = false;
     // CacheKV: the new keys / values `pin` (with `rotary` if rotated) appended to `pastName`;
     // `transposed`: k^T; `repeat`: heads repeated (repeat_kv); `scale`: a scalar factor on it.
     std::string pastName;
@@ -390,6 +396,7 @@ private:
     void importSlice(const NodeProto& n);
     void importConcat(const NodeProto& n);
     void importSoftmax(const NodeProto& n);
+    void importRotateEveryTwoStep(const NodeProto& n);
     bool importRotaryStep(const NodeProto& n);
     void importScoresMatMul(const NodeProto& n);
     void importAttentionOutputMatMul(const NodeProto& n);
