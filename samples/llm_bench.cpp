@@ -126,16 +126,23 @@ double measureReadBandwidth()
 }
 
 // Bytes of weights one generated token reads: every tensor except the embedding table, of
-// which one row is read (it also counts as the output projection when that is tied).
+// which one row is read (it also counts as the output projection when that is tied); of a
+// mixture of experts' stacked expert tensors (*_exps), the expert_used_count / expert_count
+// share one token's routing reads.
 double weightBytesPerToken(const Ptr<GGUFFile>& f)
 {
     double bytes = 0;
     const bool tied = !f->hasTensor("output.weight");
+    const String arch = f->hasMetadata("general.architecture") ? f->getString("general.architecture") : String();
+    const String experts = arch + ".expert_count", used = arch + ".expert_used_count";
+    const double expertShare = f->hasMetadata(experts) && f->hasMetadata(used) && f->getNumber(experts) > 0
+                                   ? f->getNumber(used) / f->getNumber(experts) : 1.0;
     for (const String& name : f->getTensorNames())
     {
         if (name == "token_embd.weight" && !tied)
             continue;
-        bytes += (double)f->getTensorBytes(name);
+        const bool expertTensor = name.find("_exps.") != String::npos;
+        bytes += (double)f->getTensorBytes(name) * (expertTensor ? expertShare : 1.0);
     }
     return bytes;
 }
