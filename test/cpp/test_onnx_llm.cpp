@@ -272,6 +272,22 @@ TEST(ONNXLanguageModels, gptjRotateEveryTwoWrittenOutMatchesOnnxRuntime)
     expectSyntheticModelMatches(ref);
 }
 
+// GPT-NeoX's export (tools/onnx/make_hf_style_model.py --arch gptneox, Pythia's form): one
+// query_key_value projection with bias viewed as [b, s, heads, 3 * 16], q / k / v Sliced off its
+// last axis (each head's q | k | v adjacent: the importer regroups the weight's columns and the
+// bias as [q | k | v]); partial rotary as Phi-2's on 4 of 16; two LayerNorms in parallel; gelu
+// MLP; embed_out without bias. Float32: the float32 tolerance, greedy ids equal, the append branch
+// included. (Taking q / k / v as the projection's contiguous thirds changes step 0's logits by 10,
+// leaving only the bias in the per-head order by 1.5.)
+TEST(ONNXLanguageModels, gptNeoXPerHeadQKVMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("hf_gptneox");
+    ASSERT_NE(ref.generator.find("--arch gptneox"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    EXPECT_EQ(logitTolerance(ref), 1e-4);
+    expectSyntheticModelMatches(ref);
+}
+
 // Heads padded for GroupQueryAttention and the padding sliced off after it (Reshape to
 // [batch, seq, heads, padded], Slice [0, head) on the last axis, Reshape back; onnxruntime-genai's
 // way around a head size its kernels refuse): the Slice is folded into the attention layer

@@ -203,6 +203,10 @@ HF_VARIANTS = {
     # [b, s, heads, d] before the permute; one LayerNorm feeding attention and MLP in parallel; lm_head
     # with bias.
     "hf_gptj": "--arch gptj --seed 3",
+    # GPT-NeoX (Pythia): fused query_key_value with bias viewed as [b, s, heads, 3 * 16] and q / k / v sliced
+    # off the last axis (each head's q | k | v adjacent); partial rotary as Phi-2's on 4 of 16; two LayerNorms
+    # in parallel; gelu MLP; embed_out without bias.
+    "hf_gptneox": "--arch gptneox --seed 1",
 }
 VARIANTS.update(HF_VARIANTS)
 

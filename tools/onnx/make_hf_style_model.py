@@ -60,7 +60,12 @@ Architectures (the torch code below mirrors transformers' eager code, operation 
           extended attention mask; scores in float32 divided by sqrt(head_dim); one LayerNorm
           feeding attention and MLP in parallel; gelu_new MLP fc_in / fc_out with bias; ln_f;
           lm_head with bias.
-  --rotary-dim: the rotated dimensions per head (phi2, gptj).
+  gptneox GPTNeoXForCausalLM (Pythia): embed_in, fused query_key_value with bias viewed as
+          [batch, seq, heads, 3 * head_dim] (q, k, v interleaved per head) and q / k / v sliced off its
+          last axis, then transposed; partial rotary (rotary_pct 0.25: 4 of 16) as phi2's; two
+          LayerNorms in parallel (x + attn(ln1(x)) + mlp(ln2(x))); gelu (erf) MLP dense_h_to_4h /
+          dense_4h_to_h with bias; dense with bias; final_layer_norm; embed_out without bias.
+  --rotary-dim: the rotated dimensions per head (phi2, gptj, gptneox).
 """
 import argparse
 import io
@@ -83,6 +88,8 @@ ARCH_DEFAULTS = {
     "qwen3": dict(hidden=64, heads=4, kv_heads=2, head_dim=32, ffn=128, vocab=256, theta=1e6, eps=1e-6),
     "gemma": dict(hidden=64, heads=4, kv_heads=1, head_dim=32, ffn=128, vocab=256, theta=1e4, eps=1e-6),
     "phi2":  dict(hidden=64, heads=4, kv_heads=4, head_dim=16, ffn=128, vocab=256, theta=1e4, eps=1e-5, rotary_dim=8),
+    "gptneox": dict(hidden=64, heads=4, kv_heads=4, head_dim=16, ffn=256, vocab=256, theta=1e4, eps=1e-5,
+                    rotary_dim=4),
     "gptj":  dict(hidden=64, heads=4, kv_heads=4, head_dim=16, ffn=128, vocab=256, theta=1e4, eps=1e-5, rotary_dim=8),
 }
 MAX_POSITIONS = 512
@@ -607,6 +614,106 @@ class PhiForCausalLM(FlatSignature, nn.Module):
         return self.lm_head(hidden_states).float(), presents
 
 
+class GPTNeoXAttention(PhiAttention):
+    """GPTNeoXAttention (transformers, eager): one query_key_value projection, each head's q | k | v
+    adjacent ([heads, 3 * head_dim]), sliced off the last axis of the 4-D view."""
+
+    def __init__(self, c):
+        nn.Module.__init__(self)
+        self.c = c
+        self.head_dim = c.head_dim
+        self.num_heads = c.heads
+        self.rotary_ndims = c.rotary_dim
+        self.query_key_value = nn.Linear(c.hidden, 3 * c.hidden, bias=True)
+        self.dense = nn.Linear(c.hidden, c.hidden, bias=True)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value):
+        bsz, q_len, _ = hidden_states.size()
+        qkv = self.query_key_value(hidden_states)
+        qkv = qkv.view(bsz, q_len, self.num_heads, 3 * self.head_dim)
+        d = self.head_dim
+        query_states = qkv[..., :d].transpose(1, 2)
+        key_states = qkv[..., d:2 * d].transpose(1, 2)
+        value_states = qkv[..., 2 * d:].transpose(1, 2)
+        cos, sin = position_embeddings
+        query_rot, query_pass = (query_states[..., : self.rotary_ndims], query_states[..., self.rotary_ndims:])
+        key_rot, key_pass = (key_states[..., : self.rotary_ndims], key_states[..., self.rotary_ndims:])
+        query_rot, key_rot = apply_rotary_pos_emb(query_rot, key_rot, cos, sin)
+        query_states = torch.cat((query_rot, query_pass), dim=-1)
+        key_states = torch.cat((key_rot, key_pass), dim=-1)
+        past_key, past_value = past_key_value
+        key_states = torch.cat([past_key, key_states], dim=-2)
+        value_states = torch.cat([past_value, value_states], dim=-2)
+        present = (key_states, value_states)
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
+        attn_weights = attn_weights + causal_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(value_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
+        return self.dense(attn_output), present
+
+
+class GPTNeoXMLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(c.hidden, c.ffn)
+        self.dense_4h_to_h = nn.Linear(c.ffn, c.hidden)
+
+    def forward(self, x):
+        return self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(x)))
+
+
+class GPTNeoXLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.input_layernorm = nn.LayerNorm(c.hidden, eps=c.eps)
+        self.post_attention_layernorm = nn.LayerNorm(c.hidden, eps=c.eps)
+        self.attention = GPTNeoXAttention(c)
+        self.mlp = GPTNeoXMLP(c)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value):
+        attn_output, present = self.attention(self.input_layernorm(hidden_states), attention_mask,
+                                              position_embeddings, past_key_value)
+        mlp_output = self.mlp(self.post_attention_layernorm(hidden_states))
+        return mlp_output + attn_output + hidden_states, present  # use_parallel_residual
+
+
+class GPTNeoXModel(DecoderModel):
+    def __init__(self, c):
+        nn.Module.__init__(self)
+        self.c = c
+        self.embed_in = nn.Embedding(c.vocab, c.hidden)
+        self.layers = nn.ModuleList([GPTNeoXLayer(c) for _ in range(c.layers)])
+        self.final_layer_norm = nn.LayerNorm(c.hidden, eps=c.eps)
+        self.rotary_emb = RotaryEmbedding(c.rotary_dim, c.theta)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        inputs_embeds = self.embed_in(input_ids)
+        past_seen_tokens = past_key_values[0][0].shape[-2]
+        cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
+        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position, past_seen_tokens)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        presents = []
+        for layer, past in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, causal_mask, position_embeddings, past)
+            presents.append(present)
+        return self.final_layer_norm(hidden_states), presents
+
+
+class GPTNeoXForCausalLM(FlatSignature, nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.gpt_neox = GPTNeoXModel(c)
+        self.embed_out = nn.Linear(c.hidden, c.vocab, bias=False)
+
+    def causal_lm(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.gpt_neox(input_ids, attention_mask, position_ids, past_key_values)
+        return self.embed_out(hidden_states).float(), presents
+
+
 def create_sinusoidal_positions(num_pos, dim):
     inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.int64) / dim))
     sinusoid_inp = torch.einsum("i , j -> i j", torch.arange(num_pos, dtype=torch.int64).float(), inv_freq).float()
@@ -786,13 +893,14 @@ def init_weights(model, c):
                     p.normal_(0.0, 0.1)
                 else:
                     p.normal_(1.0, 0.1)
-            elif name.endswith("wte.weight") or name.endswith("embed_tokens.weight") or name == "lm_head.weight":
+            elif name.endswith("wte.weight") or name.endswith("embed_tokens.weight") or name == "lm_head.weight" \
+                    or name.endswith("embed_in.weight") or name == "embed_out.weight":
                 p.normal_(0.0, 3.0 / math.sqrt(c.hidden))
             elif name.endswith("wpe.weight"):
                 p.normal_(0.0, 3.0 / math.sqrt(c.hidden))
             else:
                 fan_in = p.shape[0] if "c_attn" in name or "c_proj" in name or "c_fc" in name else p.shape[1]
-                gain = 1.5 if any(s in name for s in ("q_proj", "k_proj", "c_attn")) else 1.0
+                gain = 1.5 if any(s in name for s in ("q_proj", "k_proj", "c_attn", "query_key_value")) else 1.0
                 if tied and any(s in name for s in ("c_proj", "o_proj", "down_proj")):
                     # Gemma: the embedding enters the residual stream times sqrt(hidden)
                     gain = 3.0 * (math.sqrt(c.hidden) if c.arch == "gemma" else 1.0)
@@ -801,7 +909,8 @@ def init_weights(model, c):
 
 def build(c):
     torch.manual_seed(c.seed)
-    model = {"gpt2": GPT2LMHeadModel, "phi2": PhiForCausalLM, "gptj": GPTJForCausalLM}.get(c.arch, CausalLM)(c)
+    model = {"gpt2": GPT2LMHeadModel, "phi2": PhiForCausalLM, "gptj": GPTJForCausalLM,
+             "gptneox": GPTNeoXForCausalLM}.get(c.arch, CausalLM)(c)
     init_weights(model, c)
     model.eval()
     return model
@@ -823,6 +932,16 @@ def config_json(c):
             "rotary_dim": c.rotary_dim, "activation_function": "gelu_new", "layer_norm_epsilon": c.eps,
             "tie_word_embeddings": False, "bos_token_id": BOS, "eos_token_id": EOS, "use_cache": True,
             "torch_dtype": "float32",
+        }
+    if c.arch == "gptneox":
+        return {
+            "architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "vocab_size": c.vocab,
+            "hidden_size": c.hidden, "intermediate_size": c.ffn, "num_hidden_layers": c.layers,
+            "num_attention_heads": c.heads, "max_position_embeddings": MAX_POSITIONS,
+            "rotary_pct": c.rotary_dim / c.head_dim, "rotary_emb_base": c.theta, "rope_scaling": None,
+            "hidden_act": "gelu", "layer_norm_eps": c.eps, "use_parallel_residual": True,
+            "attention_bias": True, "tie_word_embeddings": False, "bos_token_id": BOS, "eos_token_id": EOS,
+            "use_cache": True, "torch_dtype": "float32",
         }
     if c.arch == "phi2":
         return {
@@ -952,7 +1071,8 @@ def parse_args(argv):
     p.add_argument("--layers", type=int, default=2)
     for k in ("hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab"):
         p.add_argument("--" + k.replace("_", "-"), type=int)
-    p.add_argument("--rotary-dim", type=int, help="phi2 / gptj: rotated dimensions per head (default 8)")
+    p.add_argument("--rotary-dim", type=int,
+                   help="phi2 / gptj / gptneox: rotated dimensions per head (default 8; gptneox 4)")
     p.add_argument("--theta", type=float, help="rope theta (default: 1e4, qwen2/qwen3 1e6)")
     p.add_argument("--eps", type=float)
     p.add_argument("--no-position-ids", dest="position_ids", action="store_false",
@@ -970,17 +1090,17 @@ def parse_args(argv):
     for k, v in ARCH_DEFAULTS[a.arch].items():
         if getattr(a, k) is None:
             setattr(a, k, v)
-    if a.rotary_dim is not None and a.arch not in ("phi2", "gptj"):
-        p.error("--rotary-dim is for phi2 and gptj")
-    if a.arch in ("phi2", "gptj") and (a.rotary_dim % 2 or not 0 < a.rotary_dim <= a.head_dim):
+    if a.rotary_dim is not None and a.arch not in ("phi2", "gptj", "gptneox"):
+        p.error("--rotary-dim is for phi2, gptj and gptneox")
+    if a.arch in ("phi2", "gptj", "gptneox") and (a.rotary_dim % 2 or not 0 < a.rotary_dim <= a.head_dim):
         p.error("--rotary-dim must be even and in (0, head_dim]")
-    if a.arch == "gptj" and (a.kv_heads != a.heads or a.head_dim * a.heads != a.hidden):
-        p.error("gptj: kv heads = heads and head_dim * heads = hidden")
+    if a.arch in ("gptj", "gptneox") and (a.kv_heads != a.heads or a.head_dim * a.heads != a.hidden):
+        p.error(a.arch + ": kv heads = heads and head_dim * heads = hidden")
     if not a.position_ids and a.arch != "gpt2":
         p.error("--no-position-ids is for --arch gpt2 (the rotary needs position_ids)")
     if a.mask_slice_assign and a.arch in ("gpt2", "gptj"):
         p.error("--mask-slice-assign is for the rotary architectures")
-    if a.sdpa_style and a.arch in ("gpt2", "gptj", "phi2"):
+    if a.sdpa_style and a.arch in ("gpt2", "gptj", "phi2", "gptneox"):
         p.error("--sdpa-style is for the rotary architectures")
     if a.arch == "gpt2" and (a.kv_heads != a.heads or a.head_dim * a.heads != a.hidden):
         p.error("gpt2: kv heads = heads and head_dim * heads = hidden")

@@ -12,6 +12,8 @@
 
 #include "onnx_net_builder.hpp"
 
+#include <set>
+
 #include "../net/net_assembly.hpp"
 #include "../net/llm_net_state.hpp"
 
@@ -270,6 +272,80 @@ void ONNXNetBuilder::findUnpadSlices()
             continue;
         unpaddedHeadSize_[n.output(0)] = (int)std::min(ends.at(0), (double)INT_MAX);
     }
+}
+
+void ONNXNetBuilder::findPerHeadQKV()
+{
+    const opencv_onnx::GraphProto& g = f_.graph();
+    std::map<std::string, std::vector<int>> consumers;
+    for (int i : graph_.order)
+        for (const std::string& in : g.node(i).input())
+            consumers[in].push_back(i);
+    auto producerOf = [&](const std::string& name) -> const NodeProto* {
+        auto p = graph_.producer.find(name);
+        auto c = consumers.find(name);
+        if (p == graph_.producer.end() || c == consumers.end() || c->second.size() != 1)
+            return nullptr;  // (another consumer would see the permuted columns)
+        return &g.node(p->second);
+    };
+    for (int i : graph_.order)
+    {
+        const NodeProto& r = g.node(i);
+        if (r.op_type() != "Reshape" || r.input_size() < 2)
+            continue;
+        // [MatMul(x, W) + bias] -> Reshape -> Slices of the last axis, each of a third of it
+        const NodeProto* p = producerOf(r.input(0));
+        std::string bias;
+        if (p && p->op_type() == "Add" && p->input_size() == 2)
+        {
+            OnnxTensor b;
+            const int c = readConstant(f_, graph_, p->input(0), b) ? 0 : 1;
+            if (!readConstant(f_, graph_, p->input(c), b))
+                continue;
+            bias = p->input(c);
+            p = producerOf(p->input(1 - c));
+        }
+        const OnnxTensor* w = p && p->op_type() == "MatMul" && p->input_size() == 2 ? f_.findInitializer(p->input(1))
+                                                                                    : nullptr;
+        if (!w || w->shape.size() != 2 || w->shape[1] % 3 != 0)
+            continue;
+        auto c = consumers.find(r.output(0));
+        if (c == consumers.end() || c->second.size() != 3)
+            continue;
+        std::set<std::pair<int64, int64>> ranges;
+        for (int k : c->second)
+        {
+            const NodeProto& s = g.node(k);
+            OnnxTensor starts, ends, axes, steps;
+            if (s.op_type() != "Slice" || s.input_size() < 4 || s.input(0) != r.output(0) ||
+                !readConstant(f_, graph_, s.input(1), starts) || !readConstant(f_, graph_, s.input(2), ends) ||
+                !readConstant(f_, graph_, s.input(3), axes) || starts.total() != 1 || ends.total() != 1 ||
+                axes.total() != 1 || (axes.at(0) != -1 && axes.at(0) != 3))
+                break;
+            if (s.input_size() > 4 && !s.input(4).empty() &&
+                (!readConstant(f_, graph_, s.input(4), steps) || steps.total() != 1 || steps.at(0) != 1))
+                break;
+            ranges.insert({(int64)starts.at(0), (int64)std::min(ends.at(0), 1e15)});
+        }
+        if (ranges.size() != 3)
+            continue;
+        const int64 d = ranges.begin()->second, n = w->shape[1];
+        if (d <= 0 || n % (3 * d) != 0 || !ranges.count({0, d}) || !ranges.count({d, 2 * d}) ||
+            !(ranges.count({2 * d, 3 * d}) || ranges.rbegin()->first == 2 * d))
+            continue;
+        perHeadQKV_[p->output(0)] = {(int)(n / (3 * d)), (int)d};
+    }
+}
+
+std::vector<int> perHeadQKVColumns(int heads, int headDim)
+{
+    // new column j * heads * d + h * d + i (q of every head, then k, then v) <- old h * 3d + j * d + i
+    std::vector<int> from((size_t)3 * heads * headDim);
+    for (int h = 0; h < heads; h++)
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < headDim; i++)
+                from[(size_t)(j * heads + h) * headDim + i] = (h * 3 + j) * headDim + i;
+    return from;
 }
 
 // Reshape of a padded attention output to [batch, seq, heads, padded head]: a view of the

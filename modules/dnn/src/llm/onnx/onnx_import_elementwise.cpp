@@ -75,9 +75,23 @@ void ONNXNetBuilder::importBinary(const NodeProto& n)
         Mat values = c.toFloat().reshape(1, 1);
         if (c.total() == inner && inner != w)
             values = repeat(values, 1, w / inner);  // one value per feature of each row of the view
+        const int qkvHeads = t.qkvHeads, qkvHeadDim = t.qkvHeadDim;
+        if (qkvHeads > 0)
+        {
+            // the bias of GPT-NeoX's fused q|k|v, regrouped as its weight's columns (findPerHeadQKV)
+            if (op != "Add" || c.total() != w)
+                failNode(n, "only a bias Add follows a fused per-head q|k|v projection");
+            const std::vector<int> from = perHeadQKVColumns(qkvHeads, qkvHeadDim);
+            Mat permuted(1, w, CV_32F);
+            for (int k = 0; k < w; k++)
+                permuted.at<float>(k) = values.at<float>(from[k]);
+            values = permuted;
+        }
         lp.set("constant_first", constA);
         lp.blobs.push_back(values);
         define(n, 0, viewLike(t, add(lp, {pin})));
+        values_.at(n.output(0)).qkvHeads = qkvHeads;
+        values_.at(n.output(0)).qkvHeadDim = qkvHeadDim;
         return;
     }
     const Pin pa = tensorInput(n, 0, true), pb = tensorInput(n, 1, true);

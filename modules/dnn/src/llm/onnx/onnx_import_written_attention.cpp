@@ -194,6 +194,24 @@ void ONNXNetBuilder::importSlice(const NodeProto& n)
             r.push_back((int64)std::max(-1e15, std::min(1e15, t.at(k))));
         return r;
     };
+    if (x.kind == Value::Tensor && x.qkvHeads > 0)
+    {
+        // q, k or v of GPT-NeoX's per-head q|k|v, whose columns findPerHeadQKV regrouped
+        const int d = x.qkvHeadDim, heads = x.qkvHeads;
+        const int64 s = ints(1).at(0);
+        if (x.heads != heads || innerOf(x) != 3 * d || x.headsMajor || x.columnOffset >= 0 ||
+            (s != 0 && s != d && s != 2 * d))
+            failNode(n, format("a fused per-head q|k|v must be viewed as [batch, seq, %d, %d] and sliced into q, k, v",
+                               heads, 3 * d));
+        Value v = x;
+        v.qkvHeads = v.qkvHeadDim = 0;
+        v.columnOffset = (int)(s / d) * heads * d;
+        v.sourceWidth = x.width;
+        v.width = heads * d;
+        v.inner = d;
+        define(n, 0, v);
+        return;
+    }
     const bool part = x.kind == Value::HalfRow && !x.negated && x.everyOther == 0 && !x.pairAxis;
     if ((!part && (!isHeadView(x) || x.kind != Value::Tensor)) || !hasInput(n, 3))
         failNode(n, "on activations only Slices of the last axis of a [batch, heads, seq, d] view (rotate_half's "

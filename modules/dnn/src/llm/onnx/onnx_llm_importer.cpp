@@ -55,6 +55,7 @@ Net ONNXNetBuilder::build()
     graph_ = analyzeDecoderGraph(f_, logits);
     groupMatMulNBits();
     findUnpadSlices();
+    findPerHeadQKV();
     for (int i : graph_.order)
         importNode(g.node(i));
     if (!values_.count(logits))
@@ -385,6 +386,27 @@ void ONNXNetBuilder::importMatMul(const NodeProto& n)
 {
     const int k = width(n, 0);
     const OnnxTensor& w = constantInput(n, 1);
+    auto qkv = perHeadQKV_.find(n.output(0));
+    if (qkv != perHeadQKV_.end() && w.shape.size() == 2 && w.shape[0] == k && w.data &&
+        w.bytes == (size_t)(w.shape[0] * w.shape[1]) * onnxElementSize(w.dataType))
+    {
+        // GPT-NeoX's fused q|k|v, each head's q | k | v adjacent: columns regrouped as [q | k | v]
+        const std::vector<int> from = perHeadQKVColumns(qkv->second.first, qkv->second.second);
+        CV_CheckEQ(from.size(), (size_t)w.shape[1], "ONNX: per-head q|k|v columns");
+        const size_t es = onnxElementSize(w.dataType), cols = from.size();
+        auto bytes = std::make_shared<std::vector<uchar>>(w.bytes);
+        for (int64 r = 0; r < w.shape[0]; r++)
+            for (size_t c = 0; c < cols; c++)
+                std::memcpy(bytes->data() + (r * cols + c) * es, w.data + (r * cols + from[c]) * es, es);
+        OnnxTensor permuted = w;
+        permuted.data = bytes->data();
+        permuted.owner = bytes;
+        permuted.mapping.reset();
+        defineTensor(n, 0, addMatMul(n, n.name(), matmulInput(n), k, permuted), (int)cols);
+        values_.at(n.output(0)).qkvHeads = qkv->second.first;
+        values_.at(n.output(0)).qkvHeadDim = qkv->second.second;
+        return;
+    }
     const Pin out = addMatMul(n, n.name(), matmulInput(n), k, w);  // checks w's shape
     defineTensor(n, 0, out, (int)w.shape[1]);
 }

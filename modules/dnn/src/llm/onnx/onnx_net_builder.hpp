@@ -137,6 +137,9 @@ struct Value
     // RotarySin: `interleaved` for rotate_every_two instead of rotate_half.
     int everyOther = 0;
     bool pairAxis = false, interleaved = false;
+    // Tensor: a fused q|k|v projection whose columns were permuted from each head's q | k | v to
+    // [q of all heads | k | v] (findPerHeadQKV): heads, head size; 0 otherwise.
+    int qkvHeads = 0, qkvHeadDim = 0;
     // CacheKV: the new keys / values `pin` (with `rotary` if rotated) appended to `pastName`;
     // `transposed`: k^T; `repeat`: heads repeated (repeat_kv); `scale`: a scalar factor on it.
     std::string pastName;
@@ -153,6 +156,10 @@ struct Value
     std::shared_ptr<RotaryTables> rotary;
     std::string name;
 };
+
+// GPT-NeoX's per-head q | k | v columns regrouped as [q | k | v] (findPerHeadQKV): for each new
+// column, the old one.
+std::vector<int> perHeadQKVColumns(int heads, int headDim);
 
 inline bool isOp(const NodeProto& n, const char* type)
 {
@@ -414,6 +421,12 @@ private:
        slices the padding off after it. Their layers output the first `keep` values of each head
        (LLMAttention's output_head_dim), so the Slice is not a part of a rotary embedding. */
     void findUnpadSlices();
+    /* GPT-NeoX's fused query_key_value: MatMul(x, W) (+ bias) Reshape'd to [batch, seq, heads,
+       3 * d] and Sliced into q, k, v ([0, d), [d, 2d), [2d, 3d) of the last axis: each head's
+       q | k | v adjacent). The MatMul's output columns (and the bias) are permuted at import to
+       [q of all heads | k | v], so the Slices are column ranges as a packed q|k|v's Split. */
+    void findPerHeadQKV();
+    std::map<std::string, std::pair<int, int>> perHeadQKV_;  //!< MatMul output -> (heads, head size)
     std::map<std::string, int> unpaddedHeadSize_;  //!< attention output name -> values kept per head
     void importPaddedHeadsReshape(const NodeProto& n);
 
