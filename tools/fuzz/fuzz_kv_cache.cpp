@@ -97,10 +97,14 @@ void runBatch(PagedKVCache& cache, BatchPlanner& planner, PagedAttention& attent
         }
         for (float& x : q)
             x = (in.next(256) - 128) / 16.f;
+        // layer 0: attention sinks (gpt-oss), whose weight takes a share of the softmax's
+        float sinks[kHeads];
+        for (float& s : sinks)
+            s = (in.next(256) - 128) / 4.f;
         attention.run(cache, layer, plan, q.data(), kHeads, 1.f / std::sqrt((float)kHeadDim), layer == 1 ? 5.f : 0.f,
-                      out.data());
+                      layer == 0 ? sinks : nullptr, out.data());
         for (float x : out)
-            // (to rounding: the softmax weights may sum to 1 + a few ulp)
+            // (to rounding: the softmax weights may sum to 1 + a few ulp; with sinks, to less)
             check(std::isfinite(x) && std::abs(x) <= 8.001f, "attention output is a convex mix of values in [-8, 8]");
     }
 }

@@ -102,7 +102,7 @@ public:
     }
 
     /* Mixture-of-experts sizes as llama.cpp reads them (llama-model.cpp): expert_count (at most
-       LLAMA_MAX_EXPERTS, 512), expert_used_count (1 .. expert_count), the experts' size
+       LLAMA_MAX_EXPERTS, 1024), expert_used_count (1 .. expert_count), the experts' size
        feed_forward_length (llama) or expert_feed_forward_length (default feed_forward_length /
        expert_used_count: qwen3moe's n_ff_exp). Keys of other MoE families (shared experts,
        expert groups, gating choices) are not read for these architectures, as there. */
@@ -110,8 +110,8 @@ public:
     {
         const std::string countKey = h_.arch + ".expert_count";
         const int64 count = f_.hasMetadata(countKey) ? f_.getInt(countKey) : 0;
-        if (count < 0 || count > 512)
-            fail(format("metadata '%s' = %lld is out of range (0 .. 512)", countKey.c_str(), (long long)count));
+        if (count < 0 || count > 1024)
+            fail(format("metadata '%s' = %lld is out of range (0 .. 1024)", countKey.c_str(), (long long)count));
         if (count == 0)
         {
             if (experts == Experts::Required)

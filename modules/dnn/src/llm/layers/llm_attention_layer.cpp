@@ -62,14 +62,17 @@ public:
         softCap_ = params.get<float>("logit_softcap", 0.f);
         CV_Check(softCap_, softCap_ >= 0.f && std::isfinite(softCap_), "LLMAttention: logit_softcap must not be negative");
         window_ = params.get<int>("sliding_window", 0);
+        CV_CheckGE(window_, 0, "LLMAttention: sliding_window must not be negative");
         if (params.has("sinks"))
         {
             const DictValue sinks = params.get("sinks");
             CV_CheckEQ(sinks.size(), heads_, "LLMAttention: sinks needs one logit per query head");
             for (int h = 0; h < heads_; h++)
+            {
                 sinks_.push_back((float)sinks.get<double>(h));
+                CV_Check(sinks_.back(), std::isfinite(sinks_.back()), "LLMAttention: attention sinks must be finite");
+            }
         }
-        CV_CheckGE(window_, 0, "LLMAttention: sliding_window must not be negative");
         // The first output_head_dim values of each head's output: an ONNX graph that padded its
         // heads for the attention operator slices the padding off after it (the importer folds
         // that Slice in here; the cache keeps the padded head size).

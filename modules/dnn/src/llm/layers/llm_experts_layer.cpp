@@ -80,8 +80,6 @@ struct ProjectionJob
     llm::ActivationRows rowsView;  // act's rows of this expert (set by runJobs)
 };
 
-constexpr int kFloatRowsPerUnit = 16;  // output rows per work unit of the float path
-
 } // namespace
 
 class LLMExpertsLayerImpl CV_FINAL : public LLMExpertsLayer
@@ -112,7 +110,8 @@ public:
         const int outs[3] = {ff_, ff_, in_}, ins[3] = {in_, in_, ff_};
         for (int j = 0; j < 3; j++)
         {
-            CV_CheckEQ(blobs[j].rows, nExpert_ * outs[j], "LLMExperts: weight rows != num_experts x output size");
+            CV_Check(blobs[j].rows, (int64)blobs[j].rows == (int64)nExpert_ * outs[j],
+                     "LLMExperts: weight rows != num_experts x output size");
             if (withBias)
             {
                 CV_CheckTypeEQ(blobs[3 + j].type(), CV_32F, "LLMExperts: biases must be float32");
@@ -130,6 +129,10 @@ public:
             };
             experts_.push_back(Expert{projection(0), projection(1), projection(2)});
         }
+        const Expert& first = experts_[0];
+        upSharesGateRounding_ = first.gate.integerDot() && first.up.integerDot() &&
+                                first.up.llamaActivations() == first.gate.llamaActivations();
+        anyFloatPath_ = !first.gate.integerDot() || !first.up.integerDot() || !first.down.integerDot();
         // Buffers that depend on the expert count only; those of the token count grow in forward().
         count_.resize(nExpert_);
         start_.resize(nExpert_);
@@ -149,6 +152,7 @@ public:
                          std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
     {
         CV_CheckEQ(inputs.size(), (size_t)2, "LLMExperts: expects the hidden states and the router's logits");
+        CV_Check(inputs[0].size(), !inputs[0].empty() && !inputs[1].empty(), "LLMExperts: inputs need at least one dimension");
         CV_CheckEQ(inputs[0].back(), in_, "LLMExperts: the input's last dimension != in_features");
         CV_CheckEQ(inputs[1].back(), nExpert_, "LLMExperts: the router's logits need one value per expert");
         const int rows = (int)(total(inputs[0]) / in_);
@@ -166,69 +170,97 @@ public:
         CV_CheckTypeEQ(logits.type(), CV_32F, "LLMExperts: float32 router logits only");
         Mat y = outputs_arr.getMatRef(0);
         const int tokens = (int)(x.total() / in_);
-        const int slots = tokens * nUsed_;
-        grow(slots);
-        for (int t = 0; t < tokens; t++)
-            route(logits.ptr<float>() + (size_t)t * nExpert_, &selected_[(size_t)t * nUsed_], &weights_[(size_t)t * nUsed_]);
-        groupByExpert(tokens);
-        gatherInputs(x.ptr<float>(), tokens);
-
-        // Gate and up of every active expert in one parallel section.
-        jobs_.clear();
-        const Expert& first = experts_[0];
-        llm::QuantizedActivations* upActivations =
-            first.gate.integerDot() && first.up.llamaActivations() == first.gate.llamaActivations() ? &xq_ : &xqUp_;
-        for (int e : active_)
+        // A prompt in blocks of tokens: the grouped rows stay bounded (each token's numbers do not
+        // depend on its block), in a scratch shared by all expert layers, which run one after
+        // another: as large as one block of the largest layer, not one copy per layer.
+        static thread_local Scratch scratch;
+        const int blockTokens = std::max(1, kMaxRowsPerBlock / nUsed_);
+        for (int t0 = 0; t0 < tokens; t0 += blockTokens)
         {
-            addJob(&experts_[e].gate, &xq_, e, gate_.data() + (size_t)start_[e] * ff_);
-            addJob(&experts_[e].up, upActivations, e, up_.data() + (size_t)start_[e] * ff_);
+            const int n = std::min(blockTokens, tokens - t0);
+            forwardBlock(scratch, x.ptr<float>() + (size_t)t0 * in_, logits.ptr<float>() + (size_t)t0 * nExpert_, n,
+                         y.ptr<float>() + (size_t)t0 * in_);
         }
-        runJobs(xGrouped_.data(), in_);
-
-        activate();
-
-        jobs_.clear();
-        for (int e : active_)
-            addJob(&experts_[e].down, &hq_, e, down_.data() + (size_t)start_[e] * in_);
-        runJobs(hidden_.data(), ff_);
-
-        combine(tokens, y.ptr<float>());
     }
 
 private:
-    void grow(int slots)
+    // What one block of tokens needs, grown and kept (a steady step allocates nothing).
+    struct Scratch
     {
-        const size_t n = (size_t)slots;
-        if (selected_.size() < n)
+        std::vector<int> selected, rowOf;  // per (token, slot): the expert, its row in the grouped buffers
+        std::vector<float> weights;        // per (token, slot)
+        llm::QuantizedActivations xq, xqUp, hq;  // inputs for the gate (and the up, where rounded otherwise), hidden
+        std::vector<float> xGrouped, gate, up, hidden, down;  // grouped rows
+        std::vector<float> stripes;        // per stripe: a decoded weight row of the float path
+    };
+
+    static constexpr int kMaxRowsPerBlock = 2048;  // (token, expert) rows of a block
+    static constexpr int kFloatRowsPerUnit = 16;   // output rows per work unit of the float path
+
+    void forwardBlock(Scratch& s, const float* x, const float* logits, int tokens, float* y)
+    {
+        grow(s, tokens * nUsed_, tokens);
+        for (int t = 0; t < tokens; t++)
+            route(logits + (size_t)t * nExpert_, &s.selected[(size_t)t * nUsed_], &s.weights[(size_t)t * nUsed_]);
+        groupByExpert(s, tokens);
+        gatherInputs(s, x, tokens);
+
+        // Gate and up of every active expert in one parallel section.
+        jobs_.clear();
+        for (int e : active_)
         {
-            selected_.resize(n);
-            weights_.resize(n);
-            rowOf_.resize(n);
+            addJob(&experts_[e].gate, &s.xq, e, s.gate.data() + (size_t)start_[e] * ff_);
+            addJob(&experts_[e].up, upSharesGateRounding_ ? &s.xq : &s.xqUp, e, s.up.data() + (size_t)start_[e] * ff_);
         }
-        if (gate_.size() < n * ff_)
-        {
-            gate_.resize(n * ff_);
-            up_.resize(n * ff_);
-            hidden_.resize(n * ff_);
-        }
-        if (down_.size() < n * in_)
-            down_.resize(n * in_);
-        if (anyFloatPath() && xGrouped_.size() < n * in_)
-            xGrouped_.resize(n * in_);
-        xq_.reserveRows(slots, in_);
-        xqUp_.reserveRows(slots, in_);
-        hq_.reserveRows(slots, ff_);
+        runJobs(s, s.xGrouped.data(), in_);
+
+        activate(s);
+
+        jobs_.clear();
+        for (int e : active_)
+            addJob(&experts_[e].down, &s.hq, e, s.down.data() + (size_t)start_[e] * in_);
+        runJobs(s, s.hidden.data(), ff_);
+
+        combine(s, tokens, y);
     }
 
-    bool anyFloatPath() const
+    void grow(Scratch& s, int slots, int tokens)
     {
-        const Expert& e = experts_[0];
-        return !e.gate.integerDot() || !e.up.integerDot() || !e.down.integerDot();
+        const size_t n = (size_t)slots;
+        if (s.selected.size() < n)
+        {
+            s.selected.resize(n);
+            s.weights.resize(n);
+            s.rowOf.resize(n);
+        }
+        for (std::vector<float>* v : {&s.gate, &s.up, &s.hidden})
+            if (v->size() < n * ff_)
+                v->resize(n * ff_);
+        if (s.down.size() < n * in_)
+            s.down.resize(n * in_);
+        if (anyFloatPath_)
+        {
+            if (s.xGrouped.size() < n * in_)
+                s.xGrouped.resize(n * in_);
+            // runJobs takes up to 16 stripes per thread
+            const size_t stripeFloats = (size_t)std::max(1, getNumThreads()) * 16 * std::max(in_, ff_);
+            if (s.stripes.size() < stripeFloats)
+                s.stripes.resize(stripeFloats);
+        }
+        // the rows past the grouped ones hold each token's input quantized once (gatherQuantized)
+        if (experts_[0].gate.integerDot())
+            s.xq.reserveRows(slots + tokens, in_);
+        if (experts_[0].up.integerDot() && !upSharesGateRounding_)
+            s.xqUp.reserveRows(slots + tokens, in_);
+        if (experts_[0].down.integerDot())
+            s.hq.reserveRows(slots, ff_);
     }
 
     /* One token's experts and their weights, as build_moe_ffn: probabilities by the gating, the
-       nUsed_ largest chosen (equal values: the lower expert id first), then the weights. ggml's
-       soft_max sums in double and scales by the float reciprocal; sum_rows sums in double. */
+       nUsed_ largest chosen, then the weights. Equal values choose the lower expert id first, as
+       llama.cpp's std::sort of the ids does for up to 16 experts (beyond, its order is
+       unspecified); a NaN logit is never chosen. ggml's soft_max sums in double and scales by
+       the float reciprocal; sum_rows sums in double. */
     void route(const float* logit, int* chosen, float* w)
     {
         float* p = probs_.data();
@@ -239,30 +271,33 @@ private:
                 p[e] = 1.f / (1.f + std::exp(-logit[e]));
         else
             std::copy(logit, logit + nExpert_, p);
+        for (int e = 0; e < nExpert_; e++)
+            if (std::isnan(p[e]))
+                p[e] = -INFINITY;  // the comparison below needs a strict weak order
         int* order = order_.data();
         for (int e = 0; e < nExpert_; e++)
             order[e] = e;
         std::partial_sort(order, order + nUsed_, order + nExpert_,
                           [p](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
-        for (int s = 0; s < nUsed_; s++)
+        for (int k = 0; k < nUsed_; k++)
         {
-            chosen[s] = order[s];
-            w[s] = p[order[s]];
+            chosen[k] = order[k];
+            w[k] = p[order[k]];
         }
         if (gating_ == Gating::SoftmaxWeight)
             softmax(w, nUsed_, w);
         if (normalize_)
         {
             double sum = 0;
-            for (int s = 0; s < nUsed_; s++)
-                sum += w[s];
+            for (int k = 0; k < nUsed_; k++)
+                sum += w[k];
             const float clamped = std::max((float)sum, 6.103515625e-5f);  // llama.cpp: F16's smallest normal
-            for (int s = 0; s < nUsed_; s++)
-                w[s] = w[s] / clamped;
+            for (int k = 0; k < nUsed_; k++)
+                w[k] = w[k] / clamped;
         }
         if (weightsScale_ != 0.f)
-            for (int s = 0; s < nUsed_; s++)
-                w[s] *= weightsScale_;
+            for (int k = 0; k < nUsed_; k++)
+                w[k] *= weightsScale_;
     }
 
     static void softmax(const float* x, int n, float* y)
@@ -282,12 +317,12 @@ private:
     }
 
     // Rows of the grouped buffers: expert by expert (active_ in id order), each expert's tokens in
-    // token order; rowOf_[t * nUsed_ + s] is slot s of token t.
-    void groupByExpert(int tokens)
+    // token order; rowOf[t * nUsed_ + k] is slot k of token t.
+    void groupByExpert(Scratch& s, int tokens)
     {
         std::fill(count_.begin(), count_.end(), 0);
         for (int i = 0; i < tokens * nUsed_; i++)
-            count_[selected_[i]]++;
+            count_[s.selected[i]]++;
         active_.clear();
         int row = 0;
         for (int e = 0; e < nExpert_; e++)
@@ -298,31 +333,32 @@ private:
                 active_.push_back(e);
         }
         for (int i = 0; i < tokens * nUsed_; i++)
-            rowOf_[i] = cursor_[selected_[i]]++;
+            s.rowOf[i] = cursor_[s.selected[i]]++;
     }
 
     // Each token's input, quantized once (as llama.cpp rounds activations for the gate's type,
     // and the up's where that differs), copied to the rows of its experts; and as floats where a
     // projection takes the float path.
-    void gatherInputs(const float* x, int tokens)
+    void gatherInputs(Scratch& s, const float* x, int tokens)
     {
         const Expert& e = experts_[0];
         if (e.gate.integerDot())
-            gatherQuantized(x, tokens, e.gate.llamaActivations(), xq_);
-        if (e.up.integerDot() && !(e.gate.integerDot() && e.up.llamaActivations() == e.gate.llamaActivations()))
-            gatherQuantized(x, tokens, e.up.llamaActivations(), xqUp_);
-        if (anyFloatPath())
+            gatherQuantized(s, x, tokens, e.gate.llamaActivations(), s.xq);
+        if (e.up.integerDot() && !upSharesGateRounding_)
+            gatherQuantized(s, x, tokens, e.up.llamaActivations(), s.xqUp);
+        if (anyFloatPath_)
             for (int i = 0; i < tokens * nUsed_; i++)
-                std::copy_n(x + (size_t)(i / nUsed_) * in_, in_, &xGrouped_[(size_t)rowOf_[i] * in_]);
+                std::copy_n(x + (size_t)(i / nUsed_) * in_, in_, &s.xGrouped[(size_t)s.rowOf[i] * in_]);
     }
 
-    void gatherQuantized(const float* x, int tokens, llm::ActivationQuantization kind, llm::QuantizedActivations& q)
+    void gatherQuantized(const Scratch& s, const float* x, int tokens, llm::ActivationQuantization kind,
+                         llm::QuantizedActivations& q) const
     {
         const int blocks = in_ / 32, slots = tokens * nUsed_;
-        q.quantize(x, slots, tokens, in_, kind);  // past the grouped rows: scratch for the copies
+        q.quantize(x, slots, tokens, in_, kind);  // past the grouped rows: the copies' source
         for (int i = 0; i < slots; i++)
         {
-            const int t = i / nUsed_, r = rowOf_[i];
+            const int t = i / nUsed_, r = s.rowOf[i];
             std::copy_n(&q.q[(size_t)(slots + t) * in_], in_, &q.q[(size_t)r * in_]);
             std::copy_n(&q.d[(size_t)(slots + t) * blocks], blocks, &q.d[(size_t)r * blocks]);
             std::copy_n(&q.sums[(size_t)(slots + t) * blocks], blocks, &q.sums[(size_t)r * blocks]);
@@ -332,12 +368,12 @@ private:
     void addJob(const llm::WeightProjection* w, llm::QuantizedActivations* act, int e, float* y)
     {
         const int units = w->integerDot() ? w->integerUnits() : (w->out() + kFloatRowsPerUnit - 1) / kFloatRowsPerUnit;
-        jobs_.push_back(ProjectionJob{w, act, start_[e], count_[e], units, y});
+        jobs_.push_back(ProjectionJob{w, act, start_[e], count_[e], units, y, llm::ActivationRows()});
     }
 
     // The jobs' units in one parallel section; activations: each job's quantized rows (regrouped
     // per expert for the tile kernels) or the floats (n inputs per row).
-    void runJobs(const float* xFloat, int n)
+    void runJobs(Scratch& s, const float* xFloat, int n)
     {
         int totalUnits = 0, maxRows = 0;
         bool regroup = false;
@@ -349,18 +385,23 @@ private:
         }
         if (totalUnits == 0)
             return;
+        const ProjectionJob* previous = nullptr;
         for (ProjectionJob& j : jobs_)
         {
-            if (regroup && j.w->integerDot())
+            if (!j.w->integerDot())
+                continue;
+            // gate and up of an expert may share their activation rows: regrouped once
+            if (regroup && !(previous && previous->act == j.act && previous->firstRow == j.firstRow))
                 j.act->regroup(j.firstRow, j.rows, n);
-            j.rowsView = j.w->integerDot() ? j.act->view(0, regroup).subset(j.firstRow, j.rows, n) : llm::ActivationRows();
+            j.rowsView = j.act->view(0, regroup).subset(j.firstRow, j.rows, n);
+            previous = &j;
         }
         const int threads = std::max(1, getNumThreads());
         const int stripes = std::min(totalUnits, threads * (maxRows > 16 ? 16 : 4));
         const size_t scratchPerStripe = (size_t)std::max(in_, ff_);
-        if (anyFloatPath() && stripeScratch_.size() < stripes * scratchPerStripe)
-            stripeScratch_.resize(stripes * scratchPerStripe);
-        Run run{this, xFloat, n, totalUnits, stripes, stripeScratch_.data(), scratchPerStripe};
+        if (anyFloatPath_ && s.stripes.size() < stripes * scratchPerStripe)
+            s.stripes.resize(stripes * scratchPerStripe);  // the thread count grew since grow()
+        Run run{this, xFloat, n, totalUnits, stripes, s.stripes.data(), scratchPerStripe};
         parallel_for_(Range(0, run.stripes), [&run](const Range& r) { run.stripe(r); }, run.stripes);
     }
 
@@ -399,20 +440,19 @@ private:
                 j.w->computeIntegerUnits(j.rowsView, j.y, begin, end);
             else
                 j.w->computeFloatRows(xFloat + (size_t)j.firstRow * n, j.rows, j.y, begin * kFloatRowsPerUnit,
-                                      std::min(j.w->out(), end * kFloatRowsPerUnit),
-                                      scratch + s * scratchPerStripe);
+                                      std::min(j.w->out(), end * kFloatRowsPerUnit), scratch + s * scratchPerStripe);
         }
     };
 
     // hidden = act(gate, up) for every grouped row, then quantized for the down projections.
-    void activate()
+    void activate(Scratch& s) const
     {
         for (int e : active_)
         {
             const size_t first = (size_t)start_[e] * ff_, n = (size_t)count_[e] * ff_;
-            float* g = gate_.data() + first;
-            float* u = up_.data() + first;
-            float* h = hidden_.data() + first;
+            const float* g = s.gate.data() + first;
+            const float* u = s.up.data() + first;
+            float* h = s.hidden.data() + first;
             if (activation_ == Activation::SwiGLU)
                 llm::siluRange(g, u, h, 0, (int)n);
             else
@@ -425,29 +465,30 @@ private:
                     h[i] = xg / (1.f + std::exp(alpha_ * (-xg))) * (yu + 1.f);
                 }
         }
-        if (experts_[0].down.integerDot())
+        const llm::WeightProjection& down = experts_[0].down;
+        if (down.integerDot())
             for (int e : active_)
-                hq_.quantize(hidden_.data() + (size_t)start_[e] * ff_, start_[e], count_[e], ff_, experts_[0].down.llamaActivations());
+                s.hq.quantize(s.hidden.data() + (size_t)start_[e] * ff_, start_[e], count_[e], ff_, down.llamaActivations());
     }
 
-    // y[t] = sum over slots s, in order, of weight(t, s) * down[row of (t, s)] (build_moe_ffn's
+    // y[t] = sum over slots k, in order, of weight(t, k) * down[row of (t, k)] (build_moe_ffn's
     // ggml_mul by the weights, then ggml_add of the slot views from slot 0 on).
-    void combine(int tokens, float* y) const
+    void combine(const Scratch& s, int tokens, float* y) const
     {
         for (int t = 0; t < tokens; t++)
         {
             float* yt = y + (size_t)t * in_;
-            for (int s = 0; s < nUsed_; s++)
+            for (int k = 0; k < nUsed_; k++)
             {
-                const int i = t * nUsed_ + s;
-                const float w = weights_[i];
-                const float* d = down_.data() + (size_t)rowOf_[i] * in_;
-                if (s == 0)
-                    for (int k = 0; k < in_; k++)
-                        yt[k] = d[k] * w;
+                const int i = t * nUsed_ + k;
+                const float w = s.weights[i];
+                const float* d = s.down.data() + (size_t)s.rowOf[i] * in_;
+                if (k == 0)
+                    for (int c = 0; c < in_; c++)
+                        yt[c] = d[c] * w;
                 else
-                    for (int k = 0; k < in_; k++)
-                        yt[k] += d[k] * w;
+                    for (int c = 0; c < in_; c++)
+                        yt[c] += d[c] * w;
             }
         }
     }
@@ -459,16 +500,13 @@ private:
     Activation activation_;
     float alpha_, limit_;
     std::vector<Expert> experts_;
+    bool upSharesGateRounding_ = false;  // the up projections read the gate's quantized inputs
+    bool anyFloatPath_ = false;          // a projection takes the float path (F32 / F16 / BF16, or integer_dot off)
 
-    // Per forward (grown, never shrunk): routing, grouping and the grouped rows.
-    std::vector<int> selected_, rowOf_;
-    std::vector<float> weights_;
+    // Per block of a forward, sized by the expert count: routing and grouping.
     std::vector<int> count_, start_, cursor_, active_, order_;
     std::vector<float> probs_;
     std::vector<ProjectionJob> jobs_;
-    llm::QuantizedActivations xq_, xqUp_, hq_;  // inputs for the gate (and the up, where rounded otherwise), hidden
-    std::vector<float> xGrouped_, gate_, up_, hidden_, down_;
-    std::vector<float> stripeScratch_;
 };
 
 Ptr<LLMExpertsLayer> LLMExpertsLayer::create(const LayerParams& params)

@@ -34,6 +34,10 @@ void readGptOssHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters&
 LayerPin gptOssBlock(GGUFGraphBuilder& g, int i, LayerPin x)
 {
     const std::string p = format("blk.%d.", i);
+    // The biases llama.cpp requires (q / k / v biases are optional there too).
+    for (const char* b : {"attn_output.bias", "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias",
+                          "ffn_down_exps.bias"})
+        g.tensor(p + b);
     LayerPin h = g.rmsNorm(p + "attn_norm", x);
     LayerPin o = g.selfAttention(p, i, h);
     x = g.residual(p + "attn_residual", x, o);
