@@ -194,7 +194,7 @@ private:
         std::vector<float> stripes;        // per stripe: a decoded weight row of the float path
     };
 
-    static constexpr int kMaxRowsPerBlock = 2048;  // (token, expert) rows of a block
+    static constexpr int kMaxRowsPerBlock = 4096;  // (token, expert) rows of a block: 512 tokens of 8 experts
     static constexpr int kFloatRowsPerUnit = 16;   // output rows per work unit of the float path
 
     void forwardBlock(Scratch& s, const float* x, const float* logits, int tokens, float* y)
