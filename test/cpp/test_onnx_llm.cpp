@@ -288,6 +288,19 @@ TEST(ONNXLanguageModels, gptNeoXPerHeadQKVMatchesOnnxRuntime)
     expectSyntheticModelMatches(ref);
 }
 
+// hf_gptneox's weights as transformers >= 4.48 writes GPT-NeoX's attention (--qkv-split chunk): the
+// [b, s, heads, 3 * 16] view Transpose'd to [b, heads, s, 3 * 16], then qkv.chunk(3, dim=-1), one
+// Split of the last axis (a `split` input [16, 16, 16]) into q, k, v. The importer regroups the
+// columns as for the Slices; ONNX Runtime's logits equal hf_gptneox's.
+TEST(ONNXLanguageModels, gptNeoXPerHeadQKVChunkMatchesOnnxRuntime)
+{
+    const OrtReference ref = syntheticReference("hf_gptneox_chunk");
+    ASSERT_NE(ref.generator.find("--qkv-split chunk"), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    EXPECT_EQ(logitTolerance(ref), 1e-4);
+    expectSyntheticModelMatches(ref);
+}
+
 // Heads padded for GroupQueryAttention and the padding sliced off after it (Reshape to
 // [batch, seq, heads, padded], Slice [0, head) on the last axis, Reshape back; onnxruntime-genai's
 // way around a head size its kernels refuse): the Slice is folded into the attention layer

@@ -207,6 +207,10 @@ HF_VARIANTS = {
     # off the last axis (each head's q | k | v adjacent); partial rotary as Phi-2's on 4 of 16; two LayerNorms
     # in parallel; gelu MLP; embed_out without bias.
     "hf_gptneox": "--arch gptneox --seed 1",
+    # hf_gptneox's weights as transformers >= 4.48 writes the attention: the [b, s, heads, 3 * 16] view
+    # transposed to heads first, then qkv.chunk(3, dim=-1), one Split of the last axis into q, k, v;
+    # ONNX Runtime's logits equal hf_gptneox's.
+    "hf_gptneox_chunk": "--arch gptneox --qkv-split chunk --seed 1",
 }
 VARIANTS.update(HF_VARIANTS)
 

@@ -65,6 +65,9 @@ Architectures (the torch code below mirrors transformers' eager code, operation 
           last axis, then transposed; partial rotary (rotary_pct 0.25: 4 of 16) as phi2's; two
           LayerNorms in parallel (x + attn(ln1(x)) + mlp(ln2(x))); gelu (erf) MLP dense_h_to_4h /
           dense_4h_to_h with bias; dense with bias; final_layer_norm; embed_out without bias.
+  --qkv-split: gptneox's q / k / v: `slice` (default; qkv[..., :d] of the [b, s, heads, 3 d] view,
+          older transformers) or `chunk` (transformers >= 4.48: the view transposed to
+          [b, heads, s, 3 d], then qkv.chunk(3, dim=-1), a Split of the last axis).
   --rotary-dim: the rotated dimensions per head (phi2, gptj, gptneox).
 """
 import argparse
@@ -630,11 +633,19 @@ class GPTNeoXAttention(PhiAttention):
     def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value):
         bsz, q_len, _ = hidden_states.size()
         qkv = self.query_key_value(hidden_states)
-        qkv = qkv.view(bsz, q_len, self.num_heads, 3 * self.head_dim)
-        d = self.head_dim
-        query_states = qkv[..., :d].transpose(1, 2)
-        key_states = qkv[..., d:2 * d].transpose(1, 2)
-        value_states = qkv[..., 2 * d:].transpose(1, 2)
+        if self.c.qkv_split == "chunk":
+            # transformers >= 4.48: heads first, then qkv.chunk(3, dim=-1), which torch 2.x exports as
+            # a Split of the last axis with a `split` input [d, d, d]. torch 1.13 knows no size for
+            # that axis after the view and writes chunk as Slices whose bounds it computes from a
+            # Shape at run time; split(d), the same three parts, makes it write torch 2.x's Split.
+            qkv = qkv.view(bsz, q_len, -1, 3 * self.head_dim).transpose(1, 2)
+            query_states, key_states, value_states = qkv.split(self.head_dim, dim=-1)
+        else:
+            qkv = qkv.view(bsz, q_len, self.num_heads, 3 * self.head_dim)
+            d = self.head_dim
+            query_states = qkv[..., :d].transpose(1, 2)
+            key_states = qkv[..., d:2 * d].transpose(1, 2)
+            value_states = qkv[..., 2 * d:].transpose(1, 2)
         cos, sin = position_embeddings
         query_rot, query_pass = (query_states[..., : self.rotary_ndims], query_states[..., self.rotary_ndims:])
         key_rot, key_pass = (key_states[..., : self.rotary_ndims], key_states[..., self.rotary_ndims:])
@@ -1073,6 +1084,9 @@ def parse_args(argv):
         p.add_argument("--" + k.replace("_", "-"), type=int)
     p.add_argument("--rotary-dim", type=int,
                    help="phi2 / gptj / gptneox: rotated dimensions per head (default 8; gptneox 4)")
+    p.add_argument("--qkv-split", choices=("slice", "chunk"), default="slice",
+                   help="gptneox: q / k / v Sliced off the [b, s, heads, 3 d] view (default) or the view "
+                        "transposed to heads first and chunked (Split)")
     p.add_argument("--theta", type=float, help="rope theta (default: 1e4, qwen2/qwen3 1e6)")
     p.add_argument("--eps", type=float)
     p.add_argument("--no-position-ids", dest="position_ids", action="store_false",
@@ -1092,6 +1106,8 @@ def parse_args(argv):
             setattr(a, k, v)
     if a.rotary_dim is not None and a.arch not in ("phi2", "gptj", "gptneox"):
         p.error("--rotary-dim is for phi2, gptj and gptneox")
+    if a.qkv_split != "slice" and a.arch != "gptneox":
+        p.error("--qkv-split is for gptneox")
     if a.arch in ("phi2", "gptj", "gptneox") and (a.rotary_dim % 2 or not 0 < a.rotary_dim <= a.head_dim):
         p.error("--rotary-dim must be even and in (0, head_dim]")
     if a.arch in ("gptj", "gptneox") and (a.kv_heads != a.heads or a.head_dim * a.heads != a.hidden):

@@ -309,24 +309,82 @@ void ONNXNetBuilder::findPerHeadQKV()
                                                                                     : nullptr;
         if (!w || w->shape.size() != 2 || w->shape[1] % 3 != 0)
             continue;
-        auto c = consumers.find(r.output(0));
-        if (c == consumers.end() || c->second.size() != 3)
+        // the per-head view, or its Transpose(0, 2, 1, 3) to heads first (transformers >= 4.48)
+        std::string view = r.output(0);
+        auto c = consumers.find(view);
+        if (c != consumers.end() && c->second.size() == 1 && g.node(c->second[0]).op_type() == "Transpose" &&
+            g.node(c->second[0]).output_size() == 1)
+        {
+            const NodeProto& t = g.node(c->second[0]);
+            std::vector<int64> perm;
+            for (const auto& a : t.attribute())
+                if (a.name() == "perm")
+                    perm.assign(a.ints().begin(), a.ints().end());
+            if (perm != std::vector<int64>{0, 2, 1, 3})
+                continue;
+            view = t.output(0);
+            c = consumers.find(view);
+        }
+        if (c == consumers.end())
             continue;
         std::set<std::pair<int64, int64>> ranges;
-        for (int k : c->second)
+        if (c->second.size() == 1)
         {
-            const NodeProto& s = g.node(k);
-            OnnxTensor starts, ends, axes, steps;
-            if (s.op_type() != "Slice" || s.input_size() < 4 || s.input(0) != r.output(0) ||
-                !readConstant(f_, graph_, s.input(1), starts) || !readConstant(f_, graph_, s.input(2), ends) ||
-                !readConstant(f_, graph_, s.input(3), axes) || starts.total() != 1 || ends.total() != 1 ||
-                axes.total() != 1 || (axes.at(0) != -1 && axes.at(0) != 3))
-                break;
-            if (s.input_size() > 4 && !s.input(4).empty() &&
-                (!readConstant(f_, graph_, s.input(4), steps) || steps.total() != 1 || steps.at(0) != 1))
-                break;
-            ranges.insert({(int64)starts.at(0), (int64)std::min(ends.at(0), 1e15)});
+            // one Split of the last axis into three (qkv.chunk(3, dim=-1))
+            const NodeProto& s = g.node(c->second[0]);
+            const int64 axis = onnxIntAttribute(s, "axis", 0);
+            if (s.op_type() != "Split" || s.output_size() != 3 || s.input(0) != view || (axis != -1 && axis != 3))
+                continue;
+            std::vector<int64> sizes;
+            for (const auto& a : s.attribute())
+                if (a.name() == "split")
+                    sizes.assign(a.ints().begin(), a.ints().end());
+            OnnxTensor split;
+            if (sizes.empty() && s.input_size() > 1 && !s.input(1).empty())
+            {
+                if (!readConstant(f_, graph_, s.input(1), split))
+                    continue;
+                for (int64 k = 0; k < split.total(); k++)
+                    sizes.push_back((int64)split.at(k));
+            }
+            if (sizes.empty())
+            {
+                // three equal parts (no sizes, or opset 18's num_outputs) of the view's last axis:
+                // its size from the Reshape's shape, constant or a Concat ending in a constant
+                OnnxTensor shape;
+                auto sp = graph_.producer.find(r.input(1));
+                if (!readConstant(f_, graph_, r.input(1), shape) &&
+                    !(sp != graph_.producer.end() && g.node(sp->second).op_type() == "Concat" &&
+                      readConstant(f_, graph_, g.node(sp->second).input(g.node(sp->second).input_size() - 1), shape)))
+                    continue;
+                if (shape.total() < 1 || shape.at(shape.total() - 1) <= 0 || (int64)shape.at(shape.total() - 1) % 3)
+                    continue;
+                sizes.assign(3, (int64)shape.at(shape.total() - 1) / 3);
+            }
+            if (sizes.size() != 3)
+                continue;
+            int64 start = 0;
+            for (int64 size : sizes)
+            {
+                ranges.insert({start, start + size});
+                start += size;
+            }
         }
+        else if (c->second.size() == 3)
+            for (int k : c->second)
+            {
+                const NodeProto& s = g.node(k);
+                OnnxTensor starts, ends, axes, steps;
+                if (s.op_type() != "Slice" || s.input_size() < 4 || s.input(0) != view ||
+                    !readConstant(f_, graph_, s.input(1), starts) || !readConstant(f_, graph_, s.input(2), ends) ||
+                    !readConstant(f_, graph_, s.input(3), axes) || starts.total() != 1 || ends.total() != 1 ||
+                    axes.total() != 1 || (axes.at(0) != -1 && axes.at(0) != 3))
+                    break;
+                if (s.input_size() > 4 && !s.input(4).empty() &&
+                    (!readConstant(f_, graph_, s.input(4), steps) || steps.total() != 1 || steps.at(0) != 1))
+                    break;
+                ranges.insert({(int64)starts.at(0), (int64)std::min(ends.at(0), 1e15)});
+            }
         if (ranges.size() != 3)
             continue;
         const int64 d = ranges.begin()->second, n = w->shape[1];

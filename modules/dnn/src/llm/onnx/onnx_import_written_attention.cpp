@@ -143,6 +143,14 @@ void ONNXNetBuilder::importTranspose(const NodeProto& n)
 void ONNXNetBuilder::importSplit(const NodeProto& n)
 {
     const Value& x = input(n, 0);
+    if (x.kind == Value::Tensor && x.qkvHeads > 0)
+    {
+        // qkv.chunk(3, dim=-1) of GPT-NeoX's per-head q|k|v (findPerHeadQKV checked the sizes)
+        const Value qkv = x;  // (define() may move values_)
+        for (int k = 0; k < n.output_size(); k++)
+            define(n, k, perHeadQKVPart(n, qkv, (int64)k * qkv.qkvHeadDim));
+        return;
+    }
     if (x.kind != Value::Tensor || x.inner != 0 || x.columnOffset >= 0)
         failNode(n, "only a Split of a [batch, seq, features] activation's features is supported");
     const int64 axis = onnxIntAttribute(n, "axis", 0);
@@ -175,6 +183,24 @@ void ONNXNetBuilder::importSplit(const NodeProto& n)
     }
 }
 
+// q, k or v (the values [start, start + d) of each head's q | k | v) of GPT-NeoX's fused
+// projection, whose columns findPerHeadQKV regrouped as [q | k | v]: a packed q|k|v's column
+// range, viewed as [batch, seq, heads, d] (or heads first where the view was transposed).
+Value ONNXNetBuilder::perHeadQKVPart(const NodeProto& n, const Value& x, int64 start) const
+{
+    const int d = x.qkvHeadDim, heads = x.qkvHeads;
+    if (x.heads != heads || innerOf(x) != 3 * d || x.columnOffset >= 0 || (start != 0 && start != d && start != 2 * d))
+        failNode(n, format("a fused per-head q|k|v must be viewed as [batch, seq, %d, %d] (or transposed to "
+                           "[batch, %d, seq, %d]) and sliced or split into q, k, v", heads, 3 * d, heads, 3 * d));
+    Value v = x;
+    v.qkvHeads = v.qkvHeadDim = 0;
+    v.columnOffset = (int)(start / d) * heads * d;
+    v.sourceWidth = x.width;
+    v.width = heads * d;
+    v.inner = d;
+    return v;
+}
+
 // Slices of a head's row on the last axis: its halves (rotate_half); or the Slice that takes a
 // padded attention's padding off (findUnpadSlices: the attention layer outputs what it keeps).
 void ONNXNetBuilder::importSlice(const NodeProto& n)
@@ -196,20 +222,7 @@ void ONNXNetBuilder::importSlice(const NodeProto& n)
     };
     if (x.kind == Value::Tensor && x.qkvHeads > 0)
     {
-        // q, k or v of GPT-NeoX's per-head q|k|v, whose columns findPerHeadQKV regrouped
-        const int d = x.qkvHeadDim, heads = x.qkvHeads;
-        const int64 s = ints(1).at(0);
-        if (x.heads != heads || innerOf(x) != 3 * d || x.headsMajor || x.columnOffset >= 0 ||
-            (s != 0 && s != d && s != 2 * d))
-            failNode(n, format("a fused per-head q|k|v must be viewed as [batch, seq, %d, %d] and sliced into q, k, v",
-                               heads, 3 * d));
-        Value v = x;
-        v.qkvHeads = v.qkvHeadDim = 0;
-        v.columnOffset = (int)(s / d) * heads * d;
-        v.sourceWidth = x.width;
-        v.width = heads * d;
-        v.inner = d;
-        define(n, 0, v);
+        define(n, 0, perHeadQKVPart(n, x, ints(1).at(0)));
         return;
     }
     const bool part = x.kind == Value::HalfRow && !x.negated && x.everyOther == 0 && !x.pairAxis;

@@ -424,9 +424,12 @@ private:
     /* GPT-NeoX's fused query_key_value: MatMul(x, W) (+ bias) Reshape'd to [batch, seq, heads,
        3 * d] and Sliced into q, k, v ([0, d), [d, 2d), [2d, 3d) of the last axis: each head's
        q | k | v adjacent). The MatMul's output columns (and the bias) are permuted at import to
-       [q of all heads | k | v], so the Slices are column ranges as a packed q|k|v's Split. */
+       [q of all heads | k | v], so the Slices are column ranges as a packed q|k|v's Split. Also
+       the view Transpose'd to [batch, heads, seq, 3 * d] first, and one Split into three for the
+       Slices (transformers >= 4.48: qkv.chunk(3, dim=-1)). */
     void findPerHeadQKV();
     std::map<std::string, std::pair<int, int>> perHeadQKV_;  //!< MatMul output -> (heads, head size)
+    Value perHeadQKVPart(const NodeProto& n, const Value& x, int64 start) const;  //!< its Slice / Split
     std::map<std::string, int> unpaddedHeadSize_;  //!< attention output name -> values kept per head
     void importPaddedHeadsReshape(const NodeProto& n);
 
