@@ -240,6 +240,18 @@ TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
     EXPECT_EQ(grouped, 2) << "one per-head q norm per layer";
 }
 
+// A float32 export made by the generator option `option`, with an append branch recorded: the
+// float32 tolerance, greedy ids equal, the append branch included.
+static void expectFloat32ExportMatches(const char* name, const char* option)
+{
+    SCOPED_TRACE(name);
+    const OrtReference ref = syntheticReference(name);
+    ASSERT_NE(ref.generator.find(option), std::string::npos);
+    ASSERT_GE(ref.branchPrefix, 0);
+    EXPECT_EQ(logitTolerance(ref), 1e-4);
+    expectSyntheticModelMatches(ref);
+}
+
 // Phi-2's export (tools/onnx/make_hf_style_model.py --arch phi2): a partial rotary embedding
 // written out, q[..., :8] of each head of 16 rotated by rotate_half with cos / sin from the
 // positions and q[..., 8:] passed through (Slice, Concat back); biases on q/k/v/dense and
@@ -248,11 +260,7 @@ TEST(ONNXLanguageModels, qwen3AndGemmaBuilderFormsMatchOnnxRuntime)
 // instead of (i, i + 4), changes step 0's logits by far more than the tolerance.)
 TEST(ONNXLanguageModels, partialRotaryWrittenOutMatchesOnnxRuntime)
 {
-    const OrtReference ref = syntheticReference("hf_phi2");
-    ASSERT_NE(ref.generator.find("--arch phi2"), std::string::npos);
-    ASSERT_GE(ref.branchPrefix, 0);
-    EXPECT_EQ(logitTolerance(ref), 1e-4);
-    expectSyntheticModelMatches(ref);
+    expectFloat32ExportMatches("hf_phi2", "--arch phi2");
 }
 
 // GPT-J's export (tools/onnx/make_hf_style_model.py --arch gptj): rotary on the first 8 values of
@@ -265,11 +273,7 @@ TEST(ONNXLanguageModels, partialRotaryWrittenOutMatchesOnnxRuntime)
 // of (2i, 2i + 1) change step 0's logits by 2.4, rotating the whole head by 2.2.)
 TEST(ONNXLanguageModels, gptjRotateEveryTwoWrittenOutMatchesOnnxRuntime)
 {
-    const OrtReference ref = syntheticReference("hf_gptj");
-    ASSERT_NE(ref.generator.find("--arch gptj"), std::string::npos);
-    ASSERT_GE(ref.branchPrefix, 0);
-    EXPECT_EQ(logitTolerance(ref), 1e-4);
-    expectSyntheticModelMatches(ref);
+    expectFloat32ExportMatches("hf_gptj", "--arch gptj");
 }
 
 // GPT-NeoX's export (tools/onnx/make_hf_style_model.py --arch gptneox, Pythia's form): one
@@ -281,11 +285,7 @@ TEST(ONNXLanguageModels, gptjRotateEveryTwoWrittenOutMatchesOnnxRuntime)
 // leaving only the bias in the per-head order by 1.5.)
 TEST(ONNXLanguageModels, gptNeoXPerHeadQKVMatchesOnnxRuntime)
 {
-    const OrtReference ref = syntheticReference("hf_gptneox");
-    ASSERT_NE(ref.generator.find("--arch gptneox"), std::string::npos);
-    ASSERT_GE(ref.branchPrefix, 0);
-    EXPECT_EQ(logitTolerance(ref), 1e-4);
-    expectSyntheticModelMatches(ref);
+    expectFloat32ExportMatches("hf_gptneox", "--arch gptneox");
 }
 
 // hf_gptneox's weights as transformers >= 4.48 writes GPT-NeoX's attention (--qkv-split chunk): the
@@ -294,11 +294,7 @@ TEST(ONNXLanguageModels, gptNeoXPerHeadQKVMatchesOnnxRuntime)
 // columns as for the Slices; ONNX Runtime's logits equal hf_gptneox's.
 TEST(ONNXLanguageModels, gptNeoXPerHeadQKVChunkMatchesOnnxRuntime)
 {
-    const OrtReference ref = syntheticReference("hf_gptneox_chunk");
-    ASSERT_NE(ref.generator.find("--qkv-split chunk"), std::string::npos);
-    ASSERT_GE(ref.branchPrefix, 0);
-    EXPECT_EQ(logitTolerance(ref), 1e-4);
-    expectSyntheticModelMatches(ref);
+    expectFloat32ExportMatches("hf_gptneox_chunk", "--qkv-split chunk");
 }
 
 // Heads padded for GroupQueryAttention and the padding sliced off after it (Reshape to

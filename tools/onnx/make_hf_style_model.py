@@ -475,13 +475,14 @@ class DecoderModel(nn.Module):
         causal_mask = causal_mask.masked_fill(padding_mask, min_dtype)
         return causal_mask
 
-    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
-        inputs_embeds = self.embed_tokens(input_ids)
+    def decode(self, inputs_embeds, attention_mask, position_ids, past_key_values, scale_embeddings=False):
+        """The causal mask, the rotary tables and the layers over the embeddings (transformers'
+        model forward between the embedding and the final norm); the hidden states and presents."""
         past_seen_tokens = past_key_values[0][0].shape[-2]
         cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
         causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position, past_seen_tokens)
         hidden_states = inputs_embeds
-        if self.c.arch == "gemma":
+        if scale_embeddings:
             normalizer = torch.tensor(self.c.hidden ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
@@ -489,6 +490,11 @@ class DecoderModel(nn.Module):
         for layer, past in zip(self.layers, past_key_values):
             hidden_states, present = layer(hidden_states, causal_mask, position_embeddings, past)
             presents.append(present)
+        return hidden_states, presents
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.decode(self.embed_tokens(input_ids), attention_mask, position_ids,
+                                              past_key_values, self.c.arch == "gemma")
         hidden_states = self.norm(hidden_states)
         return hidden_states, presents
 
@@ -592,16 +598,7 @@ class PhiModel(DecoderModel):
         self.rotary_emb = RotaryEmbedding(c.rotary_dim, c.theta)
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values):
-        inputs_embeds = self.embed_tokens(input_ids)
-        past_seen_tokens = past_key_values[0][0].shape[-2]
-        cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
-        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position, past_seen_tokens)
-        hidden_states = inputs_embeds
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        presents = []
-        for layer, past in zip(self.layers, past_key_values):
-            hidden_states, present = layer(hidden_states, causal_mask, position_embeddings, past)
-            presents.append(present)
+        hidden_states, presents = self.decode(self.embed_tokens(input_ids), attention_mask, position_ids, past_key_values)
         return self.final_layernorm(hidden_states), presents
 
 
@@ -700,16 +697,7 @@ class GPTNeoXModel(DecoderModel):
         self.rotary_emb = RotaryEmbedding(c.rotary_dim, c.theta)
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values):
-        inputs_embeds = self.embed_in(input_ids)
-        past_seen_tokens = past_key_values[0][0].shape[-2]
-        cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
-        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position, past_seen_tokens)
-        hidden_states = inputs_embeds
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        presents = []
-        for layer, past in zip(self.layers, past_key_values):
-            hidden_states, present = layer(hidden_states, causal_mask, position_embeddings, past)
-            presents.append(present)
+        hidden_states, presents = self.decode(self.embed_in(input_ids), attention_mask, position_ids, past_key_values)
         return self.final_layer_norm(hidden_states), presents
 
 

@@ -68,9 +68,10 @@ public:
                 k++;
             if (k == (int)activations_.size() && p.integerDot())
                 activations_.push_back(kind);
-            activationOf_.push_back(std::min(k, 1));
+            activationOf_.push_back(p.integerDot() ? k : 0);  // (read on the integer path only)
         }
-        CV_Assert(activations_.size() <= 2);
+        CV_Check((int)activations_.size(), activations_.size() <= 2,
+                 "LLMMatMul: at most two activation roundings per layer (Q8_K and Q8_0)");
     }
 
     bool supportBackend(int backendId) CV_OVERRIDE
