@@ -6,7 +6,8 @@
 //   node nlc_logits.mjs MODEL.gguf [--ids "1 403 407 261 378"] [--top 20] [--n 8] [--kv F32|F16]
 //                       [--ctx 256] [--generator "command line"] [--seed N] [--label key=value]...
 //                       [--also-kv F16] [--twin TWIN.gguf --twin-generator "command line"]
-//                       [--unscaled PLAIN.gguf --unscaled-generator "command line"] [--out result.json]
+//                       [--unscaled PLAIN.gguf --unscaled-generator "command line"]
+//                       [--lora ADAPTER.gguf[:SCALE] [--lora-generator "command line"]]... [--out result.json]
 //
 //   --kv          KV-cache type of the main run (default F32: llama.cpp then matches exact F32 math
 //                 to ~1e-5 on F32 weights; llama.cpp's own default is F16).
@@ -17,6 +18,12 @@
 //   --unscaled FILE  also evaluate FILE, the same model without its RoPE scaling (made by the same
 //                 generator command minus the scaling options), stored under "unscaled": how far
 //                 the outputs move when the scaling is ignored.
+//   --lora FILE[:SCALE]  apply a LoRA adapter (GGUF) with that scale (1 when left out) through
+//                 node-llama-cpp's context option lora: {adapters: [{filePath, scale}]}; repeatable
+//                 (all of them at once, in the order given), and applied to every evaluation
+//                 (main, --also-kv, --twin, --unscaled).  Recorded under "lora" with each file's
+//                 bytes and sha256.
+//   --lora-generator CMD  the command that makes the adapter of the i-th --lora (recorded beside it).
 //   --label k=v   extra top-level fields (strings; numbers and true/false are converted).
 //
 // node-llama-cpp is looked up next to this script first, then in $NLC_DIR (default /work/oracle,
@@ -30,7 +37,7 @@ import {pathToFileURL} from "node:url";
 function parseArgs(argv) {
     const o = {ids: "1 403 407 261 378", top: 20, n: 8, kv: "F32", ctx: 256, generator: null, seed: null,
         out: null, model: null, alsoKv: null, twin: null, twinGenerator: null, unscaled: null,
-        unscaledGenerator: null, labels: {}};
+        unscaledGenerator: null, loras: [], loraGenerators: [], labels: {}};
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         const val = () => {
@@ -50,6 +57,13 @@ function parseArgs(argv) {
         else if (a === "--twin-generator") o.twinGenerator = val();
         else if (a === "--unscaled") o.unscaled = val();
         else if (a === "--unscaled-generator") o.unscaledGenerator = val();
+        else if (a === "--lora") {
+            const v = val();
+            // FILE:SCALE when the part after the last ':' is a number (paths may hold ':')
+            const m = /^(.*):(-?\d+(\.\d*)?([eE][-+]?\d+)?)$/.exec(v);
+            o.loras.push(m ? {filePath: m[1], scale: Number(m[2])} : {filePath: v, scale: 1});
+        }
+        else if (a === "--lora-generator") o.loraGenerators.push(val());
         else if (a === "--label") {
             const kv = val();
             const eq = kv.indexOf("=");
@@ -70,6 +84,7 @@ function parseArgs(argv) {
     if (o.model == null) throw new Error("usage: node nlc_logits.mjs MODEL.gguf [--ids \"1 2 3\"] ...");
     o.promptIds = o.ids.split(/[\s,]+/).filter(s => s.length).map(s => parseInt(s, 10));
     if (!o.promptIds.length || o.promptIds.some(Number.isNaN)) throw new Error(`bad --ids ${o.ids}`);
+    if (o.loraGenerators.length > o.loras.length) throw new Error("more --lora-generator than --lora");
     for (const k of [o.kv, o.alsoKv]) if (k != null && !["F16", "F32"].includes(k)) throw new Error("KV types: F16 or F32");
     return o;
 }
@@ -111,6 +126,7 @@ async function evaluate(llama, modelPath, kv, topK, nGen) {
     const ctx = await model.createContext({
         contextSize: opt.ctx, batchSize: opt.ctx, threads: 1, flashAttention: false,
         experimentalKvCacheKeyType: kv, experimentalKvCacheValueType: kv,
+        ...(opt.loras.length ? {lora: {adapters: opt.loras.map(l => ({filePath: l.filePath, scale: l.scale}))}} : {}),
     });
     const seq = ctx.getSequence();
     const genOpts = {token: true, probabilities: true, options: {temperature: 0}};
@@ -157,6 +173,10 @@ const result = {
     model_file: info.file,
     model_bytes: info.bytes,
     model_sha256: info.sha256,
+    ...(opt.loras.length ? {lora: opt.loras.map((l, i) => {
+        const li = fileInfo(l.filePath);
+        return {generator: opt.loraGenerators[i] ?? null, scale: l.scale, file: li.file, bytes: li.bytes, sha256: li.sha256};
+    })} : {}),
     prompt_ids: opt.promptIds,
     ...main,
 };
