@@ -26,8 +26,11 @@ PROMPT = [1, 403, 407, 261, 378]
 LORA_ORACLES = sorted(p.name[len("lora_"):-len(".nlc.json")] for p in ORACLE_DIR.glob("lora_*.nlc.json"))
 # Adapter types whose matmuls round their activations in llama.cpp (F16, BF16, Q8_0): a float32
 # difference in an activation next to a rounding midpoint flips that rounding, which moves p by up
-# to ~1e-3 (F16; see the README), so these compare to 3e-3 and greedy ids only at clear gaps.
+# to ~1e-3 (F16; see the README), so these compare to 3e-3 and greedy ids only at clear gaps. A Q8_0
+# adapter's A x (rank 32: one block with one scale) moves by a whole quantization step when such a
+# flip happens there: 6.5e-3 at one step of llama_F32_q8 (all other steps within 3e-6), so 1e-2.
 ROUNDED_CASES = ("f16", "bf16", "q8")
+ROUNDED_TOLERANCE = {"f16": 3e-3, "bf16": 3e-3, "q8": 1e-2}
 
 
 def load(name):
@@ -97,15 +100,16 @@ def forward(net, ids, sequences=None):
     return net.forward().copy()
 
 
-def check_run(net, adapters, expected, tol, min_gap):
-    """Sequence 0 with the adapters: llama.cpp's top 20 after the prompt, then its greedy tokens
-    fed back one by one: each step's top 5 within tol, our top token llama.cpp's while its gap
-    is >= min_gap (the first step always). Returns the largest |dp|."""
+def check_run(net, adapters, expected, tol, min_gap, prompt_tol=None):
+    """Sequence 0 with the adapters: llama.cpp's top 20 after the prompt (within prompt_tol,
+    default tol), then its greedy tokens fed back one by one: each step's top 5 within tol, our
+    top token llama.cpp's while its gap is >= min_gap (the first step always). Returns the
+    largest |dp|."""
     ids = [cv.dnn.loadLLMAdapter(net, str(path)) for path, _ in adapters]
     cv.dnn.setLLMSequenceAdapters(net, 0, ids, [float(s) for _, s in adapters])
     p = softmax(forward(net, expected["prompt_ids"]))
     worst = max_dp(p, expected["top_k"])
-    assert worst < tol, f"prompt: max |dp| {worst:.2e} over llama.cpp's top 20"
+    assert worst < (tol if prompt_tol is None else prompt_tol), f"prompt: max |dp| {worst:.2e} over llama.cpp's top 20"
     for i, step in enumerate(expected["greedy_steps"]):
         dp = max_dp(p, step["top5"])
         worst = max(worst, dp)
@@ -130,7 +134,8 @@ def test_exact_path_matches_llama_cpp(tmp_path, monkeypatch, name):
         expected = dict(oracle["twin"], prompt_ids=oracle["prompt_ids"])
     rounded = oracle["case"] in ROUNDED_CASES
     net = read_net(base, True, monkeypatch)
-    check_run(net, adapters, expected, 3e-3 if rounded else 1e-4, 0.05 if rounded else 0.002)
+    check_run(net, adapters, expected, ROUNDED_TOLERANCE[oracle["case"]] if rounded else 1e-4,
+              0.05 if rounded else 0.002)
 
 
 @pytest.mark.skipif(not cv.checkHardwareSupport(CPU_AVX2),
@@ -139,13 +144,17 @@ def test_exact_path_matches_llama_cpp(tmp_path, monkeypatch, name):
 def test_default_path_matches_llama_cpp_quantized_run(tmp_path, monkeypatch, name):
     """The Q4_K_M base on the default path, where the base matmuls round their activations to
     8 bits as llama.cpp's do (test_llama_activation_rounding.py: < 1e-4 without adapters) and
-    the adapters see the unrounded input, as in llama.cpp."""
+    the adapters see the unrounded input, as in llama.cpp. After the prompt, F32 adapters agree
+    to ~1e-6; at later steps an 8-bit rounding that float noise flips (in the base's Q8_K
+    activations, or the adapters' fp16 / Q8_0 ones) moves p by up to ~1.6e-2, within llama.cpp's
+    own noise between its quantized runs and their F32 twins (0.015-0.036, the README), while
+    each adapter moves p by 0.15-0.97 from the base."""
     oracle = load(name)
     base = make_model(oracle, tmp_path)
     adapters = make_adapters(oracle, base, tmp_path)
     rounded = oracle["case"] in ROUNDED_CASES
     net = read_net(base, False, monkeypatch)
-    check_run(net, adapters, oracle, 1e-2 if rounded else 2e-3, 0.5)
+    check_run(net, adapters, oracle, 2e-2 if rounded else 1e-2, 0.5, 2e-2 if rounded else 1e-4)
 
 
 def base_oracle(oracle):

@@ -50,6 +50,27 @@ CV_EXPORTS_W void truncateLLMState(Net& net, int length);
 /** @brief The number of tokens sequence 0 holds in the Net's KV cache (0 after resetLLMState()). */
 CV_EXPORTS_W int getLLMSequenceLength(Net& net);
 
+/** @brief Loads a LoRA adapter (a GGUF adapter file, as llama.cpp's `--lora` takes) for a Net read
+from a GGUF file of the same architecture, and returns its id. The adapter changes nothing until
+a sequence is given it (setLLMSequenceAdapters()): its low-rank terms are added to the base
+weights' results without merging (quantized weights stay as they are), for that sequence's
+tokens only, so sequences with different adapters share one forward. A file that does not fit the
+model (another architecture, a tensor the model has no projection of, a wrong shape, a truncated
+file) throws a cv::Exception naming the problem and leaves the Net as it was. */
+CV_EXPORTS_W int loadLLMAdapter(Net& net, const String& path);
+
+/** @brief Removes a loaded adapter from the Net (and from the sequences that used it). */
+CV_EXPORTS_W void unloadLLMAdapter(Net& net, int adapterId);
+
+/** @brief The adapters (ids of loadLLMAdapter()) and scales a sequence's tokens run with from the
+next forward on: each adds scale * alpha / rank * B (A x) to the weights it adapts (llama.cpp's
+effective scale; without alpha in the file, scale * B (A x)). Empty: none; empty scales: 1 each;
+zero scales are dropped. A sequence keeps its adapters until they are set again or
+resetLLMState(). Keys and values the cache already holds for the sequence stay as they were
+computed. */
+CV_EXPORTS_W void setLLMSequenceAdapters(Net& net, int sequenceId, const std::vector<int>& adapterIds,
+                                         const std::vector<float>& scales = std::vector<float>());
+
 //! @}
 
 CV__DNN_INLINE_NS_END

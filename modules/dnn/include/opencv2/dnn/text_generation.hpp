@@ -73,6 +73,23 @@ struct CV_EXPORTS_W_SIMPLE GenerationConfig
     /** Log-probabilities in GenerationResult (OpenAI's logprobs / top_logprobs): -1: none; 0: each
     generated token's own; 1..20: also that many most likely tokens at each step. */
     CV_PROP_RW int topLogprobs = -1;
+    /** LoRA adapters this generation runs with (ids of TextGenerationModel::loadAdapter()), the
+    others off, as llama-server's per-request `lora`. Empty: the adapters loaded with a non-zero
+    default scale (loadAdapter(), setAdapterScale()). */
+    CV_PROP_RW std::vector<int> adapterIds;
+    //! The scales of adapterIds (empty: 1 each; 0 turns an adapter off).
+    CV_PROP_RW std::vector<float> adapterScales;
+};
+
+/** @brief A LoRA adapter loaded by TextGenerationModel::loadAdapter(). */
+struct CV_EXPORTS_W_SIMPLE LoRAAdapterInfo
+{
+    CV_WRAP LoRAAdapterInfo() {}
+
+    CV_PROP_RW int id = -1;
+    CV_PROP_RW String path;
+    CV_PROP_RW float scale = 0.f;  //!< its default scale (requests that name no adapters)
+    CV_PROP_RW float alpha = 0.f;  //!< the file's adapter.lora.alpha (0: absent)
 };
 
 /** @brief How a language model is loaded (TextGenerationModel, GenerationEngine::create). The
@@ -208,6 +225,25 @@ public:
     /** @brief Speculative decoding since the last start (or generateBatch()): {tokens drafted,
     drafted tokens the model kept}. */
     CV_WRAP std::vector<int> getDraftCounts() const;
+
+    /** @brief Loads a LoRA adapter (a GGUF adapter file of this model's architecture, as
+    llama.cpp's `--lora` takes: F32, F16, BF16 or Q8_0 pairs) and returns its id. `scale` is its
+    default: generations whose GenerationConfig names no adapters run with every adapter of
+    non-zero default scale (1: applied, as `--lora`; 0: loaded only, for the requests that name
+    it, as llama-server's `--lora-init-without-apply`). The adapter's terms are added to the
+    weights' results (llama.cpp's scale * alpha / rank * B (A x)) without merging, per sequence:
+    a batch or a GenerationEngine runs sequences of different adapters in one forward, each
+    with the numbers it would have alone. Prefix reuse and chat turns reuse only keys and values
+    computed with the same adapters. A file that does not fit the model throws a cv::Exception
+    naming the problem and changes nothing. */
+    CV_WRAP int loadAdapter(const String& path, float scale = 1.f);
+    //! Sets an adapter's default scale (0: off unless a request names it).
+    CV_WRAP void setAdapterScale(int adapterId, float scale);
+    /** @brief Unloads an adapter; refused while a running request uses it. Cached sequences
+    computed with it are released. */
+    CV_WRAP void unloadAdapter(int adapterId);
+    //! The loaded adapters, by increasing id.
+    CV_WRAP std::vector<LoRAAdapterInfo> getAdapters() const;
 
     //! Step API: starts generating after a prompt.
     CV_WRAP void start(const String& prompt, const GenerationConfig& config = GenerationConfig());

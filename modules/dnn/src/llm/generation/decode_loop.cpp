@@ -5,6 +5,7 @@
 #include "../../precomp.hpp"
 #include "decode_loop.hpp"
 #include "batch_generation.hpp"
+#include "../net/llm_net_state.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include <opencv2/dnn/llm.hpp>
 
@@ -76,8 +77,54 @@ static std::string messageOf(const std::exception_ptr& failure)
 }
 
 DecodeLoop::DecodeLoop(Net& net, PagedKVCache& cache, const Tokenizer& tokenizer)
-    : net_(net), cache_(cache), tokenizer_(tokenizer), prefixCache_(cache)
+    : net_(net), state_(LLMNetState::of(net)), cache_(cache), tokenizer_(tokenizer), prefixCache_(cache)
 {
+    CV_Assert(state_);
+}
+
+void DecodeLoop::setAdapterScale(int id, float scale)
+{
+    if (!state_->adapter(id))
+        CV_Error(Error::StsBadArg, format("TextGenerationModel: LoRA adapter %d is not loaded", id));
+    if (!std::isfinite(scale))
+        CV_Error(Error::StsBadArg, format("TextGenerationModel: the scale of LoRA adapter %d is not finite", id));
+    adapterScales_[id] = scale;
+}
+
+float DecodeLoop::adapterScale(int id) const
+{
+    const auto it = adapterScales_.find(id);
+    if (it == adapterScales_.end())
+        CV_Error(Error::StsBadArg, format("TextGenerationModel: LoRA adapter %d is not loaded", id));
+    return it->second;
+}
+
+void DecodeLoop::releaseAdapter(int id)
+{
+    for (const auto& s : running_)
+        for (const AdapterUse& u : s->adapters)
+            if (u.id == id)
+                CV_Error(Error::StsError, format("TextGenerationModel: LoRA adapter %d is in use by a running "
+                                                 "request; unload it when the request has ended", id));
+    prefixCache_.releaseAdapter(id);
+    adapterScales_.erase(id);
+}
+
+AdapterSet DecodeLoop::adaptersFor(const GenerationConfig& cfg) const
+{
+    AdapterSet set;
+    if (cfg.adapterIds.empty())
+    {
+        if (!cfg.adapterScales.empty())
+            CV_Error(Error::StsBadArg, "TextGenerationModel: GenerationConfig::adapterScales without adapterIds");
+        for (const auto& kv : adapterScales_)
+            if (kv.second != 0.f)
+                set.push_back(AdapterUse{kv.first, kv.second});
+        return set;
+    }
+    set = normalizeAdapterSet(cfg.adapterIds, cfg.adapterScales, "TextGenerationModel");
+    state_->checkAdapterSet(set, "TextGenerationModel");
+    return set;
 }
 
 void DecodeLoop::setMaxRunning(int n)
@@ -109,6 +156,7 @@ std::shared_ptr<LoopSequence> DecodeLoop::admitNow(const LoopRequest& request)
         if (id >= 0)
             text.push_back(id);
     s->completion.reset(new Completion(tokenizer_, text.empty() ? request.prompt : text, cfg, request.extraStops));
+    s->adapters = adaptersFor(cfg);
     if ((int)request.prompt.size() >= cache_.getMaxSequenceLength())
         CV_Error(Error::StsOutOfRange, format("TextGenerationModel: the prompt has %zu tokens; the context holds %d",
                                               request.prompt.size(), cache_.getMaxSequenceLength()));
@@ -143,7 +191,9 @@ void DecodeLoop::prefill(LoopSequence& s)
         // The caller's sequence: it chose how much of it to keep.
         s.sequenceId = s.request.sequenceId;
         std::vector<int> held = prefixCache_.tokens(s.sequenceId);
-        keep = cache_.hasSequence(s.sequenceId) ? std::min(s.request.keepLength, (int)held.size()) : 0;
+        const PrefixCache::Entry* before = prefixCache_.find(s.sequenceId);
+        const bool sameAdapters = before && before->adapters == s.adapters;
+        keep = cache_.hasSequence(s.sequenceId) && sameAdapters ? std::min(s.request.keepLength, (int)held.size()) : 0;
         if (cache_.hasSequence(s.sequenceId))
             cache_.truncateSequence(s.sequenceId, keep);
         held.resize(keep);
@@ -151,7 +201,7 @@ void DecodeLoop::prefill(LoopSequence& s)
     }
     else
     {
-        const PrefixCache::Match match = prefixCache_.longestPrefix(prompt);
+        const PrefixCache::Match match = prefixCache_.longestPrefix(prompt, s.adapters);
         s.sequenceId = newSequenceId();
         if (match.source >= 0)
         {
@@ -179,6 +229,8 @@ void DecodeLoop::prefill(LoopSequence& s)
                 s.logits = *reusedLogits;
         }
     }
+    prefixCache_.find(s.sequenceId)->adapters = s.adapters;
+    state_->setSequenceAdapters(s.sequenceId, s.adapters);
     s.cachedPromptTokens = keep;
     if (!reusedLogits)
     {
@@ -247,9 +299,18 @@ bool DecodeLoop::fits(const LoopRequest& request, int& reservation)
                          : std::min(request.prompt.size() + (size_t)std::max(cfg.maxNewTokens, 0) +
                                     (size_t)std::max(cfg.draftTokens, 0), context);
     const int page = cache_.getPageSize();
+    AdapterSet adapters;
+    try
+    {
+        adapters = adaptersFor(cfg);
+    }
+    catch (const cv::Exception&)
+    {
+        // (an adapter that is not loaded: its admission fails and says so)
+    }
     for (;;)
     {
-        const PrefixCache::Match match = prefixCache_.longestPrefix(request.prompt);
+        const PrefixCache::Match match = prefixCache_.longestPrefix(request.prompt, adapters);
         // + 1: a partly filled last page shared with the source is copied when written.
         reservation = pagesFor(longest) - match.length / page + (match.length % page ? 1 : 0);
         const int needed = reservation + outstandingPages();

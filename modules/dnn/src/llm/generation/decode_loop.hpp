@@ -14,6 +14,7 @@
 
 #include <opencv2/dnn/generation_engine.hpp>
 #include "../kv_cache/paged_kv_cache.hpp"
+#include "../net/lora_adapter.hpp"
 #include "completion.hpp"
 #include "drafter.hpp"
 #include "prefix_cache.hpp"
@@ -28,6 +29,7 @@ namespace dnn {
 namespace llm {
 
 struct LoopSequence;
+class LLMNetState;
 
 /** A request as the loop runs it: the prompt already turned into token ids. */
 struct LoopRequest
@@ -64,6 +66,7 @@ struct LoopSequence
 {
     LoopRequest request;
     int sequenceId = -1;
+    AdapterSet adapters;              //!< the LoRA adapters it runs with (its config's, or the loop's defaults)
     std::unique_ptr<Completion> completion;
     std::vector<float> logits;        //!< of the next token, unless `pending` is set
     int pending = -1;                 //!< a sampled token not fed yet (after a rejected draft)
@@ -124,6 +127,15 @@ public:
     const std::vector<int>& sequenceTokens(int sequenceId) const { return prefixCache_.tokens(sequenceId); }
     void setSequenceTokens(int sequenceId, const std::vector<int>& tokens);
 
+    /** LoRA adapters: the scale an adapter has for requests whose config names none (0: off;
+        TextGenerationModel::loadAdapter). */
+    void setAdapterScale(int id, float scale);
+    float adapterScale(int id) const;
+    //! Before an adapter is unloaded: refused while a request runs with it; its cached sequences are released.
+    void releaseAdapter(int id);
+    //! The adapters of a request: its config's (the others off), or the defaults when it names none.
+    AdapterSet adaptersFor(const GenerationConfig& cfg) const;
+
 private:
     bool admitWaiting();
     bool fits(const LoopRequest& request, int& reservation);
@@ -144,7 +156,9 @@ private:
     int pagesFor(size_t tokens) const { return (int)((tokens + cache_.getPageSize() - 1) / cache_.getPageSize()); }
 
     Net& net_;
+    Ptr<LLMNetState> state_;          // the Net's: each sequence's adapters are set there
     PagedKVCache& cache_;
+    std::map<int, float> adapterScales_;  // loaded adapters' default scales
     const Tokenizer& tokenizer_;
     PrefixCache prefixCache_;
     int maxRunning_ = 16;

@@ -31,7 +31,7 @@ const std::vector<int>& PrefixCache::tokens(int sequenceId) const
     return it == entries_.end() ? none : it->second.tokens;
 }
 
-PrefixCache::Match PrefixCache::longestPrefix(const std::vector<int>& prompt) const
+PrefixCache::Match PrefixCache::longestPrefix(const std::vector<int>& prompt, const AdapterSet& adapters) const
 {
     Match best;
     if (prompt.empty())
@@ -42,6 +42,8 @@ PrefixCache::Match PrefixCache::longestPrefix(const std::vector<int>& prompt) co
         const Entry& e = kv.second;
         if (!e.reusable || !cache_.hasSequence(kv.first) || cache_.getSequenceLength(kv.first) != (int)e.tokens.size())
             continue;  // shifted, or changed outside the loop (KVCache calls by the user): not trusted
+        if (e.adapters != adapters)
+            continue;  // other adapters give other keys and values
         size_t common = 0;
         while (common < prompt.size() && common < e.tokens.size() && prompt[common] >= 0 &&
                prompt[common] == e.tokens[common])
@@ -114,6 +116,18 @@ void PrefixCache::clear()
     while (releaseOldest())
     {
     }
+}
+
+void PrefixCache::releaseAdapter(int id)
+{
+    std::vector<int> release;
+    for (const auto& kv : entries_)
+        if (kv.second.holder == Holder::Cached)
+            for (const AdapterUse& u : kv.second.adapters)
+                if (u.id == id)
+                    release.push_back(kv.first);
+    for (int sequenceId : release)
+        remove(sequenceId);
 }
 
 int PrefixCache::cachedPages() const

@@ -11,6 +11,7 @@
 #define OPENCV_DNN_SRC_LLM_GENERATION_PREFIX_CACHE_HPP
 
 #include "../kv_cache/paged_kv_cache.hpp"
+#include "../net/lora_adapter.hpp"
 
 #include <map>
 #include <vector>
@@ -33,6 +34,7 @@ public:
         std::vector<float> promptLogits;  //!< the logits after the prompt's last token
         int promptLength = 0;             //!< tokens of that prompt (0: no logits kept)
         bool reusable = true;             //!< false once its rows no longer match a fresh run (context shift)
+        AdapterSet adapters;              //!< the LoRA adapters its keys and values were computed with
     };
 
     //! Where a prompt's prefix can come from.
@@ -51,10 +53,11 @@ public:
     //! The recorded tokens of a sequence (empty when not recorded).
     const std::vector<int>& tokens(int sequenceId) const;
 
-    /** The longest prefix of `prompt` another sequence holds in whole pages (text tokens only;
-        an image row ends the comparison), up to the prompt's last token, which must be fed for
-        its logits, unless the prompt is a sequence's whole prompt with its logits kept. */
-    Match longestPrefix(const std::vector<int>& prompt) const;
+    /** The longest prefix of `prompt` another sequence computed with the same adapters holds in
+        whole pages (text tokens only; an image row ends the comparison), up to the prompt's last
+        token, which must be fed for its logits, unless the prompt is a sequence's whole prompt
+        with its logits kept. */
+    Match longestPrefix(const std::vector<int>& prompt, const AdapterSet& adapters) const;
 
     /** A running sequence has finished: it goes back to the caller who named it (sequence 0 of
         TextGenerationModel), stays for reuse (`keepForReuse`), or leaves the KV cache. */
@@ -65,6 +68,8 @@ public:
     bool releaseOldest();
     //! Releases every cached sequence.
     void clear();
+    //! Releases the cached sequences computed with LoRA adapter `id`.
+    void releaseAdapter(int id);
 
     int cachedCount() const;
     //! Pages the cached sequences hold (at most what releasing them all frees).

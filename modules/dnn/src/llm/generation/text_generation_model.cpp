@@ -8,6 +8,8 @@
 #include "../../precomp.hpp"
 #include "text_generation_impl.hpp"
 #include "session_file.hpp"
+#include "../net/llm_net_state.hpp"
+#include <opencv2/dnn/llm.hpp>
 
 namespace cv {
 namespace dnn {
@@ -215,6 +217,57 @@ void TextGenerationModel::setDraftModel(const Net& network)
     impl->setDraftModel(llm::loadModelBundle(network));
 }
 
+int TextGenerationModel::loadAdapter(const String& path, float scale)
+{
+    impl->checkLoaded();
+    std::lock_guard<std::mutex> lock(impl->loopMutex);  // no forward runs while the layers change
+    const int id = loadLLMAdapter(impl->net, path);
+    try
+    {
+        impl->loop->setAdapterScale(id, scale);
+    }
+    catch (...)
+    {
+        unloadLLMAdapter(impl->net, id);
+        throw;
+    }
+    return id;
+}
+
+void TextGenerationModel::setAdapterScale(int adapterId, float scale)
+{
+    impl->checkLoaded();
+    std::lock_guard<std::mutex> lock(impl->loopMutex);
+    impl->loop->setAdapterScale(adapterId, scale);
+}
+
+void TextGenerationModel::unloadAdapter(int adapterId)
+{
+    impl->checkLoaded();
+    std::lock_guard<std::mutex> lock(impl->loopMutex);
+    impl->loop->adapterScale(adapterId);  // (throws naming an id that is not loaded)
+    impl->loop->releaseAdapter(adapterId);
+    unloadLLMAdapter(impl->net, adapterId);
+}
+
+std::vector<LoRAAdapterInfo> TextGenerationModel::getAdapters() const
+{
+    impl->checkLoaded();
+    std::lock_guard<std::mutex> lock(impl->loopMutex);
+    const Ptr<llm::LLMNetState> state = llm::LLMNetState::of(impl->net);
+    std::vector<LoRAAdapterInfo> adapters;
+    for (int id : state->adapterIds())
+    {
+        LoRAAdapterInfo info;
+        info.id = id;
+        info.path = state->adapter(id)->path;
+        info.scale = impl->loop->adapterScale(id);
+        info.alpha = state->adapter(id)->alpha;
+        adapters.push_back(info);
+    }
+    return adapters;
+}
+
 std::vector<int> TextGenerationModel::getDraftCounts() const
 {
     return std::vector<int>{impl->drafted, impl->draftsKept};
@@ -341,6 +394,10 @@ void TextGenerationModel::saveSession(const String& path) const
         CV_Error(Error::StsError, "TextGenerationModel::saveSession: no token was fed yet; there is no session to save");
     CV_CheckEQ((int)impl->fed().size(), impl->cache->getSequenceLength(0),
                "TextGenerationModel::saveSession: the KV cache's sequence 0 was changed outside the model");
+    if (!impl->loop->prefixCache().find(0)->adapters.empty())
+        CV_Error(Error::StsNotImplemented, "TextGenerationModel::saveSession: the session's keys and values were "
+                                           "computed with LoRA adapters; sessions record no adapters, so they are "
+                                           "saved only without them");
     const bool fedImages = std::any_of(impl->fed().begin(), impl->fed().end(), llm::MultimodalPrompter::isImageId);
     if (!impl->vision || (!fedImages && impl->conversationImages.empty()))
     {

@@ -184,7 +184,7 @@ std::vector<LayerPin> GGUFGraphBuilder::matmuls(const std::string& name, const s
     {
         const std::string w = prefixes[i] + ".weight", b = prefixes[i] + ".bias";
         weights.push_back(LLMMatMulWeight{(int)tensor(w).type, weight(w, in, outs[i]),
-                                          f_.findTensor(b) ? vectorF32(b, outs[i]) : Mat()});
+                                          f_.findTensor(b) ? vectorF32(b, outs[i]) : Mat(), w});
     }
     return projections(name, weights, in, x);
 }
@@ -371,6 +371,7 @@ Net GGUFGraphBuilder::finish(int logitRowsLayer)
             fail("tensor '" + t.name + "' is not used by architecture '" + hp_.arch + "' as implemented here");
 
     installLLMState(net_, attentionIds_, logitRowsLayer, f_.path());
+    LLMNetState::of(net_)->setArchitecture(hp_.arch);  // (what LoRA adapters must name)
     if (positionLayer_ >= 0)
         net_.getLayer(positionLayer_).dynamicCast<LLMPositionEmbeddingLayer>()->attachState(LLMNetState::of(net_));
     return net_;

@@ -63,6 +63,12 @@ void output(GGUFGraphBuilder& g, Pin x, const Mat& embd)
     lp.set("in_features", hp.nEmbd);
     lp.set("out_features", embd.rows);
     lp.set("integer_dot", g.integerDot());
+    // (a tied output is not adapted: llama.cpp's token_embd adapters have the embedding's shape)
+    if (!tied)
+    {
+        lp.set("weight_tensors", DictValue::arrayString(&outName, 1));
+        lp.set("weight_tensor_rows", 0);
+    }
     lp.blobs.push_back(tied ? embd : g.weight(outName, hp.nEmbd, embd.rows));
     if (g.arch().outputBias)  // phi2 (llama.cpp's src/models/phi2.cpp: ggml_add of output.bias)
         lp.blobs.push_back(g.vectorF32("output.bias", embd.rows));

@@ -68,11 +68,14 @@ public:
     static Ptr<LLMMatMulLayer> create(const LayerParams& params);
 };
 
-//! One weight of an LLMMatMul layer: its ggml type, raw rows (CV_8U) and float32 bias (or empty).
+/** One weight of an LLMMatMul layer: its ggml type, raw rows (CV_8U) and float32 bias (or empty),
+    and the GGUF tensor it holds rows of from row tensorRow on (what LoRA adapters name; "": none). */
 struct LLMMatMulWeight
 {
     int type;
     Mat rows, bias;
+    std::string tensor = std::string();
+    int tensorRow = 0;
 };
 
 /** Sets an LLMMatMul layer's `ggml_type`, `out_features` and blobs for these weights, in order:
@@ -81,13 +84,17 @@ struct LLMMatMulWeight
     the builders against the library, whose own symbols are hidden). */
 inline void setLLMMatMulWeights(LayerParams& lp, const std::vector<LLMMatMulWeight>& weights)
 {
-    std::vector<int> types, outs;
-    bool anyBias = false;
+    std::vector<int> types, outs, tensorRows;
+    std::vector<String> tensors;
+    bool anyBias = false, anyTensor = false;
     lp.blobs.clear();
     for (const LLMMatMulWeight& w : weights)
     {
         types.push_back(w.type);
         outs.push_back(w.rows.rows);
+        tensors.push_back(w.tensor);
+        tensorRows.push_back(w.tensorRow);
+        anyTensor = anyTensor || !w.tensor.empty();
         lp.blobs.push_back(w.rows);
         anyBias = anyBias || !w.bias.empty();
     }
@@ -95,6 +102,11 @@ inline void setLLMMatMulWeights(LayerParams& lp, const std::vector<LLMMatMulWeig
         lp.blobs.push_back(weights[i].bias.empty() ? Mat(Mat::zeros(1, outs[i], CV_32F)) : weights[i].bias);
     lp.set("ggml_type", DictValue::arrayInt(types.data(), (int)types.size()));
     lp.set("out_features", DictValue::arrayInt(outs.data(), (int)outs.size()));
+    if (anyTensor)
+    {
+        lp.set("weight_tensors", DictValue::arrayString(tensors.begin(), (int)tensors.size()));
+        lp.set("weight_tensor_rows", DictValue::arrayInt(tensorRows.data(), (int)tensorRows.size()));
+    }
 }
 
 /** A mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn) as one layer:

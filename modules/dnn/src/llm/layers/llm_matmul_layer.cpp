@@ -22,16 +22,21 @@
 // up projections), one output each: they share one quantization of the input and one parallel
 // section, whose stripes run over all their rows. A parallel section costs its threads a wake-up
 // and a wait at its end, about 20 us on 2 threads (doc/performance.md, issue 18).
+//
+// LoRA adapters (low_rank_terms.hpp) add their low-rank terms to the rows of the sequences that
+// run with them, in the same stripes, after each stripe's own output rows.
 
 #include "../../precomp.hpp"
 #include "llm_layers.hpp"
+#include "low_rank_terms.hpp"
 #include "weight_projection.hpp"
+#include "../net/llm_state_layers.hpp"
 
 namespace cv {
 namespace dnn {
 CV__DNN_INLINE_NS_BEGIN
 
-class LLMMatMulLayerImpl CV_FINAL : public LLMMatMulLayer
+class LLMMatMulLayerImpl CV_FINAL : public LLMMatMulLayer, public llm::LoRATarget
 {
 public:
     explicit LLMMatMulLayerImpl(const LayerParams& params)
@@ -52,6 +57,18 @@ public:
             CV_CheckEQ(blobs[i].rows, outs.get<int>(i), "LLMMatMul: weight rows != out_features");
             const Mat bias = blobs.size() == (size_t)2 * n ? blobs[n + i] : Mat();
             parts_.emplace_back((llm::GGMLType)types.get<int>(i), blobs[i], bias, in_, integerDotAllowed);
+        }
+        if (params.has("weight_tensors"))
+        {
+            const DictValue tensors = params.get("weight_tensors"), rows = params.get("weight_tensor_rows");
+            CV_Check(tensors.size(), tensors.size() == n && rows.size() == n,
+                     "LLMMatMul: weight_tensors and weight_tensor_rows need one value per weight");
+            for (int i = 0; i < n; i++)
+            {
+                tensors_.push_back(tensors.get<String>(i));
+                tensorRows_.push_back(rows.get<int>(i));
+                CV_CheckGE(tensorRows_.back(), 0, "LLMMatMul: weight_tensor_rows must not be negative");
+            }
         }
         // The input is rounded to 8 bits as llama.cpp rounds it for each weight type (Q8_K for
         // the K-quants, Q8_0 for the others): its choice of token can hang on where the rounding
@@ -105,6 +122,8 @@ public:
         run.rows = (int)(x.total() / in_);
         run.x = x.ptr<float>();
         run.outputs = &outputs_arr;
+        if (state_ && !lowRank_.empty() && lowRank_.prepare(*state_, run.x, run.rows, in_))
+            run.lowRank = &lowRank_;
         // Work is split into stripes of output rows (or tiles), each with its own scratch kept
         // by the layer: several stripes per thread balance the threads, and nothing is allocated
         // per call once the scratch has grown. The lambdas capture one reference, small enough
@@ -185,6 +204,7 @@ private:
         int stripes = 1, tileRows = 0, tiles = 0;
         float* scratch = nullptr;
         llm::ActivationRows act[2];  // the integer path's activations, one per format (activations_)
+        const llm::LowRankTerms* lowRank = nullptr;  // this forward's LoRA terms, if any
 
         int stripeBegin(int s, int n) const { return (int)((int64)n * s / stripes); }
 
@@ -203,8 +223,16 @@ private:
                         continue;
                     const int units = p.integerUnits();
                     if (begin < first + units)
-                        p.computeIntegerUnits(act[self->activationOf_[i]], outputs->getMatRef((int)i).ptr<float>(),
-                                              std::max(begin - first, 0), std::min(end - first, units));
+                    {
+                        float* y = outputs->getMatRef((int)i).ptr<float>();
+                        const int u0 = std::max(begin - first, 0), u1 = std::min(end - first, units);
+                        p.computeIntegerUnits(act[self->activationOf_[i]], y, u0, u1);
+                        if (lowRank)
+                        {
+                            const Range r = p.unitRows(u0, u1);
+                            lowRank->addTo((int)i, y, p.out(), r.start, r.end);
+                        }
+                    }
                     first += units;
                 }
             }
@@ -215,8 +243,12 @@ private:
             const llm::WeightProjection& p = self->parts_[part];
             float* y = outputs->getMatRef(part).ptr<float>();
             for (int s = r.start; s < r.end; s++)
-                p.computeFloatRows(x, rows, y, stripeBegin(s, p.out()), stripeBegin(s + 1, p.out()),
-                                   scratch + (size_t)s * self->in_);
+            {
+                const int begin = stripeBegin(s, p.out()), end = stripeBegin(s + 1, p.out());
+                p.computeFloatRows(x, rows, y, begin, end, scratch + (size_t)s * self->in_);
+                if (lowRank)
+                    lowRank->addTo(part, y, p.out(), begin, end);
+            }
         }
 
         void gemm(const Range& r) const
@@ -225,12 +257,36 @@ private:
             float* y = outputs->getMatRef(part).ptr<float>();
             for (int s = r.start; s < r.end; s++)
                 for (int k = stripeBegin(s, tiles); k < stripeBegin(s + 1, tiles); k++)
-                    p.gemmTile(x, rows, y, k * tileRows, std::min(p.out(), (k + 1) * tileRows),
-                               scratch + (size_t)s * tileRows * self->in_);
+                {
+                    const int begin = k * tileRows, end = std::min(p.out(), (k + 1) * tileRows);
+                    p.gemmTile(x, rows, y, begin, end, scratch + (size_t)s * tileRows * self->in_);
+                    if (lowRank)
+                        lowRank->addTo(part, y, p.out(), begin, end);
+                }
         }
     };
 
+public:
+    // llm::LoRATarget
+    void attachState(const Ptr<llm::LLMNetState>& state) CV_OVERRIDE { state_ = state; }
+    int loraWeightCount() const CV_OVERRIDE { return (int)parts_.size(); }
+    std::string loraTensor(int w) const CV_OVERRIDE { return tensors_.empty() ? std::string() : tensors_[w]; }
+    int loraTensorRow(int w) const CV_OVERRIDE { return tensors_.empty() ? 0 : tensorRows_[w]; }
+    int loraRows(int w) const CV_OVERRIDE { return parts_[w].out(); }
+    int loraInputs() const CV_OVERRIDE { return in_; }
+    void addLowRank(int id, int w, const llm::LowRankWeight* pair) CV_OVERRIDE
+    {
+        CV_Assert(0 <= w && w < (int)parts_.size() && pair->in == in_ && pair->out == parts_[w].out());
+        lowRank_.add(id, w, pair);
+    }
+    void removeLowRank(int id) CV_OVERRIDE { lowRank_.remove(id); }
+
+private:
     int in_;
+    std::vector<std::string> tensors_;   // per weight: the GGUF tensor it holds rows of (LoRA adapters name it)
+    std::vector<int> tensorRows_;        // and its first row there
+    Ptr<llm::LLMNetState> state_;        // set once an adapter is attached
+    llm::LowRankTerms lowRank_;
     std::vector<llm::ActivationQuantization> activations_;  // the integer path's input formats (1 or 2)
     std::vector<int> activationOf_;                         // per weight: its format's index
     int gemvMaxRows_;   // beyond, a GEMM over decoded weight tiles

@@ -81,6 +81,13 @@ public:
     bool usesTiles() const { return integerDot_ && traits_->dotQ8InterleavedAmx && groups_ >= 2; }
 
     int integerUnits() const { return groupUnits() + (out_ - 8 * groups_); }
+    //! The output rows integer-path units [begin, end) compute.
+    Range unitRows(int begin, int end) const
+    {
+        const int units = groupUnits(), rowsPerUnit = 8 * groupsPerUnit();
+        auto row = [&](int u) { return u <= units ? std::min(u * rowsPerUnit, 8 * groups_) : 8 * groups_ + (u - units); };
+        return Range(row(begin), row(end));
+    }
     //! Integer-path units [begin, end) for the activation rows a into y (a.rows x out).
     void computeIntegerUnits(const ActivationRows& a, float* y, int begin, int end) const;
     //! Float-path output rows [begin, end) for `rows` rows of x (stride in) into y (rows x out);

@@ -12,6 +12,9 @@
 #include "../../net_impl.hpp"
 #include "../kv_cache/batch_planner.hpp"
 #include "../kv_cache/paged_kv_cache.hpp"
+#include "lora_adapter.hpp"
+
+#include <memory>
 
 namespace cv {
 namespace dnn {
@@ -51,13 +54,44 @@ public:
     //! Net::Impl::ForwardPlanner: plans the forward of `inputs`; true when the logit rows change.
     bool planForward(const std::vector<Mat>& inputs) CV_OVERRIDE;
 
+    //! The GGUF architecture of the model ("" when it did not come from a GGUF file): an adapter must name it.
+    void setArchitecture(const std::string& architecture) { architecture_ = architecture; }
+    const std::string& architecture() const { return architecture_; }
+
+    // LoRA adapters (lora_adapters.cpp attaches them to the layers). The state owns an adapter's
+    // pairs; the layers point into them until removeAdapter().
+    //! Keeps an adapter and returns its id (0, 1, ... never reused).
+    int addAdapter(std::unique_ptr<LoRAAdapter> adapter);
+    //! Forgets an adapter (after its layers dropped it) and the sequences' uses of it.
+    void removeAdapter(int id);
+    const LoRAAdapter* adapter(int id) const;
+    std::vector<int> adapterIds() const;
+    //! Throws naming `caller` when a set names an adapter that is not loaded.
+    void checkAdapterSet(const AdapterSet& set, const char* caller) const;
+    /** The adapters a sequence's tokens run with from the next forward on (an empty set: none).
+        The set stays with the sequence id until set again or the cache is reset (resetAdapters). */
+    void setSequenceAdapters(int sequenceId, const AdapterSet& set);
+    const AdapterSet& sequenceAdapters(int sequenceId) const;
+    //! Every sequence runs without adapters.
+    void resetSequenceAdapters() { sequenceAdapters_.clear(); planAdapters_.clear(); }
+    /** Per sequence of the planned forward (BatchPlan::sequenceIds): its adapters, or nullptr
+        without. Empty when no sequence of the forward has any. */
+    const std::vector<const AdapterSet*>& planAdapters() const { return planAdapters_; }
+
 private:
+    void planAdapterSets();
+
     Ptr<PagedKVCache> cache_;
     BatchPlanner planner_;
     int tokenWidth_;
     bool allLogits_;
     std::string sourcePath_;
     int plannedRows_ = -1;  // logit rows of the last plan (the Net's shapes were made for them)
+    std::string architecture_;
+    std::map<int, std::unique_ptr<LoRAAdapter>> adapters_;
+    int nextAdapterId_ = 0;
+    std::map<int, AdapterSet> sequenceAdapters_;   // sequences with a non-empty set
+    std::vector<const AdapterSet*> planAdapters_;
 };
 
 }}} // namespace cv::dnn::llm

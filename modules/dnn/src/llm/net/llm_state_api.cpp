@@ -8,6 +8,7 @@
 #include "../../precomp.hpp"
 #include <opencv2/dnn/llm.hpp>
 #include "llm_net_state.hpp"
+#include "lora_adapters.hpp"
 
 namespace cv {
 namespace dnn {
@@ -45,7 +46,9 @@ void setLLMBatch(Net& net, const std::vector<int>& sequenceIds, const std::vecto
 
 void resetLLMState(Net& net)
 {
-    netState(net, "resetLLMState")->cache().clear();
+    Ptr<llm::LLMNetState> state = netState(net, "resetLLMState");
+    state->cache().clear();
+    state->resetSequenceAdapters();
 }
 
 void truncateLLMState(Net& net, int length)
@@ -59,6 +62,17 @@ void truncateLLMState(Net& net, int length)
 int getLLMSequenceLength(Net& net)
 {
     return netState(net, "getLLMSequenceLength")->cache().getSequenceLength(0);
+}
+
+void unloadLLMAdapter(Net& net, int adapterId)
+{
+    llm::detachLoRAAdapter(net, adapterId);
+}
+
+void setLLMSequenceAdapters(Net& net, int sequenceId, const std::vector<int>& adapterIds, const std::vector<float>& scales)
+{
+    netState(net, "setLLMSequenceAdapters")->setSequenceAdapters(
+        sequenceId, llm::normalizeAdapterSet(adapterIds, scales, "setLLMSequenceAdapters"));
 }
 
 CV__DNN_INLINE_NS_END

@@ -11,6 +11,8 @@
 
 #include <opencv2/core.hpp>
 
+#include <string>
+
 namespace cv {
 namespace dnn {
 namespace llm {
@@ -40,6 +42,27 @@ public:
     virtual void attachState(const Ptr<LLMNetState>& state) = 0;
     //! Whether every token's row is kept (then a forward returns all logits).
     virtual bool allLogits() const = 0;
+};
+
+struct LowRankWeight;  // lora_adapter.hpp
+
+/** A layer whose weights LoRA adapters may adapt (the matmul layer): each of its weights names
+    the GGUF tensor it holds rows of. */
+class LoRATarget
+{
+public:
+    virtual ~LoRATarget() {}
+    virtual void attachState(const Ptr<LLMNetState>& state) = 0;
+    virtual int loraWeightCount() const = 0;
+    //! The GGUF tensor weight w holds rows of ("" when it comes from elsewhere), and its first row there.
+    virtual std::string loraTensor(int w) const = 0;
+    virtual int loraTensorRow(int w) const = 0;
+    virtual int loraRows(int w) const = 0;
+    virtual int loraInputs() const = 0;
+    //! Adds adapter `id`'s pair for weight w (the layer keeps the pointer: the state owns it).
+    virtual void addLowRank(int id, int w, const LowRankWeight* pair) = 0;
+    //! Removes adapter `id`'s pairs.
+    virtual void removeLowRank(int id) = 0;
 };
 
 }}} // namespace cv::dnn::llm

@@ -54,8 +54,8 @@ LayerPin phi3Block(GGUFGraphBuilder& g, int i, LayerPin x)
     const std::string up = p + "ffn_up.weight";
     const Mat upGate = g.weight(up, hp.nEmbd, 2 * hp.nFF);
     const int type = (int)g.tensor(up).type;
-    const std::vector<LayerPin> halves = g.projections(p + "ffn_up", {LLMMatMulWeight{type, upGate.rowRange(0, hp.nFF), Mat()},
-                                                                      LLMMatMulWeight{type, upGate.rowRange(hp.nFF, 2 * hp.nFF), Mat()}},
+    const std::vector<LayerPin> halves = g.projections(p + "ffn_up", {LLMMatMulWeight{type, upGate.rowRange(0, hp.nFF), Mat(), up, 0},
+                                                                      LLMMatMulWeight{type, upGate.rowRange(hp.nFF, 2 * hp.nFF), Mat(), up, hp.nFF}},
                                                        hp.nEmbd, h);
     LayerPin m = g.elementwise(p + "ffn_swiglu", "swiglu", halves);
     LayerPin d = g.matmul(p + "ffn_down", hp.nFF, hp.nEmbd, m);

@@ -47,7 +47,7 @@ std::vector<LayerPin> splitQKV(GGUFGraphBuilder& g, const std::string& p, LayerP
     std::vector<LLMMatMulWeight> parts;
     for (int k = 0; k < 3; k++)
         parts.push_back(LLMMatMulWeight{type, rows.rowRange(start[k], start[k + 1]),
-                                        bias.empty() ? Mat() : bias.colRange(start[k], start[k + 1]).clone()});
+                                        bias.empty() ? Mat() : bias.colRange(start[k], start[k + 1]).clone(), w, start[k]});
     return g.projections(p + "attn_qkv", parts, hp.nEmbd, h);
 }
 
@@ -88,7 +88,7 @@ LayerPin stableLMBlock(GGUFGraphBuilder& g, int i, LayerPin x)
     LayerPin a = g.attention(p + "attn", i, qkv);
     // no bias (llama.cpp creates none: an attn_output.bias stays unread, and is refused as unused)
     const std::string wo = p + "attn_output.weight";
-    a = g.projections(p + "attn_output", {LLMMatMulWeight{(int)g.tensor(wo).type, g.weight(wo, hp.nEmbd, hp.nEmbd), Mat()}},
+    a = g.projections(p + "attn_output", {LLMMatMulWeight{(int)g.tensor(wo).type, g.weight(wo, hp.nEmbd, hp.nEmbd), Mat(), wo}},
                       hp.nEmbd, a)[0];
     x = g.residual(p + "attn_residual", a, x);
 
