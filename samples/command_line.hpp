@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 class SampleCommandLine
@@ -135,6 +136,37 @@ public:
             fail("--" + name + " must be " + range.str() + ", got " + s);
         }
         return v;
+    }
+
+    /** The FILE[:SCALE] items of a repeatable key, each value a comma list (LoRA adapters, as
+    llama.cpp's --lora-scaled writes them): the text after an item's last ':' is its scale, a
+    finite number; `defaultScale` without one. */
+    std::vector<std::pair<std::string, float>> getScaledFiles(const std::string& name, float defaultScale = 1.f) const
+    {
+        std::vector<std::pair<std::string, float>> items;
+        for (const std::string& value : getAll(name))
+        {
+            std::stringstream ss(value);
+            for (std::string item; std::getline(ss, item, ',');)
+            {
+                const size_t colon = item.find_last_of(':');
+                const std::string file = item.substr(0, colon);
+                if (file.empty())
+                    fail("--" + name + ": an item without its file in '" + value + "'; write FILE[:SCALE],...");
+                float scale = defaultScale;
+                if (colon != std::string::npos)
+                {
+                    const std::string text = trimmed(item.substr(colon + 1));
+                    char* end = nullptr;
+                    errno = 0;
+                    scale = std::strtof(text.c_str(), &end);
+                    if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(scale))
+                        fail("--" + name + ": invalid scale '" + text + "' of " + file);
+                }
+                items.emplace_back(file, scale);
+            }
+        }
+        return items;
     }
 
     //! The thread count key: -1 (OpenCV's default) or a positive number.

@@ -7,6 +7,7 @@
 //                [--draft-tokens=N (--lookup-ngram=N | --draft-model=FILE [--draft-p-min=P])]
 //                [--mmproj=FILE --image=PATH...]
 //                [--grammar-file=F | --json-schema=TEXT|@FILE | --json]
+//                [--lora=FILE[:SCALE][,FILE[:SCALE]...]]
 //
 // Greedy unless --temperature > 0. With --print-token-ids, the lines `prompt_ids: ...` and
 // `generated_ids: ...` come before the text. --tokenize-only prints `prompt_ids: ...` and
@@ -28,6 +29,8 @@
 // --grammar-file (GBNF, llama.cpp's dialect), --json-schema and --json constrain the completion
 // (GenerationConfig::grammar, jsonSchema, jsonMode). Without --print-token-ids, standard output
 // is the completion alone: `llm_generate ... --json | python3 -m json.tool` works.
+// --lora loads LoRA adapters (GGUF, llama.cpp's --lora / --lora-scaled) and applies each with its
+// SCALE (1 when left out; 0 loads it without applying it), --parallel completions included.
 // Speed goes to stderr; errors go to stderr with a non-zero exit status (2 for the command line).
 
 #include <opencv2/dnn.hpp>
@@ -74,7 +77,8 @@ const char* const keys =
     "{image           |      | image for the prompt's next <__media__> marker (PNG, JPEG, PPM, ...; repeat the key for several) }"
     "{grammar-file    |      | a GBNF grammar file (llama.cpp's dialect) the completion must follow }"
     "{json-schema     |      | a JSON schema (its text, or @FILE) the completion must follow }"
-    "{json            | false| the completion is one JSON value }";
+    "{json            | false| the completion is one JSON value }"
+    "{lora            |      | LoRA adapters, FILE[:SCALE] (scale 1 when left out), comma-separated or the key repeated }";
 
 struct Options
 {
@@ -91,6 +95,7 @@ struct Options
     std::string promptCache;
     std::string mmproj;
     std::vector<std::string> images;
+    std::vector<std::pair<std::string, float>> adapters;  //!< --lora: (file, scale)
     GenerationConfig config;
 };
 
@@ -106,7 +111,7 @@ std::string readTextFile(SampleCommandLine& cl, const std::string& key, const st
 
 Options parseOptions(int argc, char** argv)
 {
-    SampleCommandLine cl(argc, argv, keys, "Text generation with cv::dnn::TextGenerationModel", {"stop", "image"});
+    SampleCommandLine cl(argc, argv, keys, "Text generation with cv::dnn::TextGenerationModel", {"stop", "image", "lora"});
     Options o;
     o.model = cl.getString("model");
     o.prompt = cl.getString("prompt");
@@ -166,7 +171,16 @@ Options parseOptions(int argc, char** argv)
         cl.fail("--prompt-ids is empty");
     if (!o.promptCache.empty() && o.parallel > 0)
         cl.fail("--prompt-cache does not go with --parallel");
+    o.adapters = cl.getScaledFiles("lora");
+    if (!o.adapters.empty() && (o.tokenizeOnly || !o.promptCache.empty()))
+        cl.fail("--lora does not go with --tokenize-only or --prompt-cache (sessions record no adapters)");
     return o;
+}
+
+void loadAdapters(TextGenerationModel& model, const Options& opt)
+{
+    for (const auto& a : opt.adapters)
+        model.loadAdapter(a.first, a.second);
 }
 
 void printDraftCounts(const TextGenerationModel& model, const Options& opt)
@@ -205,6 +219,7 @@ int main(int argc, char** argv)
         {
             // A vision-language model: the prompt's <__media__> markers stand for the images.
             TextGenerationModel vlm(opt.model, opt.mmproj);
+            loadAdapters(vlm, opt);
             std::vector<Mat> images;
             for (const std::string& path : opt.images)
                 images.push_back(readImage(path));
@@ -233,6 +248,7 @@ int main(int argc, char** argv)
         TextGenerationModel model(opt.model, opt.context);
         if (!opt.draftModel.empty())
             model.setDraftModel(opt.draftModel);
+        loadAdapters(model, opt);
         load.stop();
 
         if (opt.parallel > 0)

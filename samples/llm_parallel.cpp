@@ -7,8 +7,15 @@
 // model's own generate path and says whether the token ids are the same (they are with greedy
 // settings, and with sampling too: the seeds are the same).
 //
+// LoRA adapters: --lora=FILE[:SCALE],... loads adapters 0, 1, ... with those default scales (1
+// when left out); --request-lora=SET;SET;... gives request i the adapter set i mod the count:
+// `base` (no adapter), `default` (the adapters' default scales) or a comma list K[:SCALE] of
+// adapter numbers (scale 1 when left out), the others off for that request (llama-server's
+// per-request `lora`). Requests of different sets run in the same batch.
+//
 //   llm_parallel --requests=8 --arrival-ms=50 --shared-prefix="Once upon a time, in a small town, "
 //   llm_parallel --model=FILE --prompts-file=prompts.txt --parallel=8 --compare-alone --print-token-ids
+//   llm_parallel --model=FILE --lora=a.gguf,b.gguf:0.5 --request-lora="base;0;0:0.5,1;default" --compare-alone
 
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
@@ -17,10 +24,14 @@
 #include "command_line.hpp"
 #include "demo_model_path.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,11 +53,68 @@ static const char* keys =
     "{parallel       | 16              | most requests generating at once }"
     "{print-token-ids| false           | print each completion's token ids }"
     "{compare-alone  | false           | run every request alone afterwards and compare the token ids }"
-    "{threads        | -1              | threads (-1: OpenCV's default) }";
+    "{threads        | -1              | threads (-1: OpenCV's default) }"
+    "{lora           |                 | LoRA adapters 0, 1, ...: FILE[:SCALE] (default scale, 1 when left out), comma-separated or the key repeated }"
+    "{request-lora   |                 | adapter sets by request, SET;SET;... in turn: base, default, or K[:SCALE],... (adapter numbers) }";
+
+namespace {
+
+struct AdapterSet
+{
+    std::string text;         //!< as written, for the output
+    bool useDefaults = true;  //!< `default`: GenerationConfig names no adapter
+    std::vector<int> numbers; //!< --lora's adapter numbers (the rest off)
+    std::vector<float> scales;
+};
+
+// --request-lora's sets; `adapters` is the number of --lora files.
+std::vector<AdapterSet> parseAdapterSets(const SampleCommandLine& cl, int adapters)
+{
+    std::vector<AdapterSet> sets;
+    if (!cl.given("request-lora"))
+        return sets;
+    std::stringstream all(cl.getString("request-lora"));
+    for (std::string text; std::getline(all, text, ';');)
+    {
+        AdapterSet set;
+        set.text = text;
+        if (text == "base")
+            set.useDefaults = false;
+        else if (text != "default")
+        {
+            set.useDefaults = false;
+            std::stringstream items(text);
+            for (std::string item; std::getline(items, item, ',');)
+            {
+                const size_t colon = item.find(':');
+                const int k = cl.parseInt("request-lora", item.substr(0, colon), 0, adapters - 1);
+                float scale = 1.f;
+                if (colon != std::string::npos)
+                {
+                    const std::string v = item.substr(colon + 1);
+                    char* end = nullptr;
+                    scale = std::strtof(v.c_str(), &end);
+                    if (v.empty() || *end != '\0' || !std::isfinite(scale))
+                        cl.fail("--request-lora: invalid scale '" + v + "' in '" + text + "'");
+                }
+                if (std::find(set.numbers.begin(), set.numbers.end(), k) != set.numbers.end())
+                    cl.fail("--request-lora: adapter " + std::to_string(k) + " is given twice in '" + text + "'");
+                set.numbers.push_back(k);
+                set.scales.push_back(scale);
+            }
+        }
+        sets.push_back(set);
+    }
+    if (sets.empty())
+        cl.fail("--request-lora is empty");
+    return sets;
+}
+
+} // namespace
 
 int main(int argc, char** argv)
 {
-    SampleCommandLine cl(argc, argv, keys, "Requests over time with cv::dnn::GenerationEngine");
+    SampleCommandLine cl(argc, argv, keys, "Requests over time with cv::dnn::GenerationEngine", {"lora"});
     std::string modelPath = cl.getString("model");
     const std::string promptsFile = cl.getString("prompts-file");
     const std::string prefix = cl.getString("shared-prefix");
@@ -62,6 +130,10 @@ int main(int argc, char** argv)
     config.maxNewTokens = cl.getInt("max-new-tokens", 0);
     if (cl.given("prompt") && cl.given("prompts-file"))
         cl.fail("give either --prompt or --prompts-file");
+    const std::vector<std::pair<std::string, float>> adapterFiles = cl.getScaledFiles("lora");
+    if (cl.given("request-lora") && adapterFiles.empty())
+        cl.fail("--request-lora needs --lora");
+    const std::vector<AdapterSet> adapterSets = parseAdapterSets(cl, (int)adapterFiles.size());
     if (modelPath.empty())
         modelPath = demoModelPath();
     std::vector<std::string> prompts;
@@ -86,6 +158,9 @@ int main(int argc, char** argv)
         if (threads > 0)
             setNumThreads(threads);
         TextGenerationModel model(modelPath);
+        std::vector<int> adapterIds;
+        for (const auto& a : adapterFiles)
+            adapterIds.push_back(model.loadAdapter(a.first, a.second));
         Ptr<GenerationEngine> engine = GenerationEngine::create(model);
         engine->setMaxRunningRequests(parallel);
         Ptr<Tokenizer> tokenizer = model.getTokenizer();
@@ -107,11 +182,26 @@ int main(int argc, char** argv)
             r.promptTokenIds = tokenizer->encode(texts[i]);
             r.config = config;
             r.config.seed = seed + i;
-            r.onFinish = [&, i](const GenerationResult& result) {
+            std::string lora;
+            if (!adapterSets.empty())
+            {
+                const AdapterSet& set = adapterSets[i % adapterSets.size()];
+                lora = "; lora " + set.text;
+                if (!set.useDefaults)
+                {
+                    // Every adapter named, the unlisted ones with scale 0: `base` too is a set.
+                    r.config.adapterIds = adapterIds;
+                    r.config.adapterScales.assign(adapterIds.size(), 0.f);
+                    for (size_t k = 0; k < set.numbers.size(); k++)
+                        r.config.adapterScales[set.numbers[k]] = set.scales[k];
+                }
+            }
+            r.onFinish = [&, i, lora](const GenerationResult& result) {
                 results[i] = result;
                 std::lock_guard<std::mutex> lock(printing);
-                std::cout << format("[%d] (%s; prompt %d tokens, %d cached) ", result.requestId,
-                                    result.finishReason.c_str(), result.promptTokens, result.cachedPromptTokens)
+                std::cout << format("[%d] (%s; prompt %d tokens, %d cached%s) ", result.requestId,
+                                    result.finishReason.c_str(), result.promptTokens, result.cachedPromptTokens,
+                                    lora.c_str())
                           << texts[i] << "|" << result.text << "\n";
                 if (!result.error.empty())
                     std::cout << "    error: " << result.error << "\n";

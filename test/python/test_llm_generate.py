@@ -2,15 +2,20 @@
 import json
 import os
 import pathlib
+import shlex
 import subprocess
+import sys
 
 import pytest
+
+from synthetic_models import ORACLE_DIR, load_oracle, make_model
 
 BIN = pathlib.Path(os.environ.get("LLM_BIN_DIR", pathlib.Path(__file__).resolve().parents[2] / "build" / "bin"))
 
 
-def run(*args):
-    return subprocess.run([str(BIN / "llm_generate"), *args], capture_output=True, text=True, timeout=120)
+def run(*args, env=None):
+    return subprocess.run([str(BIN / "llm_generate"), *args], capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def ids_line(out, name):
@@ -47,6 +52,10 @@ def test_prompt_ids_and_tokenize_only_on_a_vocabulary_file(shared_testdata):
     (["--model=x.gguf", "--prompt=a", "--top-p=1.5"], 2, "--top-p must be in (0, 1], got 1.5"),
     (["--model=x.gguf", "--prompt=a", "--max-new-tokens=12abc"], 2, "--max-new-tokens: invalid number '12abc'"),
     (["--model=x.gguf", "--prompt=a", "--seed=1", "--seed=2"], 2, "--seed is given twice"),
+    (["--model=x.gguf", "--prompt=a", "--lora=a.gguf:x"], 2, "--lora: invalid scale 'x' of a.gguf"),
+    (["--model=x.gguf", "--prompt=a", "--lora=a.gguf,b.gguf:"], 2, "--lora: invalid scale '' of b.gguf"),
+    (["--model=x.gguf", "--prompt=a", "--lora=:0.5"], 2, "--lora: an item without its file"),
+    (["--model=x.gguf", "--prompt=a", "--lora=a.gguf", "--prompt-cache=c"], 2, "--lora does not go with"),
 ])
 def test_errors_go_to_stderr_with_nonzero_status(args, status, message):
     r = run(*args)
@@ -145,3 +154,68 @@ def test_prompt_cache_never_overwrites_a_file_that_is_not_a_session(tmp_path):
     r = run(f"--model={copy}", "--prompt=Once upon a time", "--max-new-tokens=4", f"--prompt-cache={copy}")
     assert r.returncode == 1 and "is not a session file" in r.stderr, r.stderr
     assert copy.read_bytes() == model.read_bytes()
+
+
+# LoRA adapters (issue 42): qwen2's synthetic base and the two adapters of llama.cpp's
+# lora_qwen2_F32_{one,half,two}.nlc.json oracles (test/data/oracle/README.md), made again from
+# their recorded commands (same bytes), on the exact float path as test_lora.py runs them. The
+# base, one, half and two start with four different greedy tokens.
+LORA_PROMPT = "--prompt-ids=1,403,407,261,378"
+EXACT = dict(os.environ, OPENCV_DNN_LLM_INTEGER_DOT="0")
+
+
+def lora_oracle(case):
+    return json.loads((ORACLE_DIR / f"lora_qwen2_F32_{case}.nlc.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def qwen2_adapters(tmp_path_factory):
+    """(base, adapter 1, adapter 2): adapter 1 rank 8 alpha 16, adapter 2 rank 16 alpha 8."""
+    out = tmp_path_factory.mktemp("lora")
+    two = lora_oracle("two")
+    base = make_model(two, out)
+    adapters = []
+    for entry in two["lora"]:
+        args = shlex.split(entry["generator"])
+        args[args.index("--out") + 1] = str(out / entry["file"])
+        args[args.index("--base") + 1] = str(base)
+        subprocess.run([sys.executable] + args[1:] + ["-q"], cwd=ORACLE_DIR.parents[2], check=True)
+        adapters.append(out / entry["file"])
+    return base, adapters[0], adapters[1]
+
+
+@pytest.mark.parametrize("lora,case", [
+    ([], None),
+    (["--lora={a1}"], "one"),
+    (["--lora={a1}:0.5"], "half"),
+    (["--lora={a1},{a2}:0.7"], "two"),
+    (["--lora={a1}:1", "--lora={a2}:0.7"], "two"),  # the key repeated
+    (["--lora={a1}:0"], None),                      # loaded, not applied
+])
+def test_lora_greedy_ids_match_llama_cpp(qwen2_adapters, lora, case):
+    base, a1, a2 = qwen2_adapters
+    expected = lora_oracle(case) if case else load_oracle("qwen2", "F32")
+    r = run(f"--model={base}", LORA_PROMPT, "--max-new-tokens=8", "--print-token-ids", "--threads=1",
+            *[arg.format(a1=a1, a2=a2) for arg in lora], env=EXACT)
+    assert r.returncode == 0, r.stderr
+    assert ids_line(r.stdout, "prompt_ids") == expected["prompt_ids"]
+    assert ids_line(r.stdout, "generated_ids") == expected["greedy_ids"]
+
+
+def test_lora_applies_to_every_parallel_completion(qwen2_adapters):
+    base, a1, _ = qwen2_adapters
+    r = run(f"--model={base}", LORA_PROMPT, "--max-new-tokens=8", "--parallel=3", f"--lora={a1}:0.5", env=EXACT)
+    assert r.returncode == 0, r.stderr
+    for i in range(3):
+        assert ids_line(r.stdout, f"generated_ids[{i}]") == lora_oracle("half")["greedy_ids"], i
+
+
+def test_lora_that_does_not_fit_the_model_is_refused(qwen2_adapters, tmp_path):
+    base, a1, _ = qwen2_adapters
+    llama = tmp_path / "llama.gguf"
+    subprocess.run([sys.executable, str(ORACLE_DIR.parents[2] / "tools" / "gguf" / "make_lora_adapter.py"),
+                    "--base", str(base), "--out", str(llama), "--arch", "llama", "-q"], check=True)
+    for adapter, words in [(llama, ["llama", "qwen2"]), (tmp_path / "missing.gguf", ["missing.gguf"])]:
+        r = run(f"--model={base}", LORA_PROMPT, "--max-new-tokens=2", f"--lora={a1},{adapter}")
+        assert r.returncode == 1 and r.stdout == "", r.stderr
+        assert all(w in r.stderr for w in words), r.stderr

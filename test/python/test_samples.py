@@ -4,6 +4,7 @@ and the tools in build/bin, share one command line (issue 14): --key=value with 
 one name per concept across programs, --help listing the keys, a wrong argument ending with
 status 2 and a message, and every command line of README.md's "Tools and samples" section parses
 and runs as written."""
+import json
 import os
 import pathlib
 import re
@@ -15,6 +16,7 @@ import sys
 import pytest
 
 from conftest import PROJECT_ROOT, SHARED_TESTDATA
+from synthetic_models import ORACLE_DIR, load_oracle, make_model
 
 BIN = pathlib.Path(os.environ.get("LLM_BIN_DIR", PROJECT_ROOT / "build" / "bin"))
 MODEL = SHARED_TESTDATA / "stories260K.gguf"
@@ -30,11 +32,12 @@ KEYS = {
     "llm_generate": ["model", "prompt", "prompt-ids", "max-new-tokens", "threads", "context", "print-token-ids",
                      "tokenize-only", "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "stop",
                      "parallel", "draft-tokens", "lookup-ngram", "draft-model", "draft-p-min", "prompt-cache",
-                     "mmproj", "image", "grammar-file", "json-schema", "json"],
+                     "mmproj", "image", "grammar-file", "json-schema", "json", "lora"],
     "llm_vision_chat": ["model", "mmproj", "image", "prompt", "max-new-tokens", "chat-template", "threads"],
     "llm_chatbot": CHATBOT_KEYS,
     "llm_parallel": ["model", "prompt", "prompts-file", "shared-prefix", "requests", "arrival-ms", "temperature", "seed",
-                     "max-new-tokens", "parallel", "print-token-ids", "compare-alone", "threads"],
+                     "max-new-tokens", "parallel", "print-token-ids", "compare-alone", "threads", "lora",
+                     "request-lora"],
     "llm_bench": ["model", "threads", "prompt-tokens", "gen-tokens", "repetitions", "batch", "depth", "draft-tokens",
                   "lookup-ngram", "draft-model", "draft-p-min", "prompt", "kv-type"],
     "llm_kv_bench": ["model", "threads", "gen-tokens"],
@@ -165,9 +168,12 @@ def readme_commands():
 
 # What the README's placeholders stand for: small counts, stories260K, one thread.
 PLACEHOLDERS = {"FILE": str(MODEL), "TEXT": "Once upon a time", "NAME": "zephyr"}
+# A LoRA adapter of stories260K (tools/gguf/make_lora_adapter.py), made by stories_adapter().
+STORIES_ADAPTER = os.path.join(tempfile.mkdtemp(prefix="llm_lora"), "stories260K_lora.gguf")
 # --prompt-cache writes its file: a fresh folder's, never FILE (the shared model).
 KEY_PLACEHOLDERS = {"--threads": "1", "--context": "256",
                     "--prompt-cache": os.path.join(tempfile.mkdtemp(prefix="llm_prompt_cache"), "prompt.cache"),
+                    "--lora": STORIES_ADAPTER, "--request-lora": "base;0;0:0.5",
                     "--grammar-file": str(PROJECT_ROOT / "samples" / "grammars" / "list.gbnf"),
                     "--json-schema": "@" + str(PROJECT_ROOT / "samples" / "grammars" / "person.schema.json")}
 # The vision models come from the make_vision_models fixture (test/data/oracle/vision/README.md).
@@ -185,6 +191,13 @@ PROGRAM_PLACEHOLDERS = {
     "llm_matmul_bench": {"NAME": "Q4_K", "N": "9", "O": "64", "I": "512", "C": "2"},
     "llm_grammar_bench": {"N": "1"},
 }
+
+
+def stories_adapter():
+    if not os.path.exists(STORIES_ADAPTER):
+        subprocess.run([sys.executable, str(PROJECT_ROOT / "tools" / "gguf" / "make_lora_adapter.py"), "--base",
+                        str(MODEL), "--out", STORIES_ADAPTER, "-q"], check=True)
+    return STORIES_ADAPTER
 
 
 def expand(command):
@@ -220,6 +233,8 @@ def test_readme_shows_every_program():
 
 @pytest.mark.parametrize("command_line", readme_commands())
 def test_readme_command_lines_run_as_written(command_line):
+    if "--lora=" in command_line:
+        stories_adapter()
     program, variants = expand(command_line)
     for args in variants:
         r = run(program, *args, stdin="Hello\n")
@@ -256,6 +271,56 @@ def test_parallel_prints_each_completion():
     lines = r.stdout.splitlines()
     assert [l[:3] for l in lines[:3]] == ["[1]", "[2]", "[3]"] and len(set(lines[:3])) == 3
     assert "requests: 3," in r.stdout and "ids equal to lone runs: 3/3" in r.stdout
+
+
+def test_parallel_runs_requests_of_different_adapters_in_one_batch(tmp_path):
+    """LoRA adapters per request (issue 42): qwen2's synthetic base with the two adapters of
+    llama.cpp's lora_qwen2_F32_* oracles; five requests of the same prompt submitted at once with
+    the sets base, adapter 0, adapter 0 at 0.5, both (1 and 0.7) and the defaults (both, as
+    loaded): each completion is llama.cpp's greedy ids for its set and equal to its lone run."""
+    oracle = lambda case: json.loads((ORACLE_DIR / f"lora_qwen2_F32_{case}.nlc.json").read_text())
+    two = oracle("two")
+    base = make_model(two, tmp_path)
+    adapters = []
+    for entry in two["lora"]:
+        args = shlex.split(entry["generator"])
+        args[args.index("--out") + 1] = str(tmp_path / entry["file"])
+        args[args.index("--base") + 1] = str(base)
+        subprocess.run([sys.executable] + args[1:] + ["-q"], cwd=PROJECT_ROOT, check=True)
+        adapters.append(str(tmp_path / entry["file"]))
+    env = dict(os.environ, OPENCV_DNN_LLM_INTEGER_DOT="0")  # the exact float path, as the oracles' tests
+    r = subprocess.run(command("llm_parallel") + [
+        f"--model={base}", "--prompt=Once upon a time", "--shared-prefix=", "--requests=5", "--arrival-ms=0",
+        "--max-new-tokens=8", "--parallel=5", "--print-token-ids", "--compare-alone", "--threads=1",
+        f"--lora={adapters[0]},{adapters[1]}:0.7", "--request-lora=base;0;0:0.5;0,1:0.7;default"],
+        capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    ids = {}
+    for i, line in enumerate(lines):
+        m = re.match(r"\[(\d+)\] \(length; prompt 5 tokens, \d+ cached; lora ([^)]*)\)", line)
+        if m:
+            assert lines[i + 1].startswith("    ids:"), lines[i + 1]
+            ids[m.group(2)] = [int(t) for t in lines[i + 1].split(":")[1].split()]
+    expected = {"base": load_oracle("qwen2", "F32"), "0": oracle("one"), "0:0.5": oracle("half"),
+                "0,1:0.7": two, "default": two}
+    assert set(ids) == set(expected), r.stdout
+    for name, ref in expected.items():
+        assert ids[name] == ref["greedy_ids"], name
+    assert "ids equal to lone runs: 5/5" in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--request-lora=0"], "--request-lora needs --lora"),
+    (["--lora=a.gguf", "--request-lora=1"], "--request-lora must be in [0, 0], got 1"),
+    (["--lora=a.gguf", "--request-lora=base;0:x"], "--request-lora: invalid scale 'x' in '0:x'"),
+    (["--lora=a.gguf", "--request-lora=0,0"], "adapter 0 is given twice"),
+    (["--lora=a.gguf:"], "--lora: invalid scale '' of a.gguf"),
+])
+def test_parallel_adapter_options_are_checked(args, message):
+    r = run("llm_parallel", *args)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert message in r.stderr
 
 
 @pytest.mark.parametrize("program", ["llm_hello", "llm_hello.py"])
