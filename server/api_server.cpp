@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <iostream>
@@ -55,7 +56,7 @@ void sendError(httplib::Response& res, const ApiError& e)
 // The paths we serve: metrics count them by name (anything else is "other", so that a client
 // cannot grow the label set), and a wrong method on one of them is 405, not 404.
 const char* const kPaths[] = {"/", "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                              "/tokenize", "/detokenize"};
+                              "/tokenize", "/detokenize", "/lora-adapters"};
 
 std::string tooLargeMessage(const httplib::Request& req)
 {
@@ -169,6 +170,20 @@ void ApiServer::loadModel()
     load.mmprojPath = options_.mmprojPath;
     load.maxParallelSequences = options_.parallel;
     model_ = cv::dnn::TextGenerationModel(options_.modelPath, load);
+    for (const auto& a : options_.adapters)
+    {
+        const float scale = options_.adaptersWithoutApply ? 0.f : a.second;
+        try
+        {
+            limits_.adapterIds.push_back(model_.loadAdapter(a.first, scale));
+        }
+        catch (const cv::Exception& e)
+        {
+            throw std::runtime_error("LoRA adapter " + a.first + ": " + e.err);
+        }
+        std::cerr << "llm_server: LoRA adapter " << limits_.adapterIds.back() << ": " << a.first << " (scale " << scale
+                  << ")" << std::endl;
+    }
     if (!options_.chatTemplate.empty())
     {
         if (cv::utils::fs::exists(options_.chatTemplate))
@@ -357,6 +372,50 @@ void ApiServer::routes()
            [this](const httplib::Request& req, httplib::Response& res) { handleGeneration(req, res, false); });
     s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { handleTokenize(req, res); });
     s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { handleDetokenize(req, res); });
+    s.Get("/lora-adapters", [this](const httplib::Request&, httplib::Response& res) { handleGetAdapters(res); });
+    s.Post("/lora-adapters", [this](const httplib::Request& req, httplib::Response& res) { handleSetAdapters(req, res); });
+}
+
+// llama-server's list: [{"id", "path", "scale"}, ...], scale the default of requests without `lora`.
+void ApiServer::handleGetAdapters(httplib::Response& res) const
+{
+    if (!ready_)
+        throw ApiError(503, "loading model");
+    json list = json::array();
+    for (const cv::dnn::LoRAAdapterInfo& a : model_.getAdapters())
+    {
+        // The shortest decimal that reads back as the float: 0.7, not 0.699999988079071.
+        double scale = a.scale;
+        for (int digits = 6; digits <= 9; digits++)
+        {
+            scale = std::strtod(cv::format("%.*g", digits, a.scale).c_str(), nullptr);
+            if ((float)scale == a.scale)
+                break;
+        }
+        list.push_back({{"id", a.id}, {"path", a.path}, {"scale", scale}});
+    }
+    res.set_content(dumpJson(list), "application/json");
+}
+
+// As llama-server: the listed adapters get these default scales, the others 0. Requests
+// admitted from now on use them (running ones keep theirs).
+void ApiServer::handleSetAdapters(const httplib::Request& req, httplib::Response& res)
+{
+    if (!ready_)
+        throw ApiError(503, "loading model");
+    const std::vector<std::pair<int, float>> scales = parseLoraList(req.body, limits_);
+    {
+        std::lock_guard<std::mutex> lock(adaptersMutex_);
+        for (int id : limits_.adapterIds)
+        {
+            float scale = 0.f;
+            for (const auto& s : scales)
+                if (s.first == id)
+                    scale = s.second;
+            model_.setAdapterScale(id, scale);
+        }
+    }
+    res.set_content(dumpJson({{"success", true}}), "application/json");
 }
 
 void ApiServer::handleModels(httplib::Response& res) const

@@ -21,6 +21,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace httplib {
 class DataSink;
@@ -47,6 +49,8 @@ struct ServerOptions
     size_t maxBodyBytes = 16u << 20;
     int timeoutSeconds = 30;            //!< socket reads and writes
     int shutdownSeconds = 10;           //!< what runs gets this long after SIGTERM
+    std::vector<std::pair<std::string, float>> adapters;  //!< LoRA adapters (file, default scale); ids 0, 1, ...
+    bool adaptersWithoutApply = false;  //!< --lora-init-without-apply: every default scale 0
 };
 
 class ApiServer
@@ -77,6 +81,8 @@ private:
     void handleDetokenize(const httplib::Request& req, httplib::Response& res);
     void handleMetrics(httplib::Response& res);
     void handleModels(httplib::Response& res) const;
+    void handleGetAdapters(httplib::Response& res) const;
+    void handleSetAdapters(const httplib::Request& req, httplib::Response& res);
     std::string tokenText(int id) const;
     void countResponse(const std::string& path, int status);
     void cancelAll(const std::vector<int>& ids);
@@ -103,6 +109,7 @@ private:
     std::set<int> finishedEarly_;        //!< ids whose onFinish came before submit() returned
     std::mutex countsMutex_;
     std::map<std::pair<std::string, int>, double> responses_;  //!< (path, status) -> count
+    std::mutex adaptersMutex_;           //!< POST /lora-adapters sets all scales at once
 };
 
 } // namespace llm_server

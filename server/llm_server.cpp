@@ -12,9 +12,11 @@
 
 #include <opencv2/core.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <pthread.h>
 
 static const char* keys =
@@ -34,11 +36,15 @@ static const char* keys =
     "{max-queue      | 64        | requests waiting beyond the running ones; more get 503 with Retry-After }"
     "{max-body       | 16777216  | largest request body in bytes (more: 413) }"
     "{timeout        | 30        | seconds a client may take to send or receive (slow clients are cut) }"
-    "{shutdown-timeout | 10      | seconds running requests get to finish after SIGINT / SIGTERM }";
+    "{shutdown-timeout | 10      | seconds running requests get to finish after SIGINT / SIGTERM }"
+    "{lora           |           | LoRA adapter files (comma-separated or the key repeated), scale 1 }"
+    "{lora-scaled    |           | LoRA adapters with their scales, FILE:SCALE (comma-separated or the key repeated) }"
+    "{lora-init-without-apply | false | load the adapters with scale 0 (set later by POST /lora-adapters or per request) }";
 
 int main(int argc, char** argv)
 {
-    SampleCommandLine cl(argc, argv, keys, "An OpenAI-compatible HTTP server on cv::dnn::GenerationEngine");
+    SampleCommandLine cl(argc, argv, keys, "An OpenAI-compatible HTTP server on cv::dnn::GenerationEngine",
+                         {"lora", "lora-scaled"});
     llm_server::ServerOptions o;
     o.modelPath = cl.given("model") ? cl.getString("model") : demoModelPath();
     o.mmprojPath = cl.getString("mmproj");
@@ -61,6 +67,24 @@ int main(int argc, char** argv)
         if (!f || !std::getline(f, o.apiKey) || o.apiKey.empty())
             cl.fail("cannot read a key from --api-key-file=" + cl.getString("api-key-file"));
     }
+    // Adapter ids: the --lora files in order, then the --lora-scaled ones.
+    for (const std::string& value : cl.getAll("lora"))
+    {
+        std::stringstream files(value);
+        for (std::string f; std::getline(files, f, ',');)
+        {
+            if (f.empty())
+                cl.fail("--lora: an empty file name in '" + value + "'");
+            o.adapters.emplace_back(f, 1.f);
+        }
+    }
+    for (const auto& a : cl.getScaledFiles("lora-scaled", NAN))
+    {
+        if (std::isnan(a.second))
+            cl.fail("--lora-scaled: " + a.first + " has no scale; write FILE:SCALE");
+        o.adapters.push_back(a);
+    }
+    o.adaptersWithoutApply = cl.getFlag("lora-init-without-apply");
     const std::string file = o.modelPath.substr(o.modelPath.find_last_of('/') + 1);
     o.alias = cl.given("alias") ? cl.getString("alias") : file.substr(0, file.find_last_of('.'));
     const int threads = cl.getThreads();

@@ -63,18 +63,22 @@ void checkDepth(const std::string& body)
     }
 }
 
-json parseObject(const std::string& body)
+json parseJson(const std::string& body)
 {
     checkDepth(body);
-    json j;
     try
     {
-        j = json::parse(body);
+        return json::parse(body);
     }
     catch (const json::exception& e)  // parse_error, and out_of_range for a number like 1e99999
     {
         throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
     }
+}
+
+json parseObject(const std::string& body)
+{
+    json j = parseJson(body);
     if (!j.is_object())
         throw ApiError(400, "the body must be a JSON object");
     return j;
@@ -136,6 +140,42 @@ std::string text(const json& j, const char* name)
     return v->get<std::string>();
 }
 
+// [{"id", "scale"}, ...]: both required (llama-server's README says so; its parser takes a missing
+// scale for 0 and ignores an unknown id, which would hide a client's mistake). `what` names the
+// list in messages, `param` in the error's param field.
+std::vector<std::pair<int, float>> loraList(const json& list, const RequestLimits& limits, const std::string& what,
+                                            const std::string& param)
+{
+    const std::string shape = "{\"id\": N, \"scale\": S}";
+    if (!list.is_array())
+        throw ApiError(400, what + " must be a list of " + shape + " objects", param);
+    std::vector<std::pair<int, float>> out;
+    for (const json& entry : list)
+    {
+        if (!entry.is_object())
+            throw ApiError(400, "each entry of " + what + " must be an object " + shape, param);
+        const json* id = field(entry, "id");
+        const json* scale = field(entry, "scale");
+        if (!id || !(id->is_number_integer() || id->is_number_unsigned()))
+            throw ApiError(400, "each entry of " + what + " needs an integer id: " + shape, param);
+        if (!scale || !scale->is_number())
+            throw ApiError(400, "each entry of " + what + " needs a number scale: " + shape, param);
+        const bool small = !id->is_number_unsigned() || id->get<unsigned long long>() <= (unsigned long long)INT32_MAX;
+        const long long n = small ? id->get<long long>() : -1;
+        if (!small || std::find(limits.adapterIds.begin(), limits.adapterIds.end(), n) == limits.adapterIds.end())
+            throw ApiError(400, "no LoRA adapter has id " + id->dump() + " (" + std::to_string(limits.adapterIds.size()) +
+                                    " loaded; GET /lora-adapters lists them)", param);
+        const float s = (float)scale->get<double>();
+        if (!std::isfinite(s))
+            throw ApiError(400, "the scale of LoRA adapter " + id->dump() + " must be a finite number", param);
+        for (const auto& seen : out)
+            if (seen.first == (int)n)
+                throw ApiError(400, "LoRA adapter " + id->dump() + " is given twice in " + what, param);
+        out.emplace_back((int)n, s);
+    }
+    return out;
+}
+
 std::vector<std::string> stopStrings(const json& j)
 {
     const json* v = field(j, "stop");
@@ -160,7 +200,7 @@ std::vector<std::string> stopStrings(const json& j)
 }
 
 // The fields both endpoints share: sampling, stops, length, choices, streaming.
-void readCommonFields(const json& j, ParsedRequest& p)
+void readCommonFields(const json& j, const RequestLimits& limits, ParsedRequest& p)
 {
     cv::dnn::GenerationConfig& c = p.request.config;
     p.model = text(j, "model");
@@ -197,6 +237,16 @@ void readCommonFields(const json& j, ParsedRequest& p)
     c.ignoreEndOfGeneration = boolean(j, "ignore_eos", false);
     c.grammar = text(j, "grammar");
     p.n = (int)integer(j, "n", 1, kMaxChoices, 1);
+    // llama-server's per-request adapters: those listed with their scales, the others off; an
+    // empty list (or none) leaves the defaults (POST /lora-adapters).
+    c.adapterIds.clear();
+    c.adapterScales.clear();
+    if (const json* lora = field(j, "lora"))
+        for (const auto& a : loraList(*lora, limits, "lora", "lora"))
+        {
+            c.adapterIds.push_back(a.first);
+            c.adapterScales.push_back(a.second);
+        }
 }
 
 void readLogprobs(const json& j, ParsedRequest& p)
@@ -481,7 +531,7 @@ ParsedRequest parseChatRequest(const std::string& body, const RequestLimits& lim
     const json j = parseObject(body);
     ParsedRequest p;
     p.chat = true;
-    readCommonFields(j, p);
+    readCommonFields(j, limits, p);
     readLogprobs(j, p);
     readResponseFormat(j, p);
     readTools(j, p);
@@ -498,7 +548,7 @@ ParsedRequest parseCompletionRequest(const std::string& body, const RequestLimit
 {
     const json j = parseObject(body);
     ParsedRequest p;
-    readCommonFields(j, p);
+    readCommonFields(j, limits, p);
     readLogprobs(j, p);
     p.echo = boolean(j, "echo", false);
     const json* prompt = field(j, "prompt");
@@ -543,6 +593,12 @@ std::vector<cv::dnn::GenerationRequest> ParsedRequest::choiceRequests() const
             out.push_back(r);
         }
     return out;
+}
+
+std::vector<std::pair<int, float>> parseLoraList(const std::string& body, const RequestLimits& limits)
+{
+    const json j = parseJson(body);
+    return loraList(j, limits, "the body", "");
 }
 
 TokenizeRequest parseTokenizeRequest(const std::string& body)

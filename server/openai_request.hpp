@@ -13,6 +13,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llm_server {
@@ -43,6 +44,7 @@ struct RequestLimits
     int vocabSize = 0;           //!< token ids must be below it
     int maxImages = 16;          //!< per request
     bool templateKnowsToolRole = true;  //!< false: "tool" messages are given to the template as "user" ones
+    std::vector<int> adapterIds; //!< the loaded LoRA adapters (ids a `lora` list may name)
 };
 
 struct ParsedRequest
@@ -99,6 +101,11 @@ struct TokenizeRequest
 };
 TokenizeRequest parseTokenizeRequest(const std::string& body);
 std::vector<int> parseDetokenizeRequest(const std::string& body, int vocabSize);
+
+/** Reads a llama-server LoRA list, [{"id": N, "scale": S}, ...] (POST /lora-adapters' body and the
+`lora` field of a generation request): every id one of limits.adapterIds, at most once, and a
+finite scale. Returns (id, scale) pairs in the list's order. */
+std::vector<std::pair<int, float>> parseLoraList(const std::string& body, const RequestLimits& limits);
 
 //! Nesting deeper than this is refused before parsing (a bound on the parser's and the
 //! destructor's recursion, whatever the body).

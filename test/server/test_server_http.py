@@ -1,12 +1,16 @@
 """llm_server over raw HTTP: OpenAI's error shape for every kind of bad request, hostile input
 (truncated / huge / deeply nested JSON, invalid UTF-8, absurd numbers, slow clients, clients
-that vanish mid-stream), curl's view of the SSE framing, the API key, /health, /metrics and a
-graceful SIGTERM. Each case checks that the server keeps serving others afterwards.
+that vanish mid-stream), curl's view of the SSE framing, the API key, /health, /metrics, a
+graceful SIGTERM, and LoRA adapters (/lora-adapters, per-request lists, against llama.cpp's
+outputs). Each case checks that the server keeps serving others afterwards.
 
 Run by ctest (server_http) with LLM_SERVER and LLM_DEMO_MODEL set."""
+import concurrent.futures
 import http.client
 import json
 import os
+import pathlib
+import shlex
 import socket
 import subprocess
 import sys
@@ -15,9 +19,10 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_process import LlmServer, get, metric_value, post_json, request  # noqa: E402
+from server_process import LlmServer, ServerError, get, metric_value, post_json, request  # noqa: E402
 
 CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
 
 
 @pytest.fixture(scope="module")
@@ -353,3 +358,182 @@ def test_a_list_of_prompts_gets_a_choice_set_each(server):
     assert texts == [q + a["choices"][0]["text"] for q, a in zip(prompts, alone) for _ in range(2)]
     assert both["usage"]["prompt_tokens"] == sum(a["usage"]["prompt_tokens"] for a in alone)
     assert both["usage"]["completion_tokens"] == 4 * 8
+
+
+# LoRA adapters (issue 42), as llama-server has them: --lora / --lora-scaled /
+# --lora-init-without-apply, GET / POST /lora-adapters, a request's "lora" list. The model is qwen2's
+# synthetic base with the two adapters of llama.cpp's lora_qwen2_F32_* oracles (test/data/oracle,
+# made again from their recorded commands: same bytes), on the exact float path as test_lora.py
+# runs them; the base, one (adapter 0), half (adapter 0 at 0.5) and two (adapter 0 and adapter 1
+# at 0.7) start with four different greedy tokens.
+ORACLE_DIR = pathlib.Path(__file__).resolve().parents[1] / "data" / "oracle"
+LORA_PROMPT = [1, 403, 407, 261, 378]
+EXACT = dict(os.environ, OPENCV_DNN_LLM_INTEGER_DOT="0")
+
+
+def lora_oracle(name):
+    return json.loads((ORACLE_DIR / name).read_text())
+
+
+def run_generator(command, replace):
+    """A recorded `python3 tools/gguf/...` command with its --out / --base paths replaced."""
+    args = shlex.split(command)
+    for key, value in replace.items():
+        args[args.index(key) + 1] = str(value)
+    subprocess.run([sys.executable] + args[1:] + ["-q"], cwd=ORACLE_DIR.parents[2], check=True)
+
+
+@pytest.fixture(scope="module")
+def lora_files(tmp_path_factory):
+    """(base, adapter 0, adapter 1) and the greedy ids of each set."""
+    out = tmp_path_factory.mktemp("lora")
+    two = lora_oracle("lora_qwen2_F32_two.nlc.json")
+    base = out / two["model_file"]
+    run_generator(two["generator"], {"--out": base})
+    adapters = []
+    for entry in two["lora"]:
+        adapters.append(out / entry["file"])
+        run_generator(entry["generator"], {"--out": adapters[-1], "--base": base})
+    greedy = {case: lora_oracle(f"lora_qwen2_F32_{case}.nlc.json")["greedy_ids"] for case in ("one", "half", "two")}
+    greedy["base"] = lora_oracle("synthetic_qwen2_F32.nlc.json")["greedy_ids"]
+    return base, adapters, greedy
+
+
+@pytest.fixture(scope="module")
+def lora_server(lora_files):
+    base, (a0, a1), _ = lora_files
+    with LlmServer([f"--model={base}", "--parallel=4", f"--lora={a0}", f"--lora-scaled={a1}:0.7"], env=EXACT) as s:
+        yield s
+
+
+def complete(server, path=COMPLETIONS, **fields):
+    body = {"max_tokens": 8, "temperature": 0, **fields}
+    if path == COMPLETIONS:
+        body.setdefault("prompt", LORA_PROMPT)
+    else:
+        body.setdefault("messages", [{"role": "user", "content": "Once upon a time"}])
+    status, _, reply = post_json(server.base_url, path, body)
+    assert status == 200, reply
+    choice = reply["choices"][0]
+    return choice["text"] if path == COMPLETIONS else choice["message"]["content"]
+
+
+def llama_cpp_text(server, ids):
+    return post_json(server.base_url, "/detokenize", {"tokens": ids})[2]["content"]
+
+
+def set_defaults(server, scales):
+    status, _, reply = post_json(server.base_url, "/lora-adapters", [{"id": i, "scale": s} for i, s in scales])
+    assert status == 200 and reply == {"success": True}, reply
+
+
+# A request's "lora" list -> the oracle case it gives (adapters not listed: off).
+PER_REQUEST = [
+    (None, "two"),                                          # no field: the defaults (1 and 0.7 as started)
+    ([], "two"),                                            # an empty list: the defaults too
+    ([{"id": 0, "scale": 1}], "one"),
+    ([{"id": 0, "scale": 0.5}], "half"),
+    ([{"id": 0, "scale": 0.5}, {"id": 1, "scale": 0}], "half"),
+    ([{"id": 1, "scale": 0.7}, {"id": 0, "scale": 1.0}], "two"),
+    ([{"id": 0, "scale": 0}], "base"),
+]
+
+
+def test_per_request_lora_gives_llama_cpps_completion(lora_server, lora_files):
+    greedy = lora_files[2]
+    texts = {case: llama_cpp_text(lora_server, ids) for case, ids in greedy.items()}
+    assert len(set(texts.values())) == 4
+    for lora, case in PER_REQUEST:
+        fields = {} if lora is None else {"lora": lora}
+        assert complete(lora_server, **fields) == texts[case], (lora, case)
+
+
+def test_lora_adapters_get_and_post_round_trip(lora_server, lora_files):
+    base, (a0, a1), greedy = lora_files
+    status, _, listed = get(lora_server.base_url, "/lora-adapters")
+    assert status == 200, listed
+    assert json.loads(listed) == [{"id": 0, "path": str(a0), "scale": 1.0}, {"id": 1, "path": str(a1), "scale": 0.7}]
+    try:
+        # As llama-server: the adapters a POST leaves out get scale 0.
+        set_defaults(lora_server, [(0, 0.5)])
+        assert json.loads(get(lora_server.base_url, "/lora-adapters")[2]) == [
+            {"id": 0, "path": str(a0), "scale": 0.5}, {"id": 1, "path": str(a1), "scale": 0.0}]
+        assert complete(lora_server) == llama_cpp_text(lora_server, greedy["half"])
+        set_defaults(lora_server, [])
+        assert [a["scale"] for a in json.loads(get(lora_server.base_url, "/lora-adapters")[2])] == [0.0, 0.0]
+        assert complete(lora_server) == llama_cpp_text(lora_server, greedy["base"])
+        # The defaults a POST sets and the same set named per request give the same completion,
+        # on both endpoints (the chat one has no oracle: the two ways must agree).
+        for scales in ([(0, 1.0)], [(0, 1.0), (1, 0.7)], [(1, 0.7)]):
+            lora = [{"id": i, "scale": s} for i, s in scales]
+            per_request = [complete(lora_server, lora=lora), complete(lora_server, CHAT, lora=lora)]
+            set_defaults(lora_server, scales)
+            assert [complete(lora_server), complete(lora_server, CHAT)] == per_request, scales
+            set_defaults(lora_server, [])
+    finally:
+        set_defaults(lora_server, [(0, 1.0), (1, 0.7)])
+
+
+def test_requests_of_different_adapters_run_together(lora_server, lora_files):
+    """--parallel=4: four requests of four adapter sets sent at once run in the same batches; each
+    gets the completion of its set."""
+    greedy = lora_files[2]
+    sets = {"base": [{"id": 0, "scale": 0}], "one": [{"id": 0, "scale": 1}], "half": [{"id": 0, "scale": 0.5}],
+            "two": [{"id": 0, "scale": 1}, {"id": 1, "scale": 0.7}]}
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        futures = {(case, k): pool.submit(complete, lora_server, lora=lora, max_tokens=8)
+                   for k in range(2) for case, lora in sets.items()}
+        for (case, _), f in futures.items():
+            assert f.result() == llama_cpp_text(lora_server, greedy[case]), case
+
+
+@pytest.mark.parametrize("lora, words", [
+    ([{"id": 2, "scale": 1}], "no LoRA adapter has id 2 (2 loaded"),
+    ([{"id": -1, "scale": 1}], "no LoRA adapter has id -1"),
+    ([{"id": 2 ** 63, "scale": 1}], "no LoRA adapter has id 9223372036854775808"),
+    ([{"id": 2 ** 32, "scale": 1}], "no LoRA adapter has id 4294967296"),
+    ([{"id": "0", "scale": 1}], "integer id"),
+    ([{"id": 0.5, "scale": 1}], "integer id"),
+    ([{"id": 0}], "number scale"),
+    ([{"id": 0, "scale": "1"}], "number scale"),
+    ([{"id": 0, "scale": 1e300}], "finite"),
+    ([{"id": 0, "scale": 1}, {"id": 0, "scale": 0.5}], "given twice"),
+    ([0], "must be an object"),
+    ({"id": 0, "scale": 1}, "must be a list"),
+    ("0", "must be a list"),
+])
+def test_bad_lora_lists_are_400(lora_server, lora, words):
+    for path in (COMPLETIONS, CHAT):
+        body = {"max_tokens": 4, "lora": lora, **({"prompt": LORA_PROMPT} if path == COMPLETIONS else
+                                                  {"messages": [{"role": "user", "content": "Hi"}]})}
+        e = error_of(post_json(lora_server.base_url, path, body), 400)
+        assert e["type"] == "invalid_request_error" and e["param"] == "lora", e
+        assert words in e["message"], e
+    before = get(lora_server.base_url, "/lora-adapters")[2]
+    e = error_of(post_json(lora_server.base_url, "/lora-adapters", lora), 400)  # the same list as the body
+    assert words in e["message"], e
+    assert get(lora_server.base_url, "/lora-adapters")[2] == before  # nothing changed
+
+
+def test_lora_init_without_apply_and_a_server_without_adapters(lora_files, server):
+    base, (a0, a1), greedy = lora_files
+    with LlmServer([f"--model={base}", f"--lora={a0},{a1}", "--lora-init-without-apply"], env=EXACT) as s:
+        assert [a["scale"] for a in json.loads(get(s.base_url, "/lora-adapters")[2])] == [0.0, 0.0]
+        assert complete(s) == llama_cpp_text(s, greedy["base"])
+        assert complete(s, lora=[{"id": 0, "scale": 1}]) == llama_cpp_text(s, greedy["one"])
+    assert json.loads(get(server.base_url, "/lora-adapters")[2]) == []
+    e = error_of(post_json(server.base_url, COMPLETIONS, {"prompt": "Hi", "lora": [{"id": 0, "scale": 1}]}), 400)
+    assert "0 loaded" in e["message"], e
+    assert complete(server, prompt="Hi", lora=[]) == complete(server, prompt="Hi")
+
+
+def test_an_adapter_that_does_not_fit_stops_the_server_with_a_message(lora_files, tmp_path):
+    base, (a0, _), _ = lora_files
+    other = tmp_path / "llama_arch.gguf"
+    subprocess.run([sys.executable, str(ORACLE_DIR.parents[2] / "tools" / "gguf" / "make_lora_adapter.py"), "--base",
+                    str(base), "--out", str(other), "--arch", "llama", "-q"], check=True)
+    for args, words in [([f"--lora={a0},{other}"], ["LoRA adapter " + str(other), "llama"]),
+                        ([f"--lora-scaled={a0}"], ["--lora-scaled", "FILE:SCALE"])]:
+        with pytest.raises(ServerError) as e:
+            LlmServer([f"--model={base}"] + args, start_timeout=60)
+        assert all(w in str(e.value) for w in words), str(e.value)

@@ -8,7 +8,8 @@
 // leak, a timeout, another exception) is a bug.
 //
 // Input layout: byte 0 chooses the reader (0 chat, 1 completions, 2 tokenize, 3 detokenize,
-// 4 a reply with tool calls, in the Hermes form when bit 3 is clear); the rest is the body.
+// 4 a reply with tool calls, in the Hermes form when bit 3 is clear, or with bit 6 set a
+// POST /lora-adapters body); the rest is the body. LoRA adapters 0 and 1 are loaded.
 
 #include "../../server/openai_request.hpp"
 #include "../../server/tool_calls.hpp"
@@ -25,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     RequestLimits limits;
     limits.hasProjector = (data[0] & 0x10) != 0;
     limits.vocabSize = 32000;
+    limits.adapterIds = {0, 1};
     try
     {
         switch (data[0] % 5)
@@ -47,6 +49,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
             break;
         default:
         {
+            if (data[0] & 0x40)
+            {
+                parseLoraList(body, limits);
+                break;
+            }
             const ToolCallFormat format = (data[0] & 0x08) ? ToolCallFormat::Llama3 : ToolCallFormat::Hermes;
             parseToolCalls(body, format, (data[0] & 0x20) != 0);
             break;
