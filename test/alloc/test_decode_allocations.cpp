@@ -28,11 +28,20 @@ struct Decoder
     std::vector<int> sequences, next;
 
     // `count` sequences decoded together (one token each per step: a batched serving loop).
-    explicit Decoder(const std::string& model, int count = 1)
+    // With adapters, sequence s runs with adapter s % (adapters + 1) (the last: none).
+    explicit Decoder(const std::string& model, int count = 1, const std::vector<std::string>& adapters = {})
         : net(readNet(model)), input(1, count, CV_32F), next(count, 0)
     {
+        std::vector<int> ids;
+        for (const std::string& a : adapters)
+            ids.push_back(loadLLMAdapter(net, a));
         for (int s = 0; s < count; s++)
+        {
             sequences.push_back(s);
+            const int k = s % ((int)ids.size() + 1);
+            if (k < (int)ids.size())
+                setLLMSequenceAdapters(net, s, std::vector<int>{ids[k]}, std::vector<float>{0.5f + k});
+        }
     }
 
     // Each sequence gets the prompt (shifted by its index: different contexts), in one forward each.
@@ -151,11 +160,11 @@ double allocationsPerStep(Decoder& d, int steps, void (*alsoInStep)() = nullptr)
 // `sequences` decoded together; `promptTokens` of context before the counted steps (past 256:
 // attention splits each token's keys into chunks and merges partials).
 void expectDecodeStepAllocatesNothing(const std::string& model, int threads, int steps, int sequences = 1,
-                                      int promptTokens = 5)
+                                      int promptTokens = 5, const std::vector<std::string>& adapters = {})
 {
     const int previous = getNumThreads();
     setNumThreads(threads);
-    Decoder d(model, sequences);
+    Decoder d(model, sequences, adapters);
     const int kinds = (int)(sizeof(kDeliberateAllocations) / sizeof(kDeliberateAllocations[0]));
     std::vector<int> prompt = {1, 403, 407, 261, 378};
     for (int i = (int)prompt.size(); i < promptTokens; i++)
@@ -202,6 +211,14 @@ TEST_P(DecodeAllocations, batchedDecodeStepAllocatesNothing)
 TEST(DecodeAllocationsDeepContext, stepAfterSeveralAttentionChunksAllocatesNothing)
 {
     expectDecodeStepAllocatesNothing(llm_test::sharedTestData("stories260K.gguf"), 2, 12, 1, 300);
+}
+
+// Nor does a batch whose sequences run with different LoRA adapters (two, and none).
+TEST(DecodeAllocationsLoRA, batchMixingAdaptersAllocatesNothing)
+{
+    expectDecodeStepAllocatesNothing(llm_test::testModel("synthetic/synthetic_llama_Q4_0.gguf"), 2, 12, 6, 5,
+                                     {llm_test::testModel("synthetic/synthetic_llama_Q4_0_lora_r8.gguf"),
+                                      llm_test::testModel("synthetic/synthetic_llama_Q4_0_lora_r16.gguf")});
 }
 
 INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(

@@ -63,6 +63,13 @@ def main():
     if not os.path.exists(other):
         run_generator("python3 tools/gguf/make_synthetic_model.py --arch llama --type Q8_0 --shape tiny "
                       "--seed 28 --out x", other)
+    # Two LoRA adapters of the llama Q4_0 model (test_decode_allocations.cpp: a batch mixing them).
+    for seed, rank in ((1, 8), (2, 16)):
+        adapter = os.path.join(out_dir, f"synthetic_llama_Q4_0_lora_r{rank}.gguf")
+        if not os.path.exists(adapter):
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gguf", "make_lora_adapter.py"), "--base",
+                            os.path.join(out_dir, "synthetic_llama_Q4_0.gguf"), "--out", adapter, "--rank", str(rank),
+                            "--seed", str(seed), "-q"], check=True)
     if failures:
         sys.exit("\n".join(failures))
     print(f"{len(oracles)} synthetic models ready in {out_dir}")

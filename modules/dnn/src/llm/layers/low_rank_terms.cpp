@@ -63,9 +63,16 @@ bool LowRankTerms::prepare(const LLMNetState& state, const float* x, int rows, i
     }
     else
     {
-        parallel_for_(Range(0, n), [&](const Range& range) {
+        // (one captured reference: small enough for std::function not to allocate)
+        struct Job
+        {
+            LowRankTerms* self;
+            const float* x;
+            int in;
+        } job{this, x, in};
+        parallel_for_(Range(0, n), [&job](const Range& range) {
             for (int i = range.start; i < range.end; i++)
-                computeAx(terms_[i], x, in);
+                job.self->computeAx(job.self->terms_[i], job.x, job.in);
         });
     }
     return true;
