@@ -34,6 +34,22 @@ def make_model(oracle, out_dir):
     return path
 
 
+def make_lora_adapters(oracle, base_path, out_dir):
+    """The LoRA adapters of a lora_*.nlc.json oracle, made again with their recorded
+    make_lora_adapter.py commands for the base at base_path (same bytes): [(path, scale)]."""
+    adapters = []
+    for entry in oracle["lora"]:
+        args = shlex.split(entry["generator"])
+        assert args[:2] == ["python3", "tools/gguf/make_lora_adapter.py"]
+        path = out_dir / entry["file"]
+        args[args.index("--out") + 1] = str(path)
+        args[args.index("--base") + 1] = str(base_path)
+        subprocess.run([sys.executable] + args[1:] + ["-q"], cwd=PROJECT_ROOT, check=True)
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"], entry["file"]
+        adapters.append((path, entry["scale"]))
+    return adapters
+
+
 def generate_matches_llama_cpp(oracle, out_dir, n, prompt="Once upon a time"):
     """TextGenerationModel on the oracle's model: the prompt's ids and the first n greedy ids are
     llama.cpp's, and the text is what the tokenizer decodes from them. Returns the text."""

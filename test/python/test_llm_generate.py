@@ -2,13 +2,12 @@
 import json
 import os
 import pathlib
-import shlex
 import subprocess
 import sys
 
 import pytest
 
-from synthetic_models import ORACLE_DIR, load_oracle, make_model
+from synthetic_models import ORACLE_DIR, load_oracle, make_lora_adapters, make_model
 
 BIN = pathlib.Path(os.environ.get("LLM_BIN_DIR", pathlib.Path(__file__).resolve().parents[2] / "build" / "bin"))
 
@@ -174,13 +173,7 @@ def qwen2_adapters(tmp_path_factory):
     out = tmp_path_factory.mktemp("lora")
     two = lora_oracle("two")
     base = make_model(two, out)
-    adapters = []
-    for entry in two["lora"]:
-        args = shlex.split(entry["generator"])
-        args[args.index("--out") + 1] = str(out / entry["file"])
-        args[args.index("--base") + 1] = str(base)
-        subprocess.run([sys.executable] + args[1:] + ["-q"], cwd=ORACLE_DIR.parents[2], check=True)
-        adapters.append(out / entry["file"])
+    adapters = [path for path, _ in make_lora_adapters(two, base, out)]
     return base, adapters[0], adapters[1]
 
 

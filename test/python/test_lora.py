@@ -5,7 +5,6 @@ test/data/oracle/README.md), through the Net API (cv.dnn.loadLLMAdapter / setLLM
 one adapter set per sequence, mixed in one batch) and TextGenerationModel (default adapters with
 their scales, per-request adapters in GenerationConfig); and the malformed adapters llama.cpp
 refuses, refused with a message that names the problem, leaving the model as it was."""
-import hashlib
 import json
 import math
 import os
@@ -19,7 +18,7 @@ import pytest
 import cv2 as cv
 
 from conftest import PROJECT_ROOT
-from synthetic_models import ORACLE_DIR, make_model
+from synthetic_models import ORACLE_DIR, make_lora_adapters, make_model
 
 CPU_AVX2 = 11  # cv::CPU_AVX2 (the Python module has no name for it)
 PROMPT = [1, 403, 407, 261, 378]
@@ -50,27 +49,6 @@ def gap(step):
 
 def max_dp(p, expected):
     return max(abs(p[e["id"]] - e["p"]) for e in expected)
-
-
-def run_generator(command, out_path, base_path=None):
-    """Run a recorded `python3 tools/gguf/...` command with --out (and --base) replaced."""
-    args = shlex.split(command)
-    assert args[0] == "python3" and args[1].startswith("tools/gguf/")
-    args[args.index("--out") + 1] = str(out_path)
-    if base_path is not None:
-        args[args.index("--base") + 1] = str(base_path)
-    subprocess.run([sys.executable] + args[1:] + ["-q"], cwd=PROJECT_ROOT, check=True)
-    return out_path
-
-
-def make_adapters(oracle, base_path, out_dir):
-    """The oracle's adapters, made again (same bytes) from the base at base_path. [(path, scale)]"""
-    adapters = []
-    for entry in oracle["lora"]:
-        path = run_generator(entry["generator"], out_dir / entry["file"], base_path)
-        assert hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"], entry["file"]
-        adapters.append((path, entry["scale"]))
-    return adapters
 
 
 def make_twin(oracle, out_dir):
@@ -127,7 +105,7 @@ def test_exact_path_matches_llama_cpp(tmp_path, monkeypatch, name):
     path: F32 adapters to 1e-4 and all greedy steps, adapters with rounded activations to 3e-3."""
     oracle = load(name)
     base = make_model(oracle, tmp_path)
-    adapters = make_adapters(oracle, base, tmp_path)
+    adapters = make_lora_adapters(oracle, base, tmp_path)
     expected = oracle
     if "twin" in oracle:
         base = make_twin(oracle, tmp_path)
@@ -151,7 +129,7 @@ def test_default_path_matches_llama_cpp_quantized_run(tmp_path, monkeypatch, nam
     each adapter moves p by 0.15-0.97 from the base."""
     oracle = load(name)
     base = make_model(oracle, tmp_path)
-    adapters = make_adapters(oracle, base, tmp_path)
+    adapters = make_lora_adapters(oracle, base, tmp_path)
     rounded = oracle["case"] in ROUNDED_CASES
     net = read_net(base, False, monkeypatch)
     check_run(net, adapters, oracle, 2e-2 if rounded else 1e-2, 0.5, 2e-2 if rounded else 1e-4)
@@ -169,7 +147,7 @@ def test_batch_mixing_adapter_sets_equals_lone_runs(tmp_path, monkeypatch, arch)
     one, two = load(f"{arch}_F32_one"), load(f"{arch}_F32_two")
     plain = base_oracle(one)
     base = make_model(one, tmp_path)
-    a1, a2 = [path for path, _ in make_adapters(two, base, tmp_path)]
+    a1, a2 = [path for path, _ in make_lora_adapters(two, base, tmp_path)]
     sets = {0: ([], []), 1: ([a1], [1.0]), 2: ([a1, a2], [1.0, 0.7])}
     expected = {0: plain, 1: one, 2: two}
 
@@ -222,7 +200,7 @@ def test_text_generation_model_default_and_per_request_adapters(tmp_path):
     one, half, two = load("qwen2_F32_one"), load("qwen2_F32_half"), load("qwen2_F32_two")
     plain = base_oracle(one)
     base = make_model(one, tmp_path)
-    a1_path, a2_path = [path for path, _ in make_adapters(two, base, tmp_path)]
+    a1_path, a2_path = [path for path, _ in make_lora_adapters(two, base, tmp_path)]
     options = cv.dnn.LLMLoadOptions()
     options.integerDot = 0
     model = cv.dnn.TextGenerationModel(str(base), options)
@@ -262,7 +240,7 @@ def test_text_generation_model_matches_llama_cpp(tmp_path, arch):
     for case in ("one", "half", "noalpha"):
         oracle = load(f"{arch}_F32_{case}")
         base = make_model(oracle, tmp_path)
-        (path, scale), = make_adapters(oracle, base, tmp_path)
+        (path, scale), = make_lora_adapters(oracle, base, tmp_path)
         options = cv.dnn.LLMLoadOptions()
         options.integerDot = 0
         model = cv.dnn.TextGenerationModel(str(base), options)
@@ -277,7 +255,7 @@ def test_norm_tensors_are_skipped(tmp_path, monkeypatch):
     of an adapter: the same pairs with and without them give the same logits."""
     oracle = load("llama_F32_one")
     base = make_model(oracle, tmp_path)
-    (path, _), = make_adapters(oracle, base, tmp_path)
+    (path, _), = make_lora_adapters(oracle, base, tmp_path)
     args = shlex.split(oracle["lora"][0]["generator"])
     options = args[args.index("--base") + 2:args.index("--out")]  # --rank 8 --alpha 16 --seed 1
     normed = make_adapter(base, tmp_path / "normed.gguf", *options, "--with-norms")
@@ -300,7 +278,7 @@ def test_malformed_adapters_are_refused_and_leave_the_model_as_it_was(tmp_path, 
     oracle = load("llama_F32_one")
     plain = base_oracle(oracle)
     base = make_model(oracle, tmp_path)
-    (good, _), = make_adapters(oracle, base, tmp_path)
+    (good, _), = make_lora_adapters(oracle, base, tmp_path)
     size = good.stat().st_size
     bad = {
         # file -> words the message must hold (each a list of alternatives, case-insensitive)
@@ -338,7 +316,7 @@ def test_unload_through_the_net_api(tmp_path, monkeypatch):
     oracle = load("llama_F32_one")
     plain = base_oracle(oracle)
     base = make_model(oracle, tmp_path)
-    (path, _), = make_adapters(oracle, base, tmp_path)
+    (path, _), = make_lora_adapters(oracle, base, tmp_path)
     net = read_net(base, True, monkeypatch)
     aid = cv.dnn.loadLLMAdapter(net, str(path))
     cv.dnn.setLLMSequenceAdapters(net, 0, [aid], [1.0])

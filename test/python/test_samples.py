@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from conftest import PROJECT_ROOT, SHARED_TESTDATA
-from synthetic_models import ORACLE_DIR, load_oracle, make_model
+from synthetic_models import ORACLE_DIR, load_oracle, make_lora_adapters, make_model
 
 BIN = pathlib.Path(os.environ.get("LLM_BIN_DIR", PROJECT_ROOT / "build" / "bin"))
 MODEL = SHARED_TESTDATA / "stories260K.gguf"
@@ -281,13 +281,7 @@ def test_parallel_runs_requests_of_different_adapters_in_one_batch(tmp_path):
     oracle = lambda case: json.loads((ORACLE_DIR / f"lora_qwen2_F32_{case}.nlc.json").read_text())
     two = oracle("two")
     base = make_model(two, tmp_path)
-    adapters = []
-    for entry in two["lora"]:
-        args = shlex.split(entry["generator"])
-        args[args.index("--out") + 1] = str(tmp_path / entry["file"])
-        args[args.index("--base") + 1] = str(base)
-        subprocess.run([sys.executable] + args[1:] + ["-q"], cwd=PROJECT_ROOT, check=True)
-        adapters.append(str(tmp_path / entry["file"]))
+    adapters = [str(path) for path, _ in make_lora_adapters(two, base, tmp_path)]
     env = dict(os.environ, OPENCV_DNN_LLM_INTEGER_DOT="0")  # the exact float path, as the oracles' tests
     r = subprocess.run(command("llm_parallel") + [
         f"--model={base}", "--prompt=Once upon a time", "--shared-prefix=", "--requests=5", "--arrival-ms=0",
