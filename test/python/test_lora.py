@@ -235,6 +235,55 @@ def test_text_generation_model_default_and_per_request_adapters(tmp_path):
     assert generated(model) == plain["greedy_ids"]
 
 
+def test_engine_prefix_reuse_is_keyed_on_the_adapter_set(tmp_path):
+    """GenerationEngine keeps finished sequences for prefix reuse: a prompt of several KV pages
+    computed with adapter 1 serves a later request with adapter 1 (cachedPromptTokens > 0, same
+    tokens), never one without it or with another scale (cachedPromptTokens 0, and the tokens of
+    a fresh model with that set)."""
+    one = load("qwen2_F32_one")
+    base = make_model(one, tmp_path)
+    (a1_path, _), = make_lora_adapters(one, base, tmp_path)
+    options = cv.dnn.LLMLoadOptions()
+    options.integerDot = 0
+    prompt = [1] + [100 + (7 * i) % 300 for i in range(70)]  # more than one page of 16 tokens
+
+    def fresh(config):
+        model = cv.dnn.TextGenerationModel(str(base), options)
+        if len(config.adapterIds):
+            assert model.loadAdapter(str(a1_path), 0.0) == config.adapterIds[0]
+        config.maxNewTokens, config.ignoreEndOfGeneration = 6, True
+        model.startWithTokenIds(prompt, config)
+        while not model.isDone():
+            model.next()
+        return list(model.getGeneratedTokenIds())
+
+    model = cv.dnn.TextGenerationModel(str(base), options)
+    a1 = model.loadAdapter(str(a1_path), 0.0)
+    engine = cv.dnn.GenerationEngine.create(model)
+
+    def run(config):
+        r = cv.dnn.GenerationRequest()
+        r.promptTokenIds = prompt
+        config.maxNewTokens, config.ignoreEndOfGeneration = 6, True
+        r.config = config
+        result = engine.wait(engine.submit(r))
+        assert result.finishReason == "length", result.error
+        return list(result.tokenIds), result.cachedPromptTokens
+
+    with_adapter, cached = run(request([a1]))
+    assert cached == 0
+    assert with_adapter == fresh(request([a1]))
+    again, cached = run(request([a1]))
+    assert cached > 0 and again == with_adapter  # the same set: reused
+    plain, cached = run(cv.dnn.GenerationConfig())
+    assert cached == 0 and plain == fresh(cv.dnn.GenerationConfig())
+    assert plain != with_adapter
+    half, cached = run(request([a1], [0.5]))
+    assert cached == 0 and half == fresh(request([a1], [0.5]))
+    plain_again, cached = run(cv.dnn.GenerationConfig())
+    assert cached > 0 and plain_again == plain
+
+
 @pytest.mark.parametrize("arch", ["llama", "phi3"])
 def test_text_generation_model_matches_llama_cpp(tmp_path, arch):
     for case in ("one", "half", "noalpha"):
