@@ -172,8 +172,8 @@ Options parseOptions(int argc, char** argv)
     if (!o.promptCache.empty() && o.parallel > 0)
         cl.fail("--prompt-cache does not go with --parallel");
     o.adapters = cl.getScaledFiles("lora");
-    if (!o.adapters.empty() && (o.tokenizeOnly || !o.promptCache.empty()))
-        cl.fail("--lora does not go with --tokenize-only or --prompt-cache (sessions record no adapters)");
+    if (!o.adapters.empty() && o.tokenizeOnly)
+        cl.fail("--lora does not go with --tokenize-only");
     return o;
 }
 

@@ -388,9 +388,9 @@ TEST(VisionSession, versionsAndDamagedFiles)
     image.write(damaged.path, session);
     EXPECT_EQ(target.loadSession(damaged.path), (int)image.length);  // rewritten unchanged: loads
 
-    std::vector<uchar> v3 = session;
-    v3[0] = 3;
-    EXPECT_NE(loadError(v3).find("version 3; this build reads versions 1 and 2"), std::string::npos);
+    std::vector<uchar> v4 = session;
+    v4[0] = 4;
+    EXPECT_NE(loadError(v4).find("version 4; this build reads versions 1 to 3"), std::string::npos);
     std::vector<uchar> shorter(session.begin(), session.end() - 2);
     EXPECT_NE(loadError(shorter).find("ends inside"), std::string::npos) << loadError(shorter);
     std::vector<uchar> badIndex = session;

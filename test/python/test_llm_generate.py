@@ -54,7 +54,7 @@ def test_prompt_ids_and_tokenize_only_on_a_vocabulary_file(shared_testdata):
     (["--model=x.gguf", "--prompt=a", "--lora=a.gguf:x"], 2, "--lora: invalid scale 'x' of a.gguf"),
     (["--model=x.gguf", "--prompt=a", "--lora=a.gguf,b.gguf:"], 2, "--lora: invalid scale '' of b.gguf"),
     (["--model=x.gguf", "--prompt=a", "--lora=:0.5"], 2, "--lora: an item without its file"),
-    (["--model=x.gguf", "--prompt=a", "--lora=a.gguf", "--prompt-cache=c"], 2, "--lora does not go with"),
+    (["--model=x.gguf", "--prompt=a", "--lora=a.gguf", "--tokenize-only"], 2, "--lora does not go with"),
 ])
 def test_errors_go_to_stderr_with_nonzero_status(args, status, message):
     r = run(*args)
@@ -201,6 +201,26 @@ def test_lora_applies_to_every_parallel_completion(qwen2_adapters):
     assert r.returncode == 0, r.stderr
     for i in range(3):
         assert ids_line(r.stdout, f"generated_ids[{i}]") == lora_oracle("half")["greedy_ids"], i
+
+
+def test_lora_prompt_cache_is_reused_only_with_the_same_adapters(qwen2_adapters, tmp_path):
+    """--prompt-cache with --lora: the session records the adapter; the same --lora reuses it and
+    gives the same ids, another scale or no adapter computes the prompt again (llama.cpp's ids)."""
+    base, a1, _ = qwen2_adapters
+    cache = tmp_path / "lora.session"
+    args = [f"--model={base}", LORA_PROMPT, "--max-new-tokens=8", "--print-token-ids", f"--prompt-cache={cache}"]
+    first = run(*args, f"--lora={a1}", env=EXACT)
+    assert first.returncode == 0 and prompt_cache_reused(first.stderr) == 0, first.stderr
+    again = run(*args, f"--lora={a1}", env=EXACT)
+    assert again.returncode == 0 and prompt_cache_reused(again.stderr) > 0, again.stderr
+    assert ids_line(again.stdout, "generated_ids") == lora_oracle("one")["greedy_ids"]
+    half = run(*args, f"--lora={a1}:0.5", env=EXACT)
+    assert half.returncode == 0 and prompt_cache_reused(half.stderr) == 0, half.stderr
+    assert ids_line(half.stdout, "generated_ids") == lora_oracle("half")["greedy_ids"]
+    plain = run(*args, env=EXACT)  # the session's adapter is not loaded: the session is not used
+    assert plain.returncode == 0 and prompt_cache_reused(plain.stderr) == 0, plain.stderr
+    assert "not loaded" in plain.stderr
+    assert ids_line(plain.stdout, "generated_ids") == load_oracle("qwen2", "F32")["greedy_ids"]
 
 
 def test_lora_that_does_not_fit_the_model_is_refused(qwen2_adapters, tmp_path):

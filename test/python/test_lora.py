@@ -284,6 +284,59 @@ def test_engine_prefix_reuse_is_keyed_on_the_adapter_set(tmp_path):
     assert cached > 0 and plain_again == plain
 
 
+def test_sessions_record_their_adapters(tmp_path):
+    """A session computed with an adapter records it: loading it needs that adapter loaded (any
+    id, found by its contents), and its keys and values serve the next prompt only under the
+    same adapter and scale; the text equals a fresh model's either way."""
+    one = load("qwen2_F32_one")
+    base = make_model(one, tmp_path)
+    (a1_path, _), = make_lora_adapters(one, base, tmp_path)
+    options = cv.dnn.LLMLoadOptions()
+    options.integerDot = 0
+    session = str(tmp_path / "with_adapter.session")
+    longer = PROMPT + [300, 301, 302]
+
+    def model_with_adapter(scale, other_first=False):
+        m = cv.dnn.TextGenerationModel(str(base), options)
+        if other_first:  # another id for the same contents
+            m.loadAdapter(str(tmp_path / "other.gguf"), 0.0)
+        return m, m.loadAdapter(str(a1_path), scale)
+
+    def generate(m, prompt, config):
+        config.maxNewTokens, config.ignoreEndOfGeneration = 4, True
+        m.startWithTokenIds(prompt, config)
+        while not m.isDone():
+            m.next()
+        return list(m.getGeneratedTokenIds())
+
+    make_adapter(base, tmp_path / "other.gguf", "--seed", "9")
+    m, a1 = model_with_adapter(1.0)
+    generate(m, PROMPT, cv.dnn.GenerationConfig())
+    m.saveSession(session)
+    fresh, fa1 = model_with_adapter(0.0)
+    expected_with = generate(fresh, longer, request([fa1]))
+    expected_without = generate(fresh, longer, cv.dnn.GenerationConfig())
+    assert expected_with != expected_without
+
+    plain = cv.dnn.TextGenerationModel(str(base), options)
+    with pytest.raises(cv.error, match=a1_path.name):
+        plain.loadSession(session)  # its adapter is not loaded
+
+    m2, b1 = model_with_adapter(0.0, other_first=True)
+    assert b1 != a1
+    m2.loadSession(session)
+    assert generate(m2, longer, request([b1])) == expected_with
+    assert m2.getLastPrefillTokenCount() < len(longer)  # the session's keys and values served it
+    m3, c1 = model_with_adapter(0.0)
+    m3.loadSession(session)
+    assert generate(m3, longer, request([c1], [0.5])) != expected_with
+    assert m3.getLastPrefillTokenCount() == len(longer)  # another scale: computed again
+    m4, _ = model_with_adapter(0.0)
+    m4.loadSession(session)
+    assert generate(m4, longer, cv.dnn.GenerationConfig()) == expected_without
+    assert m4.getLastPrefillTokenCount() == len(longer)
+
+
 @pytest.mark.parametrize("arch", ["llama", "phi3"])
 def test_text_generation_model_matches_llama_cpp(tmp_path, arch):
     for case in ("one", "half", "noalpha"):

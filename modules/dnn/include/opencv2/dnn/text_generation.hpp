@@ -298,7 +298,9 @@ public:
     With images (a model loaded with its mmproj), the session also holds the embeddings of the
     images its tokens and its conversation refer to, each named by a digest of its
     preprocessed pixels: a loaded session's next chat turn reuses the cache's prefix without
-    the image being given or encoded again, and another image is never taken for it. */
+    the image being given or encoded again, and another image is never taken for it. Keys and
+    values computed with LoRA adapters record them (by a digest of their contents, with their
+    scales). */
     CV_WRAP void saveSession(const String& path) const;
     /** @brief Restores a session of saveSession(): the tokens, their keys and values and the
     conversation. A following generate() or chat() whose prompt starts with those tokens only
@@ -306,7 +308,9 @@ public:
     architecture, shape, parameters or weights; see KVCache::saveSequence()), a truncated or
     corrupted file or one longer than the context: a cv::Exception naming the problem, and the
     model's session is left as it was. Keys and values saved in another storage type are
-    converted to the cache's. Returns the number of tokens restored. */
+    converted to the cache's. A session computed with LoRA adapters needs the same adapters
+    loaded (any ids; a cv::Exception names a missing one), and its keys and values serve only
+    generations with those adapters and scales. Returns the number of tokens restored. */
     CV_WRAP int loadSession(const String& path);
 
     CV_WRAP Ptr<Tokenizer> getTokenizer() const;

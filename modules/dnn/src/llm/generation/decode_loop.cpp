@@ -133,9 +133,18 @@ void DecodeLoop::setMaxRunning(int n)
     maxRunning_ = n;
 }
 
-void DecodeLoop::setSequenceTokens(int sequenceId, const std::vector<int>& tokens)
+void DecodeLoop::setSequenceTokens(int sequenceId, const std::vector<int>& tokens, const AdapterSet& adapters)
 {
-    prefixCache_.track(sequenceId, PrefixCache::Holder::Caller).tokens = tokens;
+    PrefixCache::Entry& e = prefixCache_.track(sequenceId, PrefixCache::Holder::Caller);
+    e.tokens = tokens;
+    e.adapters = adapters;
+}
+
+const AdapterSet& DecodeLoop::sequenceAdapters(int sequenceId)
+{
+    static const AdapterSet none;
+    const PrefixCache::Entry* e = prefixCache_.find(sequenceId);
+    return e ? e->adapters : none;
 }
 
 int DecodeLoop::newSequenceId()

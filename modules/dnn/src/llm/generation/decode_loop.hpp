@@ -125,7 +125,9 @@ public:
     /** The tokens the cache holds for a sequence (image rows negative), as the loop fed them;
         setSequenceTokens() records those of a sequence loaded from a file. */
     const std::vector<int>& sequenceTokens(int sequenceId) const { return prefixCache_.tokens(sequenceId); }
-    void setSequenceTokens(int sequenceId, const std::vector<int>& tokens);
+    void setSequenceTokens(int sequenceId, const std::vector<int>& tokens, const AdapterSet& adapters = AdapterSet());
+    //! The LoRA adapters a sequence's keys and values were computed with.
+    const AdapterSet& sequenceAdapters(int sequenceId);
 
     /** LoRA adapters: the scale an adapter has for requests whose config names none (0: off;
         TextGenerationModel::loadAdapter). */

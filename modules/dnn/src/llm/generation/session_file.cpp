@@ -26,31 +26,10 @@ std::string truncatedMessage(const std::string& path, const char* field, uint64,
     return format("TextGenerationModel::loadSession: the conversation in '%s' ends inside %s", path.c_str(), field);
 }
 
-} // namespace
-
-uint32_t SessionImages::add(const ImageEntry& image)
+void writeImages(ByteWriter& w, const SessionImages& images)
 {
-    for (size_t i = 0; i < images.size(); i++)
-        if (images[i].digest == image.digest)
-            return (uint32_t)i;
-    images.push_back(image);
-    return (uint32_t)(images.size() - 1);
-}
-
-std::vector<uchar> encodeSession(const std::vector<ChatMessage>& conversation, const SessionImages* images)
-{
-    ByteWriter w;
-    w.u32(images ? 2 : 1);
-    w.u32((uint32_t)conversation.size());
-    for (const ChatMessage& m : conversation)
-    {
-        w.string(m.role);
-        w.string(m.content);
-    }
-    if (!images)
-        return w.out;
-    w.u32((uint32_t)images->images.size());
-    for (const ImageEntry& image : images->images)
+    w.u32((uint32_t)images.images.size());
+    for (const ImageEntry& image : images.images)
     {
         w.string(image.digest);
         const Mat rows = image.rows.isContinuous() ? image.rows : image.rows.clone();
@@ -63,26 +42,66 @@ std::vector<uchar> encodeSession(const std::vector<ChatMessage>& conversation, c
         for (int id : image.layout)
             w.i32(id);
     }
-    for (const std::vector<uint32_t>* list : {&images->conversation, &images->table})
+    for (const std::vector<uint32_t>* list : {&images.conversation, &images.table})
     {
         w.u32((uint32_t)list->size());
         for (uint32_t index : *list)
             w.u32(index);
     }
+}
+
+} // namespace
+
+uint32_t SessionImages::add(const ImageEntry& image)
+{
+    for (size_t i = 0; i < images.size(); i++)
+        if (images[i].digest == image.digest)
+            return (uint32_t)i;
+    images.push_back(image);
+    return (uint32_t)(images.size() - 1);
+}
+
+std::vector<uchar> encodeSession(const std::vector<ChatMessage>& conversation, const SessionImages* images,
+                                 const std::vector<SessionAdapter>& adapters)
+{
+    ByteWriter w;
+    const uint32_t version = !adapters.empty() ? 3 : images ? 2 : 1;
+    w.u32(version);
+    w.u32((uint32_t)conversation.size());
+    for (const ChatMessage& m : conversation)
+    {
+        w.string(m.role);
+        w.string(m.content);
+    }
+    if (version == 3)
+        w.u32(images ? 1 : 0);
+    if (images)
+        writeImages(w, *images);
+    if (version == 3)
+    {
+        w.u32((uint32_t)adapters.size());
+        for (const SessionAdapter& a : adapters)
+        {
+            w.u64(a.digest);
+            w.f32(a.scale);
+            w.string(a.path);
+        }
+    }
     return w.out;
 }
 
+
 std::vector<ChatMessage> decodeSession(const std::vector<uchar>& bytes, const std::string& path, int vocab,
-                                       SessionImages& images)
+                                       SessionImages& images, std::vector<SessionAdapter>& adapters)
 {
     if (bytes.empty())
         CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' is a KV sequence file without a "
                                           "session (saved by KVCache::saveSequence, not saveSession)", path.c_str()));
     ByteReader r(bytes.data(), bytes.size(), path, truncatedMessage);
     const uint32_t version = r.u32("its version");
-    if (version != 1 && version != 2)
+    if (version < 1 || version > 3)
         CV_Error(Error::StsNotImplemented, format("TextGenerationModel::loadSession: the conversation in '%s' has "
-                                                  "version %u; this build reads versions 1 and 2", path.c_str(), version));
+                                                  "version %u; this build reads versions 1 to 3", path.c_str(), version));
     const uint32_t count = r.u32("the message count");
     std::vector<ChatMessage> conversation;
     for (uint32_t i = 0; i < count; i++)
@@ -96,7 +115,17 @@ std::vector<ChatMessage> decodeSession(const std::vector<uchar>& bytes, const st
         conversation.push_back(m);
     }
     images = SessionImages();
-    if (version == 2)
+    adapters.clear();
+    bool hasImages = version == 2;
+    if (version == 3)
+    {
+        const uint32_t flag = r.u32("whether it has images");
+        if (flag > 1)
+            CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: '%s' says %u for whether it has "
+                                                  "images (0 or 1)", path.c_str(), flag));
+        hasImages = flag == 1;
+    }
+    if (hasImages)
     {
         const uint32_t imageCount = r.u32("the image count");
         for (uint32_t i = 0; i < imageCount; i++)
@@ -149,6 +178,25 @@ std::vector<ChatMessage> decodeSession(const std::vector<uchar>& bytes, const st
                                                           "it holds %u", path.c_str(), index, imageCount));
                 list->push_back(index);
             }
+        }
+    }
+    if (version == 3)
+    {
+        const uint32_t count = r.u32("the adapter count");
+        r.need((uint64)count * 16, format("%u LoRA adapters", count).c_str());
+        for (uint32_t i = 0; i < count; i++)
+        {
+            SessionAdapter a;
+            a.digest = r.u64("an adapter's digest");
+            Cv32suf scale;
+            scale.u = r.u32("an adapter's scale");
+            a.scale = scale.f;
+            const uint32_t n = r.u32("an adapter's path");
+            a.path.assign((const char*)r.bytes(n, "an adapter's path"), n);
+            if (!std::isfinite(a.scale) || a.scale == 0.f)
+                CV_Error(Error::StsParseError, format("TextGenerationModel::loadSession: LoRA adapter %u of '%s' has "
+                                                      "scale %g", i, path.c_str(), a.scale));
+            adapters.push_back(a);
         }
     }
     if (r.remaining() != 0)

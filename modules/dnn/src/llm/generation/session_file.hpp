@@ -38,14 +38,26 @@ struct SessionImages
 };
 
 //! The extra data of a session: version 1 without images (`images` null), else version 2.
-std::vector<uchar> encodeSession(const std::vector<ChatMessage>& conversation, const SessionImages* images);
+//! A LoRA adapter a session's keys and values were computed with: its content digest (LoRAAdapter::digest), scale and file.
+struct SessionAdapter
+{
+    uint64 digest = 0;
+    float scale = 0.f;
+    std::string path;
+};
+
+/** Version 1: the conversation; 2: and its images; 3: and the LoRA adapters the keys and values
+    were computed with (images optional). */
+std::vector<uchar> encodeSession(const std::vector<ChatMessage>& conversation, const SessionImages* images,
+                                 const std::vector<SessionAdapter>& adapters = std::vector<SessionAdapter>());
 
 /** Parses the extra data of the session file `path` (named in the errors): the conversation,
-    and into `images` its images (none for version 1). Every size is checked against the data,
+    into `images` its images (none for version 1), into `adapters` its LoRA adapters (none before
+    version 3). Every size is checked against the data,
     every layout id against the vocabulary size `vocab`, every index against the images: a
     cv::Exception naming the file and the field otherwise. */
 std::vector<ChatMessage> decodeSession(const std::vector<uchar>& bytes, const std::string& path, int vocab,
-                                       SessionImages& images);
+                                       SessionImages& images, std::vector<SessionAdapter>& adapters);
 
 }}} // namespace cv::dnn::llm
 

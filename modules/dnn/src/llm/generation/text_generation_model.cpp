@@ -394,14 +394,21 @@ void TextGenerationModel::saveSession(const String& path) const
         CV_Error(Error::StsError, "TextGenerationModel::saveSession: no token was fed yet; there is no session to save");
     CV_CheckEQ((int)impl->fed().size(), impl->cache->getSequenceLength(0),
                "TextGenerationModel::saveSession: the KV cache's sequence 0 was changed outside the model");
-    if (!impl->loop->prefixCache().find(0)->adapters.empty())
-        CV_Error(Error::StsNotImplemented, "TextGenerationModel::saveSession: the session's keys and values were "
-                                           "computed with LoRA adapters; sessions record no adapters, so they are "
-                                           "saved only without them");
+    // The adapters its keys and values were computed with, named by their contents.
+    const Ptr<llm::LLMNetState> state = llm::LLMNetState::of(impl->net);
+    std::vector<llm::SessionAdapter> adapters;
+    for (const llm::AdapterUse& use : impl->loop->sequenceAdapters(0))
+    {
+        const llm::LoRAAdapter* adapter = state->adapter(use.id);
+        if (!adapter)
+            CV_Error(Error::StsError, format("TextGenerationModel::saveSession: the session was computed with LoRA "
+                                             "adapter %d, which has been unloaded", use.id));
+        adapters.push_back(llm::SessionAdapter{adapter->digest, use.scale, adapter->path});
+    }
     const bool fedImages = std::any_of(impl->fed().begin(), impl->fed().end(), llm::MultimodalPrompter::isImageId);
     if (!impl->vision || (!fedImages && impl->conversationImages.empty()))
     {
-        impl->cache->saveSequence(0, path, impl->fed(), llm::encodeSession(impl->conversation, nullptr));
+        impl->cache->saveSequence(0, path, impl->fed(), llm::encodeSession(impl->conversation, nullptr, adapters));
         return;
     }
     // The images the session refers to, each once: those of the table the fed image ids mean
@@ -427,7 +434,7 @@ void TextGenerationModel::saveSession(const String& path) const
         const std::string known = i < impl->conversationDigests.size() ? impl->conversationDigests[i] : std::string();
         images.conversation.push_back(images.add(v.entryOf(impl->conversationImages[i], known)));
     }
-    impl->cache->saveSequence(0, path, impl->fed(), llm::encodeSession(impl->conversation, &images));
+    impl->cache->saveSequence(0, path, impl->fed(), llm::encodeSession(impl->conversation, &images, adapters));
 }
 
 int TextGenerationModel::loadSession(const String& path)
@@ -441,7 +448,27 @@ int TextGenerationModel::loadSession(const String& path)
                                           "KVCache::saveSequence without them)", path.c_str()));
     llm::SessionImages images;
     const int vocab = impl->tokenizer->vocabSize();
-    std::vector<llm::ChatMessage> conversation = llm::decodeSession(file.extra, path, vocab, images);
+    std::vector<llm::SessionAdapter> savedAdapters;
+    std::vector<llm::ChatMessage> conversation = llm::decodeSession(file.extra, path, vocab, images, savedAdapters);
+    // Its LoRA adapters must be loaded (the same contents, any id): the next prompt reuses the
+    // session's keys and values only under the same adapters.
+    const Ptr<llm::LLMNetState> state = llm::LLMNetState::of(impl->net);
+    std::vector<int> adapterIds;
+    std::vector<float> adapterScales;
+    for (const llm::SessionAdapter& saved : savedAdapters)
+    {
+        int found = -1;
+        for (int id : state->adapterIds())
+            if (state->adapter(id)->digest == saved.digest)
+                found = id;
+        if (found < 0)
+            CV_Error(Error::StsBadArg, format("TextGenerationModel::loadSession: '%s' was computed with LoRA adapter "
+                                              "'%s' (scale %g), which is not loaded (loadAdapter() it first)",
+                                              path.c_str(), saved.path.c_str(), saved.scale));
+        adapterIds.push_back(found);
+        adapterScales.push_back(saved.scale);
+    }
+    const llm::AdapterSet adapters = llm::normalizeAdapterSet(adapterIds, adapterScales, "TextGenerationModel::loadSession");
     if (!images.images.empty())
     {
         if (!impl->vision)
@@ -474,7 +501,7 @@ int TextGenerationModel::loadSession(const String& path)
     std::lock_guard<std::mutex> lock(impl->loopMutex);
     impl->cancelLocked();  // a generation in progress on sequence 0 ends before the sequence is replaced
     impl->cache->loadSequence(file, path, 0);
-    impl->loop->setSequenceTokens(0, file.tokens);
+    impl->loop->setSequenceTokens(0, file.tokens, adapters);
     impl->conversation = std::move(conversation);
     impl->conversationImages.clear();
     impl->conversationDigests.clear();

@@ -13,6 +13,7 @@
 #include <opencv2/dnn/llm.hpp>
 #include "../net/lora_adapters.hpp"
 #include "gguf_model_file.hpp"
+#include "../kv_cache/kv_sequence_file.hpp"
 
 namespace cv {
 namespace dnn {
@@ -96,6 +97,7 @@ std::unique_ptr<LoRAAdapter> readLoRAAdapter(const std::string& path)
         else if (!endsWith(t.name, "_norm.weight"))  // (llama.cpp does not apply norm vectors either)
             CV_Error(Error::StsBadArg, where + "tensor '" + t.name + "' is neither a .lora_a nor a .lora_b tensor");
     }
+    uint64 digest = kvChecksum(&adapter->alpha, sizeof(adapter->alpha), 0x6c6f7261ULL);
     for (const auto& kv : pairs)
     {
         const std::string& name = kv.first;
@@ -121,7 +123,15 @@ std::unique_ptr<LoRAAdapter> readLoRAAdapter(const std::string& path)
         w.aInput = roundingFor(*a, where);
         w.bInput = roundingFor(*b, where);
         adapter->weights[name] = w;
+        digest = kvChecksum(name.data(), name.size(), digest);
+        for (const GGUFTensor* t : {a, b})
+        {
+            const uint64 type = (uint64)t->type;
+            digest = kvChecksum(&type, sizeof(type), digest);
+            digest = kvChecksum(t->data, t->nbytes, digest);
+        }
     }
+    adapter->digest = digest;
     if (adapter->weights.empty())
         CV_Error(Error::StsBadArg, where + "it holds no lora_a / lora_b pairs");
     return adapter;

@@ -48,6 +48,8 @@ struct LoRAAdapter
     std::string path;
     std::string architecture;   //!< general.architecture
     float alpha = 0.f;          //!< adapter.lora.alpha (0: absent)
+    //! A hash of its pairs (names, types, bytes) and alpha: sessions name their adapters by it.
+    uint64 digest = 0;
     std::map<std::string, LowRankWeight> weights;  //!< by base tensor name ("blk.0.attn_q.weight")
     //! B split by rows for the weights that hold part of a tensor (phi3's fused ffn_up); a deque keeps their addresses.
     std::deque<LowRankWeight> slices;
