@@ -101,6 +101,8 @@ float DecodeLoop::adapterScale(int id) const
 
 void DecodeLoop::releaseAdapter(int id)
 {
+    if (!adapterScales_.count(id))
+        CV_Error(Error::StsBadArg, format("TextGenerationModel: LoRA adapter %d is not loaded", id));
     for (const auto& s : running_)
         for (const AdapterUse& u : s->adapters)
             if (u.id == id)

@@ -220,17 +220,11 @@ void TextGenerationModel::setDraftModel(const Net& network)
 int TextGenerationModel::loadAdapter(const String& path, float scale)
 {
     impl->checkLoaded();
+    if (!std::isfinite(scale))
+        CV_Error(Error::StsBadArg, "TextGenerationModel::loadAdapter: the scale is not finite");
     std::lock_guard<std::mutex> lock(impl->loopMutex);  // no forward runs while the layers change
     const int id = loadLLMAdapter(impl->net, path);
-    try
-    {
-        impl->loop->setAdapterScale(id, scale);
-    }
-    catch (...)
-    {
-        unloadLLMAdapter(impl->net, id);
-        throw;
-    }
+    impl->loop->setAdapterScale(id, scale);
     return id;
 }
 
@@ -245,7 +239,6 @@ void TextGenerationModel::unloadAdapter(int adapterId)
 {
     impl->checkLoaded();
     std::lock_guard<std::mutex> lock(impl->loopMutex);
-    impl->loop->adapterScale(adapterId);  // (throws naming an id that is not loaded)
     impl->loop->releaseAdapter(adapterId);
     unloadLLMAdapter(impl->net, adapterId);
 }

@@ -114,11 +114,11 @@ std::unique_ptr<LoRAAdapter> readLoRAAdapter(const std::string& path)
                                                       (long long)a->ne[1], (long long)b->ne[0]));
         LowRankWeight w;
         w.a = decode(*a, where);
-        const Mat b_ = decode(*b, where);
-        w.bt = b_.t();
+        const Mat bRows = decode(*b, where);
+        w.bt = bRows.t();
         w.rank = w.a.rows;
         w.in = w.a.cols;
-        w.out = b_.rows;
+        w.out = bRows.rows;
         w.alphaScale = adapter->alpha != 0.f ? adapter->alpha / (float)w.rank : 1.f;
         w.aInput = roundingFor(*a, where);
         w.bInput = roundingFor(*b, where);

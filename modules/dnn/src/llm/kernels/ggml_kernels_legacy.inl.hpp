@@ -318,15 +318,16 @@ struct Q5Interleaved8
 };
 
 #if CV_AVX512_CLX
-// start[k] = kFloatMagicBits - (sums[k] << shift) for k < n (the weights' offset, 2^shift, times
-// the activations' block sums), in vectors.
-static inline void sumStarts(const int* sums, int n, int shift, int* start)
+// start[k] = kFloatMagicBits - offset * sums[k] for k < n (the unsigned weights' offset times the
+// activations' block sums), in vectors; the 16-group kernels of Q4_0, Q8_0 and MXFP4 start from it.
+static inline void sumStarts(const int* sums, int n, int offset, int* start)
 {
     for (int k = 0; k < n; k += 16)
     {
         const __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);
         const __m512i x = _mm512_maskz_loadu_epi32(m, sums + k);
-        _mm512_mask_storeu_epi32(start + k, m, _mm512_sub_epi32(_mm512_set1_epi32(kFloatMagicBits), _mm512_slli_epi32(x, shift)));
+        _mm512_mask_storeu_epi32(start + k, m, _mm512_sub_epi32(_mm512_set1_epi32(kFloatMagicBits),
+                                                                _mm512_mullo_epi32(x, _mm512_set1_epi32(offset))));
     }
 }
 
@@ -364,7 +365,7 @@ struct LegacyInterleaved16
         {
             const int k1 = std::min(blocks, k0 + kRun);
             for (int r = 0; r < R; r++)
-                sumStarts(sums + (size_t)r * blocks + k0, k1 - k0, q8 ? 7 : 3, start[r]);
+                sumStarts(sums + (size_t)r * blocks + k0, k1 - k0, q8 ? 128 : 8, start[r]);
             for (int k = k0; k < k1; k++, a++, b++)
             {
                 prefetchPairAhead(a, b, group + groupBytes, groupBytes);

@@ -223,13 +223,7 @@ struct MXFP4Interleaved16
         {
             const int k1 = std::min(blocks, k0 + kRun);
             for (int r = 0; r < R; r++)
-                for (int k = 0; k < k1 - k0; k += 16)
-                {
-                    const __mmask16 m = k1 - k0 - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k1 - k0 - k)) - 1);
-                    const __m512i x = _mm512_maskz_loadu_epi32(m, sums + (size_t)r * blocks + k0 + k);
-                    _mm512_mask_storeu_epi32(start[r] + k, m, _mm512_sub_epi32(_mm512_set1_epi32(kFloatMagicBits),
-                                                                               _mm512_mullo_epi32(x, _mm512_set1_epi32(kMXFP4Offset))));
-                }
+                sumStarts(sums + (size_t)r * blocks + k0, k1 - k0, kMXFP4Offset, start[r]);
             for (int k = k0; k < k1; k++, a++, b++)
             {
                 prefetchPairAhead(a, b, group + groupBytes, groupBytes);

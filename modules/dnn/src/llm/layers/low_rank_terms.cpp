@@ -82,17 +82,24 @@ void LowRankTerms::computeAx(const Term& term, const float* x, int in)
 {
     // As llama.cpp: x rounded to A's input type, A x rounded to B's, then B (A x) times the scale
     // (the scale applied to A x here: the same up to float rounding).
+    // (F32 pairs, the common case, read x and keep A x as they are: no copies.)
     static thread_local std::vector<float> rounded;
     const LowRankWeight& w = *term.w;
     if ((int)rounded.size() < std::max(in, w.rank))
         rounded.resize(std::max(in, w.rank));
-    roundAdapterInput(x + (size_t)term.row * in, rounded.data(), in, w.aInput);
+    const float* input = x + (size_t)term.row * in;
+    if (w.aInput != AdapterRounding::None)
+    {
+        roundAdapterInput(input, rounded.data(), in, w.aInput);
+        input = rounded.data();
+    }
     float* t = t_.data() + term.t;
     for (int k = 0; k < w.rank; k++)
-        t[k] = dotF32(w.a.ptr<float>(k), rounded.data(), in);
-    roundAdapterInput(t, rounded.data(), w.rank, w.bInput);
+        t[k] = dotF32(w.a.ptr<float>(k), input, in);
+    if (w.bInput != AdapterRounding::None)
+        roundAdapterInput(t, t, w.rank, w.bInput);
     for (int k = 0; k < w.rank; k++)
-        t[k] = rounded[k] * term.scale;
+        t[k] *= term.scale;
 }
 
 void LowRankTerms::addTo(int weight, float* y, int out, int begin, int end) const

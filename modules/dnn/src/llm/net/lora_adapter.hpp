@@ -26,7 +26,7 @@ namespace llm {
     Q8_0 weight's to Q8_0 blocks (32 values, fp16 scale); F32 keeps it. */
 enum class AdapterRounding { None, F16, BF16, Q8_0 };
 
-//! x rounded as `kind` says into out (n values; Q8_0: n is a multiple of 32).
+//! x rounded as `kind` says into out, which may be x (n values; Q8_0: n is a multiple of 32).
 void roundAdapterInput(const float* x, float* out, int n, AdapterRounding kind);
 
 /** One adapter's low-rank pair for one weight (or the part of its rows one matmul weight
