@@ -64,7 +64,9 @@ public:
     CV_WRAP virtual int getSequenceLength(int sequenceId) const = 0;
     /** @brief The longest length up to `length` that truncateSequence() can keep and a forward
     can continue from: `length` (capped at the sequence's), or 0 when sliding-window layers
-    have already released positions that a token at `length` would attend to. */
+    have already released positions that a token at `length` would attend to; with recurrent
+    layers, the sequence's length or the longest checkpoint up to `length` (see
+    setRecurrentCheckpoints()). */
     CV_WRAP virtual int getResumableLength(int sequenceId, int length) const = 0;
 
     //! Forgets a sequence and frees the pages no other sequence shares.
@@ -119,6 +121,21 @@ public:
     @param sequenceId the sequence to load into (a non-negative id).
     @param tokens receives the token ids the file holds (empty when saved without them). */
     CV_WRAP virtual int loadSequence(const String& path, int sequenceId, CV_OUT std::vector<int>& tokens) = 0;
+
+    /** @brief Bytes of one sequence's recurrent state: the fixed-size state of a hybrid model's
+    recurrent layers (short convolutions, gated delta nets, Mamba-2 scans), held beside the keys
+    and values of its attention layers; 0 for a model without such layers. Each checkpoint of
+    a sequence takes as much again; states and checkpoints count in getBytesInUse() and against
+    the budget. */
+    CV_WRAP virtual size_t getRecurrentStateBytes() const = 0;
+    /** @brief How a sequence's recurrent state can be rewound. A state cannot be cut back to a
+    position, so copies (checkpoints) are kept: at the end of every forward that appends several
+    tokens (a prompt, a chat turn), at every multiple of `interval` positions (0: never), the
+    last `maxCheckpoints` of them, and transiently after each token whose logits a forward
+    returns when the batch names them (speculative decoding's verification). truncateSequence()
+    reaches the sequence's length, 0 and those lengths only; getResumableLength() names the
+    checkpoint to recompute from. Defaults: 4 checkpoints, interval 256. */
+    CV_WRAP virtual void setRecurrentCheckpoints(int maxCheckpoints, int interval) = 0;
 };
 
 //! @}

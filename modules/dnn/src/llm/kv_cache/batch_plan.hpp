@@ -35,6 +35,22 @@ struct BatchPlan
     //! The sequences' page tables, grown for the batch: pageTables[page group][sequence]
     //! (PagedKVCache::layerGroup(); one group unless some layers have a sliding window).
     std::vector<std::vector<const std::vector<int>*>> pageTables;
+    //! The batch's tokens of each sequence in order: sequenceTokens[sequenceTokenStart[b] ..
+    //! sequenceTokenStart[b + 1]) (recurrent layers run a sequence's tokens one after another).
+    std::vector<int> sequenceTokenStart, sequenceTokens;
+
+    // Recurrent layers (recurrent_state_store.hpp; empty without them).
+    //! Per sequence: its state block; a recurrent layer's part is at the store's layer offset.
+    std::vector<float*> recurrentState;
+    //! Checkpoints this forward takes: once `token` (a batch index) is processed, each
+    //! recurrent layer copies its part of the state into `state` (a block of the same layout).
+    struct StateSnapshot
+    {
+        int sequence;
+        int token;
+        float* state;
+    };
+    std::vector<StateSnapshot> snapshots;  //!< by sequence, then token
 
     int sequences() const { return (int)sequenceIds.size(); }
     int lastAttendedPosition(int token) const { return lastAttended.empty() ? position[token] : lastAttended[token]; }

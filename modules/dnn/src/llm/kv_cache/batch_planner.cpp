@@ -70,6 +70,18 @@ const BatchPlan& BatchPlanner::plan(PagedKVCache& cache, int tokens)
         p.logitTokens = nextLogits_;
     else
         p.logitTokens = p.lastToken;
+    // Each sequence's tokens in batch order (a counting sort by sequence).
+    p.sequenceTokenStart.assign(p.sequences() + 1, 0);
+    for (int b = 0; b < p.sequences(); b++)
+        p.sequenceTokenStart[b + 1] = p.sequenceTokenStart[b] + p.newTokens[b];
+    p.sequenceTokens.resize(tokens);
+    for (int b = 0; b < p.sequences(); b++)
+        p.newTokens[b] = 0;
+    for (int t = 0; t < tokens; t++)
+    {
+        const int b = p.batchSequence[t];
+        p.sequenceTokens[p.sequenceTokenStart[b] + p.newTokens[b]++] = t;
+    }
     p.lastAttended.clear();
     if (!nextSpans_.empty())
     {
@@ -100,7 +112,7 @@ const BatchPlan& BatchPlanner::plan(PagedKVCache& cache, int tokens)
     }
     try
     {
-        cache.reserve(p.sequenceIds, p.newTokens, p.pageTables);
+        cache.reserve(p, named && !nextLogits_.empty());
     }
     catch (...)
     {

@@ -104,7 +104,7 @@ PagedKVCache::~PagedKVCache()
 
 size_t PagedKVCache::getBytesInUse() const
 {
-    size_t bytes = 0;
+    size_t bytes = recurrent_.bytesInUse();
     for (const PageGroup& g : groups_)
         bytes += (size_t)g.inUse() * g.pageBytes;
     return bytes;
@@ -195,6 +195,9 @@ int PagedKVCache::getResumableLength(int sequenceId, int length) const
     if (it == sequences_.end())
         return 0;
     length = std::min(length, it->second.length);
+    // Recurrent layers: the sequence's length or a checkpoint's.
+    if (recurrent_.has(sequenceId))
+        length = recurrent_.rewindableAtOrBefore(sequenceId, it->second.length, length);
     // Resumable lengths are 0 and every length from some point on: the window moves forward.
     return resumable(it->second, length) ? length : 0;
 }
@@ -330,6 +333,7 @@ void PagedKVCache::removeSequence(int sequenceId)
 {
     shrink(sequence(sequenceId, "removeSequence"), 0);
     sequences_.erase(sequenceId);
+    recurrent_.remove(sequenceId);
 }
 
 void PagedKVCache::truncateSequence(int sequenceId, int length)
@@ -343,6 +347,22 @@ void PagedKVCache::truncateSequence(int sequenceId, int length)
             "KVCache::truncateSequence: sequence %d cannot be truncated to %d tokens: its sliding-window layers "
             "have released positions a token at %d attends to (see getResumableLength; 0 is always possible)",
             sequenceId, length, length));
+    if (recurrent_.has(sequenceId))
+    {
+        if (!recurrent_.canRewind(sequenceId, s.length, length))
+        {
+            std::string held;
+            for (int c : recurrent_.checkpointLengths(sequenceId))
+                held += format(" %d", c);
+            CV_Error(Error::StsBadArg, format(
+                "KVCache::truncateSequence: sequence %d cannot be truncated to %d tokens: its recurrent layers' state "
+                "is kept only at its length (%d), 0 and its checkpoints (%s); truncate to the checkpoint "
+                "getResumableLength() gives (%d) and feed the tokens after it again",
+                sequenceId, length, s.length, held.empty() ? " none" : held.c_str(),
+                recurrent_.rewindableAtOrBefore(sequenceId, s.length, length)));
+        }
+        recurrent_.rewind(sequenceId, s.length, length);
+    }
     shrink(s, length);
 }
 
@@ -357,6 +377,8 @@ void PagedKVCache::forkSequence(int sourceId, int destinationId)
             if (p != kReleased)
                 groups_[g].refCount[p]++;
     sequences_[destinationId] = src;
+    if (recurrent_.has(sourceId))
+        recurrent_.fork(sourceId, destinationId);
 }
 
 void PagedKVCache::discardTokens(int sequenceId, int first, int count)
@@ -367,6 +389,10 @@ void PagedKVCache::discardTokens(int sequenceId, int first, int count)
                                               first, first + count, s.length, sequenceId));
     if (count == 0)
         return;
+    if (recurrent_.enabled())
+        CV_Error(Error::StsNotImplemented, format(
+            "KVCache::discardTokens: the model has recurrent layers, whose state sums up every token of sequence %d: "
+            "tokens cannot be taken out of it (no context shift; start a new sequence or rewind)", sequenceId));
     for (int l = 0; l < layers_; l++)
         if (!keyShift_[l])
             CV_Error(Error::StsError, "KVCache::discardTokens: the attention layers did not register their rotary embedding");
@@ -434,6 +460,23 @@ void PagedKVCache::clear()
     for (auto& s : sequences_)
         shrink(s.second, 0);
     sequences_.clear();
+    recurrent_.clear();
+}
+
+void PagedKVCache::setRecurrentLayers(const std::vector<size_t>& floatsPerLayer)
+{
+    if (!sequences_.empty())
+        CV_Error(Error::StsError, "KVCache: recurrent layers can only be set while the cache is empty");
+    recurrent_.setLayers(floatsPerLayer);
+    // Room for 16 sequences (the decode loop's default) with their checkpoints, in whole pages.
+    const size_t states = 16 * (size_t)(1 + recurrent_.maxDurableCheckpoints()) * recurrent_.bytesPerState();
+    const size_t full = fullPageBytes();
+    budget_ += std::min<size_t>((states + full - 1) / full, INT_MAX / 4) * full;
+}
+
+void PagedKVCache::setRecurrentCheckpoints(int maxCheckpoints, int interval)
+{
+    recurrent_.setCheckpointPolicy(maxCheckpoints, interval);
 }
 
 void PagedKVCache::setKeyPositionShift(int layer, const Ptr<const KeyPositionShift>& shift)
@@ -442,8 +485,17 @@ void PagedKVCache::setKeyPositionShift(int layer, const Ptr<const KeyPositionShi
     keyShift_[layer] = shift;
 }
 
+void PagedKVCache::reserve(BatchPlan& plan, bool namedLogits)
+{
+    lengthsBefore_.resize(plan.sequences());
+    for (int b = 0; b < plan.sequences(); b++)
+        lengthsBefore_[b] = getSequenceLength(plan.sequenceIds[b]);
+    reserve(plan.sequenceIds, plan.newTokens, plan.pageTables, recurrent_.snapshotBytes(plan, lengthsBefore_, namedLogits));
+    recurrent_.plan(plan, lengthsBefore_, namedLogits);
+}
+
 void PagedKVCache::reserve(const std::vector<int>& sequenceIds, const std::vector<int>& newTokens,
-                           std::vector<std::vector<const std::vector<int>*>>& pageTables)
+                           std::vector<std::vector<const std::vector<int>*>>& pageTables, size_t extraBytes)
 {
     CV_Assert(sequenceIds.size() == newTokens.size());
     // Check the context and the budget before anything changes (but the release of pages the
@@ -461,7 +513,7 @@ void PagedKVCache::reserve(const std::vector<int>& sequenceIds, const std::vecto
         if (it != sequences_.end())
             releaseOutOfWindow(it->second, length);
     }
-    size_t needed = 0;
+    size_t needed = extraBytes;
     cowPages_.clear();
     for (size_t b = 0; b < sequenceIds.size(); b++)
     {

@@ -12,6 +12,9 @@
 #include <opencv2/dnn/kv_cache.hpp>
 #include "kv_storage_codec.hpp"
 #include "kv_sequence_file.hpp"
+#include "recurrent_state_store.hpp"
+
+#include "batch_plan.hpp"
 
 #include <algorithm>
 #include <map>
@@ -60,6 +63,8 @@ public:
     int getPagesShared() const CV_OVERRIDE;
     void saveSequence(int sequenceId, const String& path, const std::vector<int>& tokens) const CV_OVERRIDE;
     int loadSequence(const String& path, int sequenceId, std::vector<int>& tokens) CV_OVERRIDE;
+    size_t getRecurrentStateBytes() const CV_OVERRIDE { return recurrent_.bytesPerState(); }
+    void setRecurrentCheckpoints(int maxCheckpoints, int interval) CV_OVERRIDE;
 
     int layers() const { return layers_; }
     int kvHeads() const { return kvHeads_; }
@@ -83,6 +88,12 @@ public:
         return w;
     }
 
+    /** Recurrent layers (short convolutions, delta nets, scans): the floats of each one's state
+        per sequence (recurrent_state_store.hpp). Only while the cache is empty; the default
+        budget grows by 16 sequences' states and checkpoints. */
+    void setRecurrentLayers(const std::vector<size_t>& floatsPerLayer);
+    const RecurrentStateStore& recurrentStates() const { return recurrent_; }
+
     //! Each attention layer gives the shift of its keys (its rotary embedding) for discardTokens().
     void setKeyPositionShift(int layer, const Ptr<const KeyPositionShift>& shift);
 
@@ -92,7 +103,11 @@ public:
         longer attend to are released first. The context of every sequence and the memory
         budget are checked before anything else changes. */
     void reserve(const std::vector<int>& sequenceIds, const std::vector<int>& newTokens,
-                 std::vector<std::vector<const std::vector<int>*>>& pageTables);
+                 std::vector<std::vector<const std::vector<int>*>>& pageTables, size_t extraBytes = 0);
+    /** reserve() for a plan (its sequences, new tokens and each sequence's tokens made): fills
+        its page tables and, with recurrent layers, its states and the checkpoints it takes
+        (`namedLogits`: the batch named its logit tokens), all within the budget. */
+    void reserve(BatchPlan& plan, bool namedLogits);
 
     //! Stores the keys and values (kvHeads * headDim floats each) of one token at `position` of
     //! the page table of the layer's group.
@@ -223,6 +238,8 @@ private:
     std::vector<Ptr<const KeyPositionShift>> keyShift_;  // per layer
     std::vector<std::pair<int, int>> cowPages_;  // reserve()'s scratch: (group, shared page) counted for copying
     KVModelIdentity identity_;  // of the Net whose cache this is (sequence files)
+    RecurrentStateStore recurrent_;
+    std::vector<int> lengthsBefore_;  // reserve()'s scratch
 };
 
 }}} // namespace cv::dnn::llm

@@ -34,6 +34,19 @@ public:
     virtual int slidingWindow() const = 0;
 };
 
+/** A recurrent layer (short convolution, gated delta net, Mamba-2 scan): it keeps a fixed-size
+    state per sequence in the Net's KV cache (PagedKVCache::setRecurrentLayers) and reads each
+    sequence's block from the batch plan. */
+class RecurrentStateUser
+{
+public:
+    virtual ~RecurrentStateUser() {}
+    //! Floats of the layer's state per sequence.
+    virtual size_t stateFloats() const = 0;
+    //! Makes the layer the `index`-th recurrent layer of a Net with this state.
+    virtual void attachState(const Ptr<LLMNetState>& state, int index) = 0;
+};
+
 //! The layer that keeps the rows whose logits a forward returns, as the Net's batch plan says.
 class LogitRowsSelector
 {

@@ -119,6 +119,21 @@ void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logi
     for (const Ptr<KVCacheUser>& layer : attention)
         windows.push_back(layer->slidingWindow());
     cache->setLayerWindows(windows);
+    // Recurrent layers (hybrid models), in the Net's order: a state block per sequence.
+    std::vector<Ptr<RecurrentStateUser>> recurrent;
+    std::vector<size_t> stateFloats;
+    for (const auto& entry : net.getImpl()->layers)
+    {
+        if (entry.first == 0)
+            continue;  // the input layer
+        Ptr<RecurrentStateUser> layer = net.getLayer(entry.first).dynamicCast<RecurrentStateUser>();
+        if (layer)
+        {
+            recurrent.push_back(layer);
+            stateFloats.push_back(layer->stateFloats());
+        }
+    }
+    cache->setRecurrentLayers(stateFloats);
     // What sequence files record as the model (kv_sequence_file.hpp): its layers (with their
     // parameters, the context among them) and a sample of its weights.
     KVModelIdentity identity = computeModelIdentity(net);
@@ -130,6 +145,8 @@ void installLLMState(Net& net, const std::vector<int>& attentionLayers, int logi
     Ptr<LLMNetState> state = makePtr<LLMNetState>(cache, tokenWidth, allLogits, sourcePath);
     for (size_t i = 0; i < attention.size(); i++)
         attention[i]->attachState(state, (int)i);
+    for (size_t i = 0; i < recurrent.size(); i++)
+        recurrent[i]->attachState(state, (int)i);
     if (logitRows)
         logitRows->attachState(state);
     net.getImpl()->forwardPlanner = state;

@@ -1,0 +1,62 @@
+// This file is part of OpenCV project.
+// It is subject to the license terms in the LICENSE file found in the top-level directory
+// of this distribution and at http://opencv.org/license.html.
+
+#include "../../../precomp.hpp"
+#include "architectures.hpp"
+#include "../gguf_graph_builder.hpp"
+
+namespace cv {
+namespace dnn {
+namespace llm {
+
+// lfm2 (LiquidAI LFM2; llama.cpp's src/models/lfm2.cpp): shortconv.l_cache, the short
+// convolution's taps (>= 2). Layers whose attention.head_count_kv is 0 are short-convolution
+// layers (readKVHeads). A sliding window (LFM2's iSWA variants) is not implemented.
+void readLFM2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h)
+{
+    h.shortConvKernel = r.hparam("shortconv.l_cache");
+    if (h.shortConvKernel < 2 || h.shortConvKernel > 64)
+        r.fail(format("metadata '%s' = %d is out of range (2 .. 64)", r.key("shortconv.l_cache").c_str(),
+                      h.shortConvKernel));
+    if (r.has("attention.sliding_window") && r.file().getInt(r.key("attention.sliding_window")) > 0)
+        r.fail("metadata key '" + r.key("attention.sliding_window") + "' (LFM2's sliding-window attention) is not supported");
+}
+
+/* LFM2's block: x += op(norm(x)), x += ffn(ffn_norm(x)), where op is llama's attention with
+   per-head Q/K norms, or the short convolution (build_shortconv_block):
+     b | c | xs = in_proj(h)    (the projection's rows in thirds, in that order)
+     y = out_proj(c * conv(b * xs))
+   conv: each channel's last shortconv.l_cache values of b * xs (the earlier ones kept per
+   sequence), no bias, no activation. */
+LayerPin lfm2Block(GGUFGraphBuilder& g, int i, LayerPin x)
+{
+    const GGUFHyperParameters& hp = g.hp();
+    const std::string p = format("blk.%d.", i);
+    const int d = hp.nEmbd;
+
+    LayerPin h = g.rmsNorm(p + "attn_norm", x);
+    LayerPin o;
+    if (hp.isRecurrent(i))
+    {
+        const std::string in = p + "shortconv.in_proj.weight";
+        const Mat rows = g.weight(in, d, 3 * d);
+        const int type = (int)g.tensor(in).type;
+        const std::vector<LayerPin> bcx = g.projections(p + "shortconv.in_proj",
+            {LLMMatMulWeight{type, rows.rowRange(0, d), Mat(), in, 0},
+             LLMMatMulWeight{type, rows.rowRange(d, 2 * d), Mat(), in, d},
+             LLMMatMulWeight{type, rows.rowRange(2 * d, 3 * d), Mat(), in, 2 * d}}, d, h);
+        const LayerPin bx = g.elementwise(p + "shortconv.bx", "mul", {bcx[0], bcx[2]});
+        const LayerPin conv = g.shortConvolution(p + "shortconv.conv", hp.shortConvKernel, {d}, {bx}, false)[0];
+        const LayerPin y = g.elementwise(p + "shortconv.cy", "mul", {bcx[1], conv});
+        o = g.matmul(p + "shortconv.out_proj", d, d, y);
+    }
+    else
+        o = g.selfAttention(p, i, h);
+    x = g.residual(p + "attn_residual", x, o);
+
+    h = g.rmsNorm(p + "ffn_norm", x);
+    return g.residual(p + "ffn_residual", x, g.gatedFeedForward(p, h));
+}
+
+}}} // namespace cv::dnn::llm
