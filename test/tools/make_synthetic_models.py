@@ -6,7 +6,9 @@ Usage: make_synthetic_models.py OUTPUT_DIR
 Each oracle file records the exact tools/gguf/make_synthetic_model.py command and the sha256 of
 the model llama.cpp was run on; the model is made again here and must have the same bytes, so
 the stored llama.cpp outputs apply to it. The same for test/data/oracle/rope_*.nlc.json (RoPE
-scaling), swa_*.nlc.json (sliding windows) and context_*.nlc.json (a chosen context length), and the model without scaling / window that each
+scaling), swa_*.nlc.json (sliding windows), context_*.nlc.json (a chosen context length) and
+hybrid_*.nlc.json (lfm2 / qwen35 / granitehybrid; a *_prompt400 file shares its model with the
+short-prompt file of its type), and the model without scaling / window that each
 of those records under "unscaled". Also writes
 a GGUF v2 / alignment 64 variant of the llama F32 model (same weights, so llama.cpp's F32 outputs
 apply to it as well), and the llama Q8_0 model with other weights (seed 28).
@@ -43,7 +45,8 @@ def main():
     oracles = sorted(glob.glob(os.path.join(oracle_dir, "synthetic_*.nlc.json")) +
                      glob.glob(os.path.join(oracle_dir, "rope_*.nlc.json")) +
                      glob.glob(os.path.join(oracle_dir, "swa_*.nlc.json")) +
-                     glob.glob(os.path.join(oracle_dir, "context_*.nlc.json")))
+                     glob.glob(os.path.join(oracle_dir, "context_*.nlc.json")) +
+                     glob.glob(os.path.join(oracle_dir, "hybrid_*.nlc.json")))
     for oracle in oracles:
         with open(oracle) as f:
             ref = json.load(f)

@@ -114,6 +114,9 @@ only when given) and --logit-scale (granite.logit_scale, required by llama.cpp).
 key of its own: llama.cpp leaves out the rotary of every fourth layer (layers 3, 7, ...), so give
 it --layers 4 or more. mistral3: --attn-temperature-scale writes attention.temperature_scale
 (llama.cpp then scales q by 1 + scale * ln(1 + floor(pos / original_context_length))).
+lfm2, qwen35, granitehybrid (hybrid recurrent models: short convolution, gated delta net, Mamba-2
+layers beside attention layers): see tools/gguf/synthetic_hybrid.py (--layer-types,
+--full-attention-interval; granitehybrid takes granite's scale options).
 Vocab 512 copies the tokenizer from stories260K.gguf; other sizes get a synthetic
 SentencePiece-style vocab. --vocab-from FILE copies the tokenizer of any GGUF (e.g.
 ggml-vocab-gpt-2.gguf) and makes the vocabulary that size.
@@ -133,6 +136,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quants  # noqa: E402
+import synthetic_hybrid  # noqa: E402
 from gguf_writer import GGMLType, GGUFWriter, ValueType, copy_kv, read_gguf, BLOCK_LAYOUT  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -180,6 +184,7 @@ ARCH_DEFAULTS = {
 # gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE): biases everywhere, attention sinks, sliding window
 # on even layers, a biased router whose softmax is taken over the chosen experts, clamped SwiGLU
 ARCH_DEFAULTS["gpt-oss"] = dict(rope_base=150000.0, rms_eps=1e-5, qkv_bias=True, qk_norm=False, moe=True)
+ARCH_DEFAULTS.update(synthetic_hybrid.ARCH_DEFAULTS)  # lfm2, qwen35, granitehybrid (written there)
 LAYERNORM_ARCHS = ("gpt2", "gptneox", "phi2", "stablelm")
 PARTIAL_ROTARY_ARCHS = ("phi3", "gptneox", "phi2", "stablelm")
 # llama_ftype values written as general.file_type
@@ -586,6 +591,8 @@ def add_window_keys(w, arch, args):
 
 
 def build(args):
+    if args.arch in synthetic_hybrid.ARCHS:
+        return synthetic_hybrid.build(sys.modules[__name__], args)
     shape = dict(SHAPES[args.shape])
     arch = args.arch
     ad = ARCH_DEFAULTS[arch]
@@ -770,6 +777,7 @@ def main(argv=None):
     ap.add_argument("--vocab-from", default=None,
                     help="GGUF whose tokenizer.* keys are copied; the vocab size becomes its token count "
                          "(default: stories260K.gguf's for the 512-token shapes, else a synthetic vocab)")
+    synthetic_hybrid.add_arguments(ap)
     ap.add_argument("--out", required=True)
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -794,8 +802,8 @@ def main(argv=None):
     if args.rope_scaling != "none" and not args.rope_factor > 0:
         ap.error("--rope-factor must be positive")
     granite_scales = (args.embedding_scale, args.residual_scale, args.attention_scale, args.logit_scale)
-    if args.arch != "granite" and any(v is not None for v in granite_scales):
-        ap.error("--embedding-scale, --residual-scale, --attention-scale and --logit-scale are granite options")
+    if args.arch not in ("granite", "granitehybrid") and any(v is not None for v in granite_scales):
+        ap.error("--embedding-scale, --residual-scale, --attention-scale and --logit-scale are granite(hybrid) options")
     if args.arch == "granite" and args.logit_scale is None:
         ap.error("granite needs --logit-scale (llama.cpp requires granite.logit_scale)")
     mistral3_keys = (args.yarn_beta_fast, args.yarn_beta_slow, args.yarn_log_mul, args.attn_temperature_scale)
@@ -814,6 +822,7 @@ def main(argv=None):
     moe_defaults = SHAPES[args.shape].get("moe", (8, 2, 256))
     if moe and not 0 < (args.experts_used or moe_defaults[1]) <= (args.experts or moe_defaults[0]):
         ap.error("--experts-used must be in 1..--experts")
+    synthetic_hybrid.check_arguments(ap, args)
     t0 = time.time()
     w, hist, tok = build(args)
     tmp = args.out + ".tmp"

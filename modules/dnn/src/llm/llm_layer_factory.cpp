@@ -32,6 +32,9 @@ void initializeLLMLayerFactory()
     CV_DNN_REGISTER_LAYER_CLASS(LLMLayerNorm,      LLMLayerNormLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMPositionEmbedding, LLMPositionEmbeddingLayer);
     CV_DNN_REGISTER_LAYER_CLASS(LLMExperts,        LLMExpertsLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMShortConv,      LLMShortConvLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMGatedDeltaNet,  LLMGatedDeltaNetLayer);
+    CV_DNN_REGISTER_LAYER_CLASS(LLMSelectiveScan,  LLMSelectiveScanLayer);
 }
 
 CV__DNN_INLINE_NS_END

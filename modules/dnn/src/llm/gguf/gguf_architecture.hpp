@@ -106,6 +106,13 @@ struct GGUFArchitecture
     Experts experts = Experts::None; //!< mixture-of-experts feed-forward blocks
     bool attentionSinks = false;     //!< blk.N.attn_sinks.weight: a logit per head in the softmax (gpt-oss)
     bool outputBias = false;         //!< output.bias added to the logits (phi2)
+    //! Attention and FFN shapes differ by layer (gemma4): feed_forward_length and head_count_kv
+    //! may be per-layer arrays, which the hook reads (GGUFHyperParameters::layerShapes).
+    bool perLayerShapes = false;
+    //! Some layers are recurrent (hybrid models): attention.head_count_kv may be per layer, 0 on
+    //! those layers (llama.cpp's is_recr for lfm2, granitehybrid), or the hook says which.
+    bool recurrentLayers = false;
+    const char* outputNorm = "output_norm";  //!< the final norm's tensor (lfm2: token_embd_norm)
     HyperParameterHook readHyperParameters = nullptr;
     BlockFunction block = llamaBlock;
 
@@ -126,7 +133,10 @@ struct GGUFArchitecture
     constexpr GGUFArchitecture scalingTokenRowsOnly() const { GGUFArchitecture a = *this; a.embeddingScaleOnTokensOnly = true; return a; }
     constexpr GGUFArchitecture withTiedOutput() const { GGUFArchitecture a = *this; a.alwaysTiedOutput = true; return a; }
     constexpr GGUFArchitecture withOutputBias() const { GGUFArchitecture a = *this; a.outputBias = true; return a; }
+    constexpr GGUFArchitecture withPerLayerShapes() const { GGUFArchitecture a = *this; a.perLayerShapes = true; return a; }
     constexpr GGUFArchitecture withAttentionSinks() const { GGUFArchitecture a = *this; a.attentionSinks = true; return a; }
+    constexpr GGUFArchitecture withOutputNorm(const char* tensor) const { GGUFArchitecture a = *this; a.outputNorm = tensor; return a; }
+    constexpr GGUFArchitecture withRecurrentLayers() const { GGUFArchitecture a = *this; a.recurrentLayers = true; return a; }
     constexpr GGUFArchitecture withExperts(Experts e) const { GGUFArchitecture a = *this; a.experts = e; return a; }
     constexpr GGUFArchitecture readingKeys(HyperParameterHook hook) const { GGUFArchitecture a = *this; a.readHyperParameters = hook; return a; }
     constexpr GGUFArchitecture withBlock(BlockFunction f) const { GGUFArchitecture a = *this; a.block = f; return a; }

@@ -36,6 +36,13 @@ GGUFGraphBuilder::GGUFGraphBuilder(const GGUFModelFile& file, const LoadOptions&
     : f_(file), integerDot_(options.integerDot), hp_(readGGUFHyperParameters(file, options.contextLength))
 {
     net_.setInputsNames({"input_ids"});
+    // The Net's one KV cache holds every layer's keys and values in rows of the largest layer's
+    // shape; smaller layers (gemma4's local ones) pad their heads (LLMAttention's input_head_dim).
+    for (int i = 0; i < hp_.nLayer; i++)
+    {
+        cacheKVHeads_ = std::max(cacheKVHeads_, hp_.shapeOf(i).kvHeads);
+        cacheHeadDim_ = std::max(cacheHeadDim_, hp_.shapeOf(i).headDim);
+    }
 }
 
 void GGUFGraphBuilder::fail(const std::string& msg) const
@@ -119,12 +126,13 @@ LayerPin GGUFGraphBuilder::rmsNorm(const std::string& name, Pin x, int size, flo
     return add(lp, {x});
 }
 
-LayerPin GGUFGraphBuilder::headNorm(const std::string& name, Pin x)
+LayerPin GGUFGraphBuilder::headNorm(const std::string& name, Pin x, int headDim)
 {
+    headDim = headDim < 0 ? hp_.headDim : headDim;
     LayerParams lp = params(name, "RMSNorm");
     lp.set("epsilon", hp_.eps);
-    lp.set("group_size", hp_.headDim);
-    lp.blobs.push_back(vectorF32(name + ".weight", hp_.headDim));
+    lp.set("group_size", headDim);
+    lp.blobs.push_back(vectorF32(name + ".weight", headDim));
     return add(lp, {x});
 }
 
@@ -191,10 +199,17 @@ std::vector<LayerPin> GGUFGraphBuilder::matmuls(const std::string& name, const s
 
 LayerPin GGUFGraphBuilder::attention(const std::string& name, int layer, const std::vector<Pin>& inputs)
 {
+    const GGUFHyperParameters::LayerShape shape = hp_.shapeOf(layer);
     LayerParams lp = params(name, "LLMAttention");
-    lp.set("num_heads", hp_.nHead);
-    lp.set("num_kv_heads", hp_.nKV);
-    lp.set("head_dim", hp_.headDim);
+    lp.set("num_heads", shape.heads);
+    lp.set("num_kv_heads", cacheKVHeads_);
+    lp.set("head_dim", cacheHeadDim_);
+    if (shape.kvHeads != cacheKVHeads_)
+        lp.set("input_kv_heads", shape.kvHeads);
+    if (shape.headDim != cacheHeadDim_)
+        lp.set("input_head_dim", shape.headDim);
+    if (shape.kvSource >= 0)
+        lp.set("kv_shared", true);
     lp.set("max_context", hp_.nCtx);
     if (hp_.attentionScale > 0.f)
         lp.set("scale", hp_.attentionScale);
@@ -210,8 +225,8 @@ LayerPin GGUFGraphBuilder::attention(const std::string& name, int layer, const s
         lp.set("sliding_window", hp_.windowOf(layer));
     if (arch().attentionSinks)
     {
-        const Mat sinks = vectorF32(format("blk.%d.attn_sinks.weight", layer), hp_.nHead);
-        lp.set("sinks", DictValue::arrayReal(sinks.ptr<float>(), hp_.nHead));
+        const Mat sinks = vectorF32(format("blk.%d.attn_sinks.weight", layer), shape.heads);
+        lp.set("sinks", DictValue::arrayReal(sinks.ptr<float>(), shape.heads));
     }
     if (!hp_.ropeOnLayer(layer))
     {
@@ -219,14 +234,43 @@ LayerPin GGUFGraphBuilder::attention(const std::string& name, int layer, const s
     }
     else
     {
-        lp.set("rope_dim", hp_.ropeDim);
+        lp.set("rope_dim", shape.ropeDim);
         lp.set("rope_base", local ? hp_.ropeBaseLocal : hp_.ropeBase);
         lp.set("rope_neox", arch().rope == RopeType::Neox);
-        setRotaryScaling(lp, local ? hp_.ropeBaseLocal : hp_.ropeBase, local ? hp_.ropeFreqScaleLocal : hp_.ropeFreqScale);
+        setRotaryScaling(lp, local ? hp_.ropeBaseLocal : hp_.ropeBase, local ? hp_.ropeFreqScaleLocal : hp_.ropeFreqScale,
+                         shape.ropeDim, !local || hp_.ropeFactorsOnLocalLayers);
     }
     Pin a = add(lp, inputs);
+    if (shape.kvSource >= 0)
+    {
+        sharedAttention_.push_back({a.layer, shape.kvSource});
+        return a;
+    }
+    cacheLayerOfBlock_[layer] = (int)attentionIds_.size();
     attentionIds_.push_back(a.layer);
     return a;
+}
+
+std::vector<LayerPin> GGUFGraphBuilder::shortConvolution(const std::string& name, int kernel,
+                                                         const std::vector<int>& channels,
+                                                         const std::vector<Pin>& inputs, bool silu)
+{
+    CV_Assert(channels.size() == inputs.size());
+    int total = 0;
+    for (int c : channels)
+        total += c;
+    LayerParams lp = params(name, "LLMShortConv");
+    lp.set("kernel_size", kernel);
+    lp.set("input_channels", DictValue::arrayInt(channels.data(), (int)channels.size()));
+    lp.set("silu", silu);
+    lp.blobs.push_back(matrixF32(name + ".weight", kernel, total));
+    if (f_.findTensor(name + ".bias"))
+        lp.blobs.push_back(vectorF32(name + ".bias", total));
+    const Pin layer = add(lp, inputs);
+    std::vector<Pin> pins;
+    for (size_t i = 0; i < inputs.size(); i++)
+        pins.push_back(Pin{layer.layer, (int)i});
+    return pins;
 }
 
 /* x -> o_proj(attention(rope(q_norm(q_proj(x))), rope(k_norm(k_proj(x))), v_proj(x))), with q_norm
@@ -316,16 +360,17 @@ LayerPin GGUFGraphBuilder::positionEmbedding(Pin x)
     (readRopeFactors), for its base and frequency scale; with YaRN its angles are folded into
     the factors (divided by yarnAngleFactors, frequency scale 1) and its magnitude into
     rope_attn_factor (yarnMagnitude), as llama.cpp computes them for that layer. */
-void GGUFGraphBuilder::setRotaryScaling(LayerParams& lp, float base, float freqScale) const
+void GGUFGraphBuilder::setRotaryScaling(LayerParams& lp, float base, float freqScale, int ropeDim, bool withFactors) const
 {
-    Mat factors = ropeFactors_;
+    const Mat ropeFactors = withFactors ? ropeFactors_ : Mat();
+    Mat factors = ropeFactors;
     lp.set("rope_attn_factor", yarnMagnitude(hp_.ropeFreqScale, freqScale, hp_.yarn, hp_.ropeAttnFactor, hp_.yarnLogMultiplier));
     if (hp_.yarn.extFactor != 0.f)
     {
-        const std::vector<float> m = yarnAngleFactors(hp_.ropeDim, base, freqScale, hp_.yarn);
+        const std::vector<float> m = yarnAngleFactors(ropeDim, base, freqScale, hp_.yarn);
         factors = Mat(1, (int)m.size(), CV_32F);
         for (int i = 0; i < factors.cols; i++)
-            factors.at<float>(i) = (ropeFactors_.empty() ? 1.f : ropeFactors_.at<float>(i)) / m[i];
+            factors.at<float>(i) = (ropeFactors.empty() ? 1.f : ropeFactors.at<float>(i)) / m[i];
         freqScale = 1.f;
     }
     lp.set("rope_freq_scale", freqScale);
@@ -372,6 +417,15 @@ Net GGUFGraphBuilder::finish(int logitRowsLayer)
 
     installLLMState(net_, attentionIds_, logitRowsLayer, f_.path());
     LLMNetState::of(net_)->setArchitecture(hp_.arch);  // (what LoRA adapters must name)
+    // Attention layers that read another block's keys and values (gemma4's shared KV) are no
+    // KV-cache layers of their own: each is given its source's cache layer.
+    for (const std::pair<int, int>& shared : sharedAttention_)
+    {
+        const auto source = cacheLayerOfBlock_.find(shared.second);
+        if (source == cacheLayerOfBlock_.end())
+            fail(format("block %d's attention has no keys and values of its own for another layer to read", shared.second));
+        net_.getLayer(shared.first).dynamicCast<KVCacheUser>()->attachState(LLMNetState::of(net_), source->second);
+    }
     if (positionLayer_ >= 0)
         net_.getLayer(positionLayer_).dynamicCast<LLMPositionEmbeddingLayer>()->attachState(LLMNetState::of(net_));
     return net_;

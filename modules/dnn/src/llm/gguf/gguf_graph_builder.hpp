@@ -17,6 +17,7 @@
 #include "../net/load_options.hpp"
 #include "../net/net_assembly.hpp"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,8 +59,8 @@ public:
     Pin add(LayerParams& lp, const std::vector<Pin>& inputs);
     //! RMSNorm of `size` features (default: n_embd) with the weights <name>.weight times `weightScale`.
     Pin rmsNorm(const std::string& name, Pin x, int size = -1, float weightScale = 1.f);
-    //! RMSNorm of each head (hp().headDim features) of a tokens x (heads * head size) projection.
-    Pin headNorm(const std::string& name, Pin x);
+    //! RMSNorm of each head (headDim features, default hp().headDim) of a tokens x (heads * head size) projection.
+    Pin headNorm(const std::string& name, Pin x, int headDim = -1);
     //! LayerNorm with bias: <name>.weight and <name>.bias.
     Pin layerNorm(const std::string& name, Pin x);
     Pin scaleBy(const std::string& name, float factor, Pin x);
@@ -77,8 +78,9 @@ public:
     std::vector<Pin> projections(const std::string& name, const std::vector<LLMMatMulWeight>& weights, int in, Pin x);
 
     /** Block `layer`'s attention over `inputs` (q, k, v, or one packed q|k|v), with the
-        architecture's rotary embedding and the layer's sliding window; it becomes the next
-        KV-cache layer. */
+        architecture's rotary embedding and the layer's sliding window and shape (hp().shapeOf);
+        it becomes the next KV-cache layer. A layer whose shape names a KV source (gemma4's
+        shared KV) takes q only and reads the keys and values of that block's attention. */
     Pin attention(const std::string& name, int layer, const std::vector<Pin>& inputs);
     //! llama's attention sub-layer on normed input h of block `layer` (prefix "blk.N."): q, k, v
     //! projections, the row's Q/K norms, attention, output projection (llama.cpp's build_attn).
@@ -93,6 +95,14 @@ public:
     //! expertFeedForward where the file has experts, else gatedFeedForward.
     Pin feedForward(const std::string& prefix, Pin h);
 
+    /** A causal depthwise convolution over time (LLMShortConv: a recurrent layer) of the inputs'
+        channels together, with the kernel <name>.weight (ne {K, sum of channels}) and the
+        optional <name>.bias; SiLU after it when `silu`. One output pin per input. */
+    std::vector<Pin> shortConvolution(const std::string& name, int kernel, const std::vector<int>& channels,
+                                      const std::vector<Pin>& inputs, bool silu);
+    //! Pins a block function computes once for all layers (gemma4: each layer's per-layer
+    //! input, made in block 0), kept here for the later blocks.
+    std::vector<Pin>& layerInputs() { return layerInputs_; }
     //! gpt2's learned positions (one row per position of the training context) added to x.
     Pin positionEmbedding(Pin x);
     //! Reads the per-pair rotary frequency factors of every layer (readRopeFactors); before the blocks.
@@ -104,13 +114,17 @@ public:
 private:
     [[noreturn]] void fail(const std::string& msg) const;
     Mat readRopeFactors() const;
-    void setRotaryScaling(LayerParams& lp, float base, float freqScale) const;
+    void setRotaryScaling(LayerParams& lp, float base, float freqScale, int ropeDim, bool withFactors) const;
 
     const GGUFModelFile& f_;
     const bool integerDot_;
     const GGUFHyperParameters hp_;
     Net net_;
     std::vector<int> attentionIds_;
+    std::map<int, int> cacheLayerOfBlock_;                // block -> its attention's KV-cache layer
+    std::vector<std::pair<int, int>> sharedAttention_;   // (Net layer id, block whose KV it reads)
+    int cacheKVHeads_ = 0, cacheHeadDim_ = 0;             // the KV cache's rows: the largest layer's
+    std::vector<Pin> layerInputs_;
     int positionLayer_ = -1;
     Mat ropeFactors_;                     // per-pair frequency factors of every layer (readRopeFactors)
     mutable std::set<std::string> used_;  // tensors the graph reads

@@ -39,10 +39,14 @@ public:
 
         h_.nEmbd = hparam("embedding_length");
         h_.nLayer = hparam("block_count");
-        h_.nFF = hparam("feed_forward_length");
+        // (a row with per-layer shapes reads feed_forward_length and head_count_kv in its hook)
+        h_.nFF = architecture->perLayerShapes ? 0 : hparam("feed_forward_length");
         readExperts(architecture->experts);
         h_.nHead = hparam("attention.head_count");
-        h_.nKV = hparam("attention.head_count_kv", h_.nHead);
+        if (architecture->perLayerShapes)
+            h_.nKV = h_.nHead;
+        else
+            readKVHeads(*architecture);
         // The context in use: the file's training context unless the caller chose another
         // (llama.cpp's n_ctx; more than the training context is allowed, as there).
         h_.nCtxTrain = hparam("context_length");
@@ -99,6 +103,43 @@ public:
         if (architecture->ropeDimIsHeadDim && h_.ropeDim != h_.headDim)
             fail(format("rope.dimension_count %d != head size %d (llama.cpp's %s graph requires them equal)",
                         h_.ropeDim, h_.headDim, h_.arch.c_str()));
+    }
+
+    /* attention.head_count_kv: one value, or (hybrid architectures) one per layer, 0 on the
+       recurrent layers (llama.cpp's n_head_kv(il) and is_recr); the attention layers must
+       agree, as the Net's one KV cache holds them all. */
+    void readKVHeads(const GGUFArchitecture& architecture)
+    {
+        const std::string key = h_.arch + ".attention.head_count_kv";
+        const GGUFValue* v = f_.find(key);
+        if (!v || v->type != GGUF_ARRAY)
+        {
+            h_.nKV = hparam("attention.head_count_kv", h_.nHead);
+            return;
+        }
+        if (!architecture.recurrentLayers)
+            fail("metadata '" + key + "' is an array (per-layer KV heads), which architecture '" + h_.arch +
+                 "' does not have");
+        const std::vector<double> heads = f_.getNumberArray(key);
+        if ((int)heads.size() != h_.nLayer)
+            fail(format("metadata '%s' has %zu values for %d layers", key.c_str(), heads.size(), h_.nLayer));
+        h_.nKV = 0;
+        h_.recurrent.assign(h_.nLayer, false);
+        for (int i = 0; i < h_.nLayer; i++)
+        {
+            const double n = heads[i];
+            if (!(n >= 0 && n <= 4096 && n == std::floor(n)))
+                fail(format("metadata '%s'[%d] = %g is out of range", key.c_str(), i, n));
+            if (n == 0)
+                h_.recurrent[i] = true;
+            else if (h_.nKV == 0)
+                h_.nKV = (int)n;
+            else if ((int)n != h_.nKV)
+                fail(format("metadata '%s' gives layers %d and %d KV heads: attention layers with different KV "
+                            "head counts are not supported", key.c_str(), h_.nKV, (int)n));
+        }
+        if (h_.nKV == 0)
+            fail("metadata '" + key + "' is 0 on every layer: a model without attention layers is not supported");
     }
 
     /* Mixture-of-experts sizes as llama.cpp reads them (llama-model.cpp): expert_count (at most

@@ -48,12 +48,35 @@ struct GGUFHyperParameters
     std::string expertGating = "softmax";  //!< LLMExperts' gating (build_moe_ffn's gating_op)
     bool expertWeightsNorm = true;         //!< the chosen experts' weights divided by their sum
     float expertWeightsScale = 0.f;        //!< 0: not scaled
+    //! Hybrid models: per layer, whether it is recurrent (no attention; empty: none is).
+    std::vector<bool> recurrent;
+    int shortConvKernel = 0;        //!< lfm2: shortconv.l_cache; qwen35, granitehybrid: ssm.conv_kernel (the convolution's taps)
+    //! ssm.inner_size, ssm.state_size, ssm.time_step_rank, ssm.group_count (qwen35: value width,
+    //! key head size, value heads, key heads; granitehybrid: Mamba-2's d_inner, d_state, heads, groups)
+    int ssmInner = 0, ssmState = 0, ssmDtRank = 0, ssmGroups = 0;
     bool parallelResidual = false;  //!< gptneox: use_parallel_residual (attention and FFN on the same input)
+    /** Per layer where the layers differ in shape (gemma4: local and global layers have their
+        own head size, KV heads and rotary dimensions, the KV-sharing layers a wider FFN); empty:
+        nHead, nKV, headDim, ropeDim, nFF on every layer. */
+    struct LayerShape
+    {
+        int heads, kvHeads, headDim, ropeDim, ff;
+        int kvSource;  //!< the layer whose keys and values this one reads (gemma4's shared KV), -1: its own
+    };
+    std::vector<LayerShape> layerShapes;
+    bool ropeFactorsOnLocalLayers = true;  //!< gemma4: rope_freqs.weight turns the global layers only
+    int nEmbdPerLayer = 0;          //!< gemma4: embedding_length_per_layer_input (0: no per-layer embeddings)
 
     //! Whether layer i rotates q and k (llama.cpp's rope type and has_rope, smollm3's n_no_rope_layer_step).
     bool ropeOnLayer(int i) const;
     //! Positions layer i attends to (0: all).
     int windowOf(int i) const { return slidingWindow.empty() ? 0 : slidingWindow[i]; }
+    //! Layer i's shape (layerShapes, else the model's sizes).
+    LayerShape shapeOf(int i) const
+    {
+        return layerShapes.empty() ? LayerShape{nHead, nKV, headDim, ropeDim, nFF, -1} : layerShapes[i];
+    }
+    bool isRecurrent(int i) const { return !recurrent.empty() && recurrent[i]; }
 };
 
 /** The metadata of a GGUF file as the architecture hooks read it: keys are `<arch>.<key>`, and

@@ -53,8 +53,8 @@ void output(GGUFGraphBuilder& g, Pin x, const Mat& embd)
     // (granite's logits / logit_scale: folded into the final norm's weights; the output
     // projection is linear, and on 8-bit activations their rounding scales with them)
     x = g.arch().norm == NormKind::LayerNorm
-        ? g.layerNorm("output_norm", x)
-        : g.rmsNorm("output_norm", x, -1, hp.logitScale != 0.f ? 1.f / hp.logitScale : 1.f);
+        ? g.layerNorm(g.arch().outputNorm, x)
+        : g.rmsNorm(g.arch().outputNorm, x, -1, hp.logitScale != 0.f ? 1.f / hp.logitScale : 1.f);
     // (a row's alwaysTiedOutput refuses an output.weight as unused)
     const bool tied = !g.hasTensor("output.weight") || g.arch().alwaysTiedOutput;
     LayerParams lp = g.params("output", "LLMMatMul");

@@ -154,7 +154,11 @@ public:
     or one packed input whose rows are q|k|v. Output: T x num_heads*head_dim. Parameters:
     `num_heads`, `num_kv_heads`, `head_dim`, `max_context`, `scale` (of the scores; default
     1/sqrt(head_dim)), `logit_softcap` (c > 0: scores become c * tanh(score / c)),
-    `sliding_window` (attend to the last n positions only; 0: all), `sinks` (one logit per query head joining the softmax's denominator: gpt-oss), and the rotary ones (see RotaryEmbedding): `rope_mode` "formula"
+    `sliding_window` (attend to the last n positions only; 0: all), `sinks` (one logit per query head joining the softmax's denominator: gpt-oss),
+    `input_head_dim` / `input_kv_heads` (q, k, v come with heads of that size, zero-padded to
+    head_dim, and that many KV heads, each stored num_kv_heads / input_kv_heads times: layers
+    smaller than the Net's KV cache rows, gemma4), `kv_shared` (q is the only input: the layer
+    reads the keys and values of the KV-cache layer attachState names, gemma4), and the rotary ones (see RotaryEmbedding): `rope_mode` "formula"
     (default: `rope_dim`, `rope_base`, `rope_neox`, `rope_freq_scale`; blobs[0], optional:
     per-pair frequency factors), "table" (blobs[0], blobs[1]: cos and sin, positions x pairs;
     `rope_neox`; max_context is capped at the tables' positions) or "none".
@@ -193,6 +197,51 @@ class LLMPositionEmbeddingLayer : public Layer
 public:
     static Ptr<LLMPositionEmbeddingLayer> create(const LayerParams& params);
     virtual void attachState(const Ptr<llm::LLMNetState>& state) = 0;
+};
+
+/** Causal depthwise convolution over time with a per-sequence state (ggml_ssm_conv): LFM2's
+    short convolution, the convolutions before Qwen3.5's delta net and Mamba-2's scan. Each
+    channel of token t of a sequence sees that sequence's last K inputs (the K - 1 before t are
+    kept in the Net's KV cache between forwards, zeros at a sequence's start).
+
+    Inputs: N tensors T x channels_i (channels of one convolution, e.g. q / k / v or x / B / C);
+    outputs: N tensors of the same shapes. blobs[0]: the kernel, float32, one row of K taps per
+    channel (sum of channels_i rows; GGUF's ssm_conv1d / shortconv.conv, ne {K, channels});
+    blobs[1] (optional): a bias per channel. Parameters: `kernel_size` K (>= 2),
+    `input_channels` (one value per input), `silu` (default false: applied after the bias). */
+class LLMShortConvLayer : public Layer, public llm::RecurrentStateUser
+{
+public:
+    static Ptr<LLMShortConvLayer> create(const LayerParams& params);
+};
+
+/** Qwen3.5's gated delta net (linear attention) over a per-sequence state in the Net's KV
+    cache: q and k l2-normalized per head (`epsilon`), beta = sigmoid(b), the log decay
+    g = softplus(a + dt_bias) * ssm_a, then the gated delta rule of recurrent/gated_delta_rule.hpp
+    over each sequence's tokens in order (value head h reads key head h % key_heads).
+
+    Inputs: q, k (T x key_heads * key_dim, after the convolution), v (T x value_heads *
+    value_dim), a and b (T x value_heads). Output: T x value_heads * value_dim. blobs[0]:
+    dt_bias, blobs[1]: ssm_a (= -exp(A_log)), value_heads floats each. Parameters: `key_heads`,
+    `value_heads`, `key_dim`, `value_dim`, `epsilon`. */
+class LLMGatedDeltaNetLayer : public Layer, public llm::RecurrentStateUser
+{
+public:
+    static Ptr<LLMGatedDeltaNetLayer> create(const LayerParams& params);
+};
+
+/** Mamba-2's selective scan with its gated group RMS norm (Granite 4 hybrids) over a
+    per-sequence state in the Net's KV cache (recurrent/selective_scan.hpp): each sequence's
+    tokens in order, then y * silu(z) RMS-normed per group of heads * head_dim / groups.
+
+    Inputs: x (T x heads * head_dim), B and C (T x groups * state_size), dt (T x heads, raw),
+    z (T x heads * head_dim). Output: T x heads * head_dim. blobs: dt_bias, A (= -exp(A_log)),
+    D (heads floats each), the norm's weight (heads * head_dim). Parameters: `heads`,
+    `head_dim`, `groups`, `state_size`, `epsilon`. */
+class LLMSelectiveScanLayer : public Layer, public llm::RecurrentStateUser
+{
+public:
+    static Ptr<LLMSelectiveScanLayer> create(const LayerParams& params);
 };
 
 CV__DNN_INLINE_NS_END

@@ -40,6 +40,10 @@ constexpr GGUFArchitecture kArchitectures[] = {
         .withSlidingWindow({2, 4096, 0.f, true}).readingKeys(readGemma2HyperParameters),
     GGUFArchitecture("gemma3").neoxRope().withQKNorm(QKNorm::PerHead).withPostNorms().withGeluFFN()
         .withSlidingWindow({6, 0, 10000.f, false}).scalingTokenRowsOnly().readingKeys(readGemma3HyperParameters),
+    // Gemma 4 (dense): local / global layers of their own shapes, KV sharing, per-layer embeddings
+    // (architectures/gemma4.cpp); the hook reads the windows and the per-layer arrays
+    GGUFArchitecture("gemma4").neoxRope().withPerLayerShapes().scalingTokenRowsOnly()
+        .readingKeys(readGemma4HyperParameters).withBlock(gemma4Block),
     // OLMo 2 (OLMo 3 adds sliding windows)
     GGUFArchitecture("olmo2").neoxRope().withQKNorm(QKNorm::Whole).withoutPreNorms().withPostNorms()
         .withSlidingWindow({4}),
@@ -60,6 +64,17 @@ constexpr GGUFArchitecture kArchitectures[] = {
     // StableLM 2 / 3B-4E1T: SwiGLU FFN, optional per-head Q/K LayerNorms, parallel without ffn_norm
     GGUFArchitecture("stablelm").neoxRope().withRopeFactors(RopeFactors::None).withLayerNorm()
         .readingKeys(readStableLMHyperParameters).withBlock(stableLMBlock),
+    // Hybrid models: recurrent layers beside attention layers, their state in the Net's KV cache.
+    // LFM2: short convolutions where attention.head_count_kv is 0, per-head Q/K norms
+    GGUFArchitecture("lfm2").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentLayers()
+        .withOutputNorm("token_embd_norm").readingKeys(readLFM2HyperParameters).withBlock(lfm2Block),
+    // Qwen3.5: gated delta nets (linear attention) and gated full attention with per-head Q/K
+    // norms, every full_attention_interval-th layer
+    GGUFArchitecture("qwen35").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentLayers()
+        .readingKeys(readQwen35HyperParameters).withBlock(qwen35Block),
+    // Granite 4 hybrids: Mamba-2 where attention.head_count_kv is 0, granite's scales
+    GGUFArchitecture("granitehybrid").requiringFullRope().withRecurrentLayers()
+        .readingKeys(readGraniteHybridHyperParameters).withBlock(graniteHybridBlock),
 };
 
 } // namespace

@@ -21,6 +21,9 @@ namespace llm {
 // gemma.cpp
 void readGemma2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 void readGemma3HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+// gemma4.cpp
+void readGemma4HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+LayerPin gemma4Block(GGUFGraphBuilder& g, int layer, LayerPin x);
 // gpt2.cpp
 void readGPT2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 LayerPin gpt2Block(GGUFGraphBuilder& g, int layer, LayerPin x);
@@ -35,6 +38,13 @@ void readGptOssHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters&
 LayerPin gptOssBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
 // granite.cpp
 void readGraniteHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+void readGraniteScales(const GGUFMetadataReader& r, GGUFHyperParameters& h, bool logitScaleRequired);
+// granite_hybrid.cpp
+void readGraniteHybridHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+LayerPin graniteHybridBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
+// lfm2.cpp
+void readLFM2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+LayerPin lfm2Block(GGUFGraphBuilder& g, int layer, LayerPin x);
 // mistral3.cpp
 void readMistral3HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 // phi2.cpp
@@ -43,6 +53,11 @@ LayerPin phi2Block(GGUFGraphBuilder& g, int layer, LayerPin x);
 // phi3.cpp
 void readPhi3HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 LayerPin phi3Block(GGUFGraphBuilder& g, int layer, LayerPin x);
+// qwen35.cpp
+void readQwen35HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+//! ssm.conv_kernel (>= 2), ssm.inner_size, ssm.state_size, ssm.time_step_rank, ssm.group_count
+void readSSMSizes(const GGUFMetadataReader& r, GGUFHyperParameters& h);
+LayerPin qwen35Block(GGUFGraphBuilder& g, int layer, LayerPin x);
 // stablelm.cpp
 void readStableLMHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 LayerPin stableLMBlock(GGUFGraphBuilder& g, int layer, LayerPin x);

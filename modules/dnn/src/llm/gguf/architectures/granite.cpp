@@ -20,12 +20,18 @@ namespace llm {
 // Its block is llamaBlock, which applies the scales.
 void readGraniteHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h)
 {
+    readGraniteScales(r, h, true);
+}
+
+// granitehybrid reads logit_scale as optional (llama.cpp's granite-hybrid.cpp).
+void readGraniteScales(const GGUFMetadataReader& r, GGUFHyperParameters& h, bool logitScaleRequired)
+{
     const GGUFModelFile& f = r.file();
     const std::string logitKey = r.key("logit_scale");
-    if (!f.hasMetadata(logitKey))
+    if (!f.hasMetadata(logitKey) && logitScaleRequired)
         r.fail("metadata key '" + logitKey + "' is missing");
-    h.logitScale = (float)f.getNumber(logitKey);
-    if (!(std::isfinite(h.logitScale) && h.logitScale != 0.f))
+    h.logitScale = f.hasMetadata(logitKey) ? (float)f.getNumber(logitKey) : 0.f;
+    if (!std::isfinite(h.logitScale) || (logitScaleRequired && h.logitScale == 0.f))
         r.fail(format("metadata '%s' = %g is out of range", logitKey.c_str(), h.logitScale));
     const float embeddingScale = r.finiteHparam("embedding_scale");
     if (embeddingScale != 0.f)

@@ -12,7 +12,6 @@ namespace llm {
 
 namespace {
 
-// The ssm.* sizes every recurrent architecture reads, each positive and bounded.
 int ssmSize(const GGUFMetadataReader& r, const char* key)
 {
     const int v = r.hparam(key);
@@ -22,6 +21,18 @@ int ssmSize(const GGUFMetadataReader& r, const char* key)
 }
 
 } // namespace
+
+// The ssm.* sizes of the recurrent architectures (qwen35, granitehybrid), each positive and bounded.
+void readSSMSizes(const GGUFMetadataReader& r, GGUFHyperParameters& h)
+{
+    h.shortConvKernel = ssmSize(r, "ssm.conv_kernel");
+    if (h.shortConvKernel < 2)
+        r.fail(format("metadata '%s' = %d must be at least 2", r.key("ssm.conv_kernel").c_str(), h.shortConvKernel));
+    h.ssmInner = ssmSize(r, "ssm.inner_size");
+    h.ssmState = ssmSize(r, "ssm.state_size");
+    h.ssmDtRank = ssmSize(r, "ssm.time_step_rank");
+    h.ssmGroups = ssmSize(r, "ssm.group_count");
+}
 
 /* qwen35 (Qwen3.5; llama.cpp's src/models/qwen35.cpp): the gated delta net's sizes
    (ssm.conv_kernel, ssm.state_size = the key and value head size, ssm.time_step_rank = value
@@ -33,13 +44,7 @@ int ssmSize(const GGUFMetadataReader& r, const char* key)
 void readQwen35HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h)
 {
     const GGUFModelFile& f = r.file();
-    h.shortConvKernel = ssmSize(r, "ssm.conv_kernel");
-    if (h.shortConvKernel < 2)
-        r.fail(format("metadata '%s' = %d must be at least 2", r.key("ssm.conv_kernel").c_str(), h.shortConvKernel));
-    h.ssmInner = ssmSize(r, "ssm.inner_size");
-    h.ssmState = ssmSize(r, "ssm.state_size");
-    h.ssmDtRank = ssmSize(r, "ssm.time_step_rank");
-    h.ssmGroups = ssmSize(r, "ssm.group_count");
+    readSSMSizes(r, h);
     if (h.ssmInner != h.ssmState * h.ssmDtRank)
         r.fail(format("ssm.inner_size %d != ssm.state_size %d x ssm.time_step_rank %d", h.ssmInner, h.ssmState,
                       h.ssmDtRank));
