@@ -78,6 +78,46 @@ TOOL_ANSWER = {"role": "assistant", "content": "It is 21.5 °C and sunny in Pari
 DOCUMENTS = [{"title": "Paris", "text": "Paris is the capital of France."},
              {"title": "Berlin", "text": "Berlin is the capital of Germany."}]
 
+# Reasoning and agent turns as Qwen3.5 and Gemma 4 read them: reasoning_content beside the
+# content, several tool calls in one turn (nested and list arguments), consecutive tool
+# results, Gemma 4's tool_responses on an assistant turn and its thought channel in content.
+REASONING_ASSISTANT = {"role": "assistant", "content": "The answer is 4.",
+                       "reasoning_content": "2+2 is 4.\nNothing else to check."}
+TWO_CALLS_ASSISTANT = {
+    "role": "assistant", "content": "Let me check both.", "reasoning_content": "Two tools are needed.",
+    "tool_calls": [{"id": "call00001", "type": "function",
+                    "function": {"name": "get_weather", "arguments": {"location": "Paris", "days": 3,
+                                                                      "options": {"units": ["celsius"], "hourly": True}}}},
+                   {"id": "call00002", "type": "function", "function": {"name": "get_time", "arguments": {"zone": "CET"}}}],
+}
+TIME_RESULT = {"role": "tool", "tool_call_id": "call00002", "name": "get_time", "content": "09:30"}
+GEMMA_TOOL_TURN = {
+    "role": "assistant", "content": "",
+    "tool_calls": [{"type": "function", "function": {"name": "get_time", "arguments": {"zone": "CET"}}}],
+    "tool_responses": [{"name": "get_time", "response": {"time": "09:30", "dst": False}}],
+}
+CHANNEL_ASSISTANT = {"role": "assistant",
+                     "content": "<|channel>thought\nThe user greets me.<channel|>Hello! Nothing much is new."}
+NESTED_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "book_trip",
+        "description": "Book a trip.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "traveller": {"type": "object", "description": "Who travels",
+                              "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                              "required": ["name"]},
+                "stops": {"type": "array", "description": "Cities on the way",
+                          "items": {"type": "string"}},
+                "refundable": {"type": "boolean", "nullable": True},
+            },
+            "required": ["traveller", "stops"],
+        },
+    },
+}
+
 # (case name, messages, add_generation_prompt, extra variables)
 CASES = [
     ("system_user", [SYSTEM, USER_1], True, {}),
@@ -97,6 +137,16 @@ CASES = [
     ("documents", [USER_1], True, {"documents": DOCUMENTS}),
     ("extra_variables", [SYSTEM, USER_1], True, {"enable_thinking": False, "reasoning_effort": "low",
                                                  "custom_instructions": "Speak French."}),
+    ("thinking_enabled", [SYSTEM, USER_1], True, {"enable_thinking": True}),
+    ("reasoning_content_history", [SYSTEM, USER_2, REASONING_ASSISTANT, USER_1], True, {}),
+    ("reasoning_after_last_user", [USER_2, REASONING_ASSISTANT], False, {"enable_thinking": True}),
+    ("two_tool_calls_and_results", [SYSTEM, TOOL_USER, TWO_CALLS_ASSISTANT, TOOL_RESULT, TIME_RESULT], True,
+     {"tools": [WEATHER_TOOL, TIME_TOOL], "enable_thinking": True}),
+    ("gemma_tool_responses", [TOOL_USER, GEMMA_TOOL_TURN], True, {"tools": [TIME_TOOL]}),
+    ("channel_thought_history", [USER_1, CHANNEL_ASSISTANT, USER_2], True, {}),
+    ("nested_tool_parameters", [SYSTEM, TOOL_USER], True, {"tools": [NESTED_TOOL, WEATHER_TOOL]}),
+    ("image_parts", [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is this?"}]}], True,
+     {"add_vision_id": True}),
 ]
 
 
