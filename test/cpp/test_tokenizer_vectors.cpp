@@ -2,7 +2,9 @@
 // tools/tokenizer/make_tokenizer_vectors.py with node-llama-cpp 3.21.1; its README says how).
 //   - vocabularies without published vectors: gpt-neox (no tokenizer.ggml.pre: llama.cpp's
 //     "default"), a Gemma-style SentencePiece one and a Gemma 4 one (made by the fixture
-//     make_tokenizer_vocabs from Llama's vocabulary), GPT-2 with special-token parsing;
+//     make_tokenizer_vocabs from Llama's vocabulary), GPT-2 with special-token parsing, and a
+//     Qwen3.5-style (pre-tokenizer qwen35, Qwen's added tokens) and a Gemma-4-style one with
+//     Gemma 4's own tokens (test_chat_vocabularies.cpp runs their chat templates);
 //   - every tokenizer.ggml.pre name llama.cpp knows, on GPT-2's and Llama 3's vocabularies,
 //     and names it refuses;
 //   - TextGenerationModel on a random-weight gpt2 model with GPT-2's real tokenizer;
@@ -117,6 +119,10 @@ const VocabularySet kVocabularySets[] = {
     {"gemma-spm.special", "made:gemma-spm", true},
     {"gemma4-bpe", "made:gemma4-bpe", false},
     {"gemma4-bpe.special", "made:gemma4-bpe", true},
+    {"qwen35-chat", "made:qwen35-chat", false},
+    {"qwen35-chat.special", "made:qwen35-chat", true},
+    {"gemma4-chat", "made:gemma4-chat", false},
+    {"gemma4-chat.special", "made:gemma4-chat", true},
 };
 
 std::string vocabularyFile(const std::string& vocabulary)
@@ -147,6 +153,13 @@ TEST_P(TokenizerOracleVocabulary, matches_llama_cpp)
     EXPECT_EQ((int)meta["eos"], tokenizer->eosId()) << set.name;
     EXPECT_EQ((int)meta["add_bos"] != 0, tokenizer->addBos()) << set.name;
     EXPECT_EQ((int)meta["add_eos"] != 0, tokenizer->addEos()) << set.name;
+    if (!meta["eog"].empty())
+    {
+        std::vector<int> expectedEnds;
+        for (const FileNode& id : meta["eog"])
+            expectedEnds.push_back((int)id);
+        EXPECT_EQ(llm_test::joinIds(expectedEnds), llm_test::joinIds(tokenizer->endOfGenerationIds())) << set.name;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCpp, TokenizerOracleVocabulary, testing::ValuesIn(kVocabularySets),

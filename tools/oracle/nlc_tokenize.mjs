@@ -11,7 +11,8 @@
 // add_special = false and parse_special as asked. A vocabulary that llama.cpp refuses to load
 // gets an .out holding one line "ERROR <message>" instead. With "meta": "x.json", the job also
 // writes what llama.cpp reads from the vocabulary's metadata: {"bos", "eos", "eot", "add_bos",
-// "add_eos"} (ids, null when none).
+// "add_eos"} (ids, null when none), and with "eog": N (the vocabulary's size) also "eog", the ids
+// of every token that ends a generation (llama_vocab_is_eog).
 //
 // node-llama-cpp is looked up next to this script first, then in $NLC_DIR (default /work/oracle-node).
 import fs from "node:fs";
@@ -53,6 +54,12 @@ for (const job of jobs) {
             const t = model.tokens;
             const meta = {bos: t.bos ?? null, eos: t.eos ?? null, eot: t.eot ?? null,
                 add_bos: t.shouldPrependBosToken, add_eos: t.shouldAppendEosToken};
+            if (job.eog) {
+                meta.eog = [];
+                for (let id = 0; id < job.eog; id++)
+                    if (model.isEogToken(id))
+                        meta.eog.push(id);
+            }
             fs.writeFileSync(job.meta, JSON.stringify(meta) + "\n");
         }
         await model.dispose();

@@ -79,7 +79,13 @@ PRE_TOKENIZERS = {
                                 "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"), byte_level(False)),
     "qwen2": sequence(split("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"
                             "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"), byte_level(False)),
+    # Qwen3.5: letters joined by their marks (\p{M}).
+    "qwen35": sequence(split("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+"
+                             "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"), byte_level(False)),
 }
+
+# The normalizer of the family's tokenizer.json (Qwen's NFC, which llama.cpp does not apply).
+NORMALIZERS = {"qwen2": {"type": "NFC"}, "qwen35": {"type": "NFC"}}
 
 # Phi-3's added tokens swallow the whitespace after them, except these.
 PHI3_KEEPS_SPACE = {"<unk>", "<s>", "<|endoftext|>"}
@@ -122,7 +128,8 @@ def convert(gguf_path, out_dir, name):
         merges = [m.split(" ", 1) for m in merges] if name not in ("gpt-2", "falcon") else merges
         tokenizer = {
             "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-            "normalizer": None, "pre_tokenizer": PRE_TOKENIZERS[pre],
+            "normalizer": NORMALIZERS.get(pre),
+            "pre_tokenizer": PRE_TOKENIZERS[pre],
             "post_processor": byte_level(True), "decoder": byte_level(True),
             "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                       "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,

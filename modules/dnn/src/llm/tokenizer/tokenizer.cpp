@@ -20,11 +20,41 @@ namespace {
 
 const char* const kModelKey = "tokenizer.ggml.model";
 
-// Tokens that end a turn in the chat formats in use, whatever id the metadata gives them.
+// Tokens that end a generation, whatever id the metadata gives them: llama.cpp's list
+// (llama-vocab.cpp, which finds them by their text).
 const char* const kEndOfGenerationTexts[] = {
-    "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>", "</s>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~[",
 };
+
+// Fill-in-the-middle tokens, also found by their text in llama.cpp (FIM_PRE, FIM_SUF, FIM_MID,
+// FIM_PAD, FIM_REP, FIM_SEP): all become control tokens; the last three also end a generation.
+struct FimTokens
+{
+    const char* key;
+    bool endsGeneration;
+    std::vector<const char*> texts;
+};
+const FimTokens kFimTokens[] = {
+    {"tokenizer.ggml.fim_pre_token_id", false,
+     {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>",
+      "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"}},
+    {"tokenizer.ggml.fim_suf_token_id", false,
+     {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>",
+      "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"}},
+    {"tokenizer.ggml.fim_mid_token_id", false,
+     {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>",
+      "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"}},
+    {"tokenizer.ggml.fim_pad_token_id", true, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
+    {"tokenizer.ggml.fim_rep_token_id", true, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+    {"tokenizer.ggml.fim_sep_token_id", true, {"<|file_sep|>"}},
+};
+
+// gpt-oss's channel markers are rendered and parsed as text (llama.cpp makes them user-defined,
+// so that its chat parser reads them).
+const char* const kAlwaysRenderedTexts[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
 
 int readTokenId(const GGUFFile& file, const char* key, int fallback, int vocabSize)
 {
@@ -135,7 +165,7 @@ void Tokenizer::readSpecialIds(const GGUFFile& file, const TokenizerDefaults& de
         if (unknownId_ >= 0)
             vocab_.setType(unknownId_, TOKEN_TYPE_UNKNOWN);
     }
-    findEndOfGenerationTokens(eotId, eomId);
+    findEndOfGenerationTokens(file, eotId, eomId);
 }
 
 void Tokenizer::addEndOfGenerationIds(const std::vector<int>& ids)
@@ -150,24 +180,73 @@ void Tokenizer::addEndOfGenerationIds(const std::vector<int>& ids)
                               endOfGenerationIds_.end());
 }
 
-void Tokenizer::findEndOfGenerationTokens(int eotId, int eomId)
+void Tokenizer::findEndOfGenerationTokens(const GGUFFile& file, int eotId, int eomId)
 {
-    for (int id : {eosId_, eotId, eomId})
+    const int n = vocab_.size();
+    // A token found by its text is a control token even where the converter marked it normal
+    // (it would be rendered, and never parsed as special); llama.cpp corrects the type the same way.
+    auto foundByText = [this](const char* text) {
+        const int id = vocab_.find(text);
+        if (id >= 0 && vocab_.type(id) != TOKEN_TYPE_CONTROL)
+            vocab_.setType(id, TOKEN_TYPE_CONTROL);
+        return id;
+    };
+    std::vector<int> ends;
+    for (const FimTokens& fim : kFimTokens)
     {
-        if (id >= 0)
-            endOfGenerationIds_.push_back(id);
+        // The metadata's id when it has a valid one, else the tokens of these texts (llama.cpp
+        // takes the first it meets in a hash map; vocabularies hold one of them at most).
+        std::vector<int> ids;
+        const int fromMetadata = readTokenId(file, fim.key, -1, n);
+        if (fromMetadata >= 0)
+            ids.push_back(fromMetadata);
+        else
+        {
+            for (const char* text : fim.texts)
+            {
+                const int id = foundByText(text);
+                if (id >= 0)
+                    ids.push_back(id);
+            }
+        }
+        if (fim.endsGeneration)
+            ends.insert(ends.end(), ids.begin(), ids.end());
     }
     for (const char* text : kEndOfGenerationTexts)
     {
-        const int id = vocab_.find(text);
-        if (id < 0)
-            continue;
-        endOfGenerationIds_.push_back(id);
-        // A turn end marked "normal" by the converter would be rendered and never parsed as
-        // special; llama.cpp corrects the type the same way.
-        if (vocab_.type(id) != TOKEN_TYPE_CONTROL)
-            vocab_.setType(id, TOKEN_TYPE_CONTROL);
+        const int id = foundByText(text);
+        if (id >= 0)
+            ends.push_back(id);
     }
+    for (int id : {eosId_, eotId, eomId})
+    {
+        if (id >= 0)
+            ends.push_back(id);
+    }
+    auto endsWith = [&ends, this](const char* text) {
+        const int id = vocab_.find(text);
+        return id >= 0 && std::find(ends.begin(), ends.end(), id) != ends.end();
+    };
+    auto removeEnd = [&ends, this](const char* text, TokenType newType) {
+        const int id = vocab_.find(text);
+        ends.erase(std::remove(ends.begin(), ends.end(), id), ends.end());
+        vocab_.setType(id, newType);
+    };
+    // gpt-oss (<|return|>, <|call|>) and Solar Open (<|calls|>, <|flush|>) end a message with
+    // <|end|> and go on: there it is text, not the end of the generation.
+    if (endsWith("<|end|>") && ((endsWith("<|return|>") && endsWith("<|call|>")) ||
+                                (endsWith("<|calls|>") && endsWith("<|flush|>"))))
+        removeEnd("<|end|>", TOKEN_TYPE_USER_DEFINED);
+    // Gemma 4 (which has <|tool_response>) writes </s> as text.
+    if (endsWith("<|tool_response>") && endsWith("</s>"))
+        removeEnd("</s>", TOKEN_TYPE_NORMAL);
+    for (const char* text : kAlwaysRenderedTexts)
+    {
+        const int id = vocab_.find(text);
+        if (id >= 0)
+            vocab_.setType(id, TOKEN_TYPE_USER_DEFINED);
+    }
+    endOfGenerationIds_ = ends;
     std::sort(endOfGenerationIds_.begin(), endOfGenerationIds_.end());
     endOfGenerationIds_.erase(std::unique(endOfGenerationIds_.begin(), endOfGenerationIds_.end()),
                               endOfGenerationIds_.end());

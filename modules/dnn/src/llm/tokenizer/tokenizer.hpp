@@ -97,7 +97,8 @@ public:
     int separatorId() const { return separatorId_; }  //!< -1 when the model has none
     bool addBos() const { return addBos_; }
     bool addEos() const { return addEos_; }
-    //! EOS, EOT, EOM and the tokens that end a turn in chat formats (<|eot_id|>, <|im_end|>, ...).
+    //! EOS, EOT, EOM and the tokens llama.cpp ends a generation at: turn ends of chat formats
+    //! (<|eot_id|>, <|im_end|>, <turn|>, ...) and fill-in-the-middle pad / repo / file separators.
     bool isEndOfGeneration(int id) const;
     const std::vector<int>& endOfGenerationIds() const { return endOfGenerationIds_; }
     //! Adds tokens that end a generation (e.g. genai_config.json's eos_token_id list); ids
@@ -122,7 +123,7 @@ protected:
 
 private:
     void readSpecialIds(const GGUFFile& file, const TokenizerDefaults& defaults);
-    void findEndOfGenerationTokens(int eotId, int eomId);
+    void findEndOfGenerationTokens(const GGUFFile& file, int eotId, int eomId);
     void applyModelQuirks(const GGUFFile& file);
     void readAddedTokenStrip(const GGUFFile& file);
 
