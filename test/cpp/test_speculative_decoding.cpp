@@ -94,7 +94,8 @@ TEST(SpeculativeDecoding, promptLookupKeepsGreedyOutputOfGGUFModels)
     expectPromptLookupKeepsGreedyIds(demoModel(), totals);
     for (const char* name : {"synthetic_llama_F32", "synthetic_llama_Q4_0", "synthetic_qwen2_Q4_K_M",
                              "synthetic_qwen3_Q8_0", "synthetic_gpt2_Q8_0", "synthetic_phi3_F32",
-                             "synthetic_gemma2_Q4_K_M", "swa_gemma3_window40", "synthetic_llama_BF16"})
+                             "synthetic_gemma2_Q4_K_M", "swa_gemma3_window40", "synthetic_llama_BF16",
+                             "hybrid_lfm2_F32", "hybrid_qwen35_Q4_K_M", "hybrid_granitehybrid_Q8_0"})
         expectPromptLookupKeepsGreedyIds(llm_test::testModel(std::string("synthetic/") + name + ".gguf"), totals);
     totals.expectBothOutcomes();
 }
