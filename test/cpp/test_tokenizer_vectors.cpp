@@ -189,7 +189,8 @@ TEST(TokenizerOracleVocabulary, every_vector_file_is_checked)
 TEST(TokenizerOracleVocabulary, decode_restores_the_text)
 {
     const std::vector<std::string> inputs = llm_test::readInputFile(vectorPath("corpus.inp"));
-    for (const char* vocabulary : {"shared:gpt-neox", "made:gemma-spm", "made:gemma4-bpe"})
+    for (const char* vocabulary :
+         {"shared:gpt-neox", "made:gemma-spm", "made:gemma4-bpe", "made:qwen35-chat", "made:gemma4-chat"})
     {
         Ptr<GGUFFile> file = GGUFFile::open(vocabularyFile(vocabulary));
         std::shared_ptr<Tokenizer> tokenizer = Tokenizer::fromGGUF(*file);
