@@ -181,18 +181,20 @@ TEST_P(ChatVocabulary, endOfGenerationTokensAreLlamaCpps)
     EXPECT_EQ(tokenizer->getBosId(), meta["bos"].get<int>());
 }
 
-// Qwen3.5's tokenizer.json (NFC normalizer, Split with its regex, ByteLevel; written from the
-// GGUF by gguf_vocab_to_tokenizer_json.py) reads as the same tokenizer: llama.cpp's ids on the
-// corpus with and without special-token parsing, on the chat prompts, and its end tokens.
-TEST(ChatVocabulary, qwen35TokenizerJsonTokenizesAsLlamaCpp)
+// The same vocabulary as a Hugging Face tokenizer.json (written from the GGUF by
+// gguf_vocab_to_tokenizer_json.py as the models' files are laid out: Qwen3.5's NFC normalizer,
+// Split with its regex and ByteLevel; Gemma 4's "\xE2\x96\x81" Replace, Split " " and BPE merges
+// with byte fallback) reads as the same tokenizer: llama.cpp's ids on the corpus with and
+// without special-token parsing and on the chat renderings, and its end tokens.
+TEST_P(ChatVocabulary, tokenizerJsonTokenizesAsLlamaCpp)
 {
-    const std::string folder = llm_test::testModel("tokenizer_vocabs/qwen35-chat-hf");
-    Ptr<cv::dnn::Tokenizer> tokenizer = cv::dnn::Tokenizer::create(folder);
+    const std::string name = GetParam();
+    Ptr<cv::dnn::Tokenizer> tokenizer = cv::dnn::Tokenizer::create(llm_test::testModel("tokenizer_vocabs/" + name + "-hf"));
     const std::string vectors = llm_test::projectRoot() + "/test/data/tokenizer/";
     const std::vector<std::string> inputs = llm_test::readInputFile(vectors + "corpus.inp");
     for (bool parseSpecial : {false, true})
     {
-        const std::string set = parseSpecial ? "qwen35-chat.special" : "qwen35-chat";
+        const std::string set = name + (parseSpecial ? ".special" : "");
         const std::vector<std::vector<int>> expected = llm_test::readIdFile(vectors + "vocab/" + set + ".out");
         ASSERT_EQ(inputs.size(), expected.size());
         int failed = 0;
@@ -205,16 +207,19 @@ TEST(ChatVocabulary, qwen35TokenizerJsonTokenizesAsLlamaCpp)
         }
         EXPECT_EQ(0, failed) << set;
     }
-    for (const Json& c : readOracle("qwen35-chat")["cases"])
+    for (const Json& c : readOracle(name)["cases"])
         EXPECT_EQ(llm_test::joinIds(tokenizer->encode(c["text"].get<std::string>(), false, true)),
                   llm_test::joinIds(idsOf(c["ids"]))) << c["case"];
+    const Json meta = readMeta(name);
     std::vector<int> ends;
     for (int id = 0; id < tokenizer->getVocabSize(); id++)
     {
         if (tokenizer->isEndOfGeneration(id))
             ends.push_back(id);
     }
-    EXPECT_EQ(llm_test::joinIds(ends), llm_test::joinIds(idsOf(readMeta("qwen35-chat")["eog"])));
+    EXPECT_EQ(llm_test::joinIds(ends), llm_test::joinIds(idsOf(meta["eog"])));
+    EXPECT_EQ(tokenizer->getBosId(), meta["bos"].get<int>());
+    EXPECT_EQ(tokenizer->getEosId(), meta["eos"].get<int>());
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCpp, ChatVocabulary, testing::ValuesIn(kChatVocabularies),

@@ -20,6 +20,8 @@ one HF's files for that model family have (PRE_TOKENIZERS).
 SentencePiece-style ("llama"): merges are derived from the scores as HF's converter derives
 them from a SentencePiece model: every split of a token into two tokens, ordered by the score
 of the token they make.
+Gemma 4 ("gemma4"): the file's merges, "▁" for spaces, byte fallback, as transformers'
+GemmaTokenizer lays it out.
 """
 import json
 import os
@@ -158,6 +160,24 @@ def convert(gguf_path, out_dir, name):
                       "byte_fallback": True, "ignore_merges": False,
                       "vocab": {t: i for i, t in enumerate(tokens) if types[i] != USER_DEFINED},
                       "merges": sentencepiece_merges(tokens, scores, types)},
+        }
+    elif model == "gemma4":
+        # As transformers' GemmaTokenizer writes Gemma 4's: spaces replaced by "▁" (no prefix),
+        # a Split on " " that then splits nothing, BPE with the file's merges and byte fallback.
+        tokenizer = {
+            "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+            "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+            "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious",
+                              "invert": False},
+            "post_processor": None,
+            "decoder": {"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteFallback"}, {"type": "Fuse"}]},
+            "model": {"type": "BPE", "dropout": None, "unk_token": tokens[unk] if unk is not None else None,
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+                      "byte_fallback": True, "ignore_merges": False,
+                      "vocab": {t: i for i, t in enumerate(tokens)},
+                      "merges": [str(m).split(" ", 1) for m in g.kv("tokenizer.ggml.merges")]},
         }
     else:
         raise SystemExit(f"{gguf_path}: tokenizer.ggml.model {model!r} is not converted")

@@ -30,9 +30,10 @@ shared llama.cpp vocabularies (../shared/testdata/llama.cpp-vocab) by changing t
                     <|tool_response>, <|"|>, ..., user-defined), scores, add_bos true, Llama's
                     </s> kept (llama.cpp makes it text when <|tool_response> exists), and Gemma
                     4's chat template (../chat-templates/google-gemma-4-31B-it-interleaved.jinja).
-  qwen35-chat-hf/   qwen35-chat as a Hugging Face tokenizer.json + tokenizer_config.json
-                    (gguf_vocab_to_tokenizer_json.py: Qwen's NFC normalizer, Split with Qwen3.5's
-                    regex as its tokenizer.json writes it, ByteLevel).
+  qwen35-chat-hf/, gemma4-chat-hf/  the two as Hugging Face tokenizer.json +
+                    tokenizer_config.json (gguf_vocab_to_tokenizer_json.py: Qwen's NFC normalizer,
+                    Split with Qwen3.5's regex as its tokenizer.json writes it, ByteLevel; Gemma
+                    4's "▁" Replace, Split " ", BPE merges with byte fallback).
   qwen35-chat-Q4_0.gguf, gemma4-chat-Q4_0.gguf  random-weight qwen2 / llama models (one layer,
                     tied embeddings) with those tokenizers and templates, for chat end to end.
   gpt2-synthetic-Q8_0.gguf  a random-weight gpt2 model (tools/gguf/make_synthetic_model.py,
@@ -264,8 +265,7 @@ def main(argv):
         path = os.path.join(out_dir, name + ".gguf")
         make(source(vocab_dir, base), vocab_dir).write(path)
         print("wrote", path)
-        if name == "qwen35-chat":
-            gguf_vocab_to_tokenizer_json.convert(path, os.path.join(out_dir, name + "-hf"), name)
+        gguf_vocab_to_tokenizer_json.convert(path, os.path.join(out_dir, name + "-hf"), name)
         synthetic_model(model_args, path, os.path.join(out_dir, name + "-Q4_0.gguf"))
         print("wrote", os.path.join(out_dir, name + "-Q4_0.gguf"))
     path = os.path.join(out_dir, "gpt2-synthetic-Q8_0.gguf")

@@ -178,6 +178,11 @@ void TokenizerJsonConverter::readPreTokenizer(const Json& step, const std::strin
     {
         const Json& pattern = doc_.get(step, field, "pattern");
         const std::string patternField = jsonMember(field, "pattern");
+        // transformers' GemmaTokenizer writes Split(" ", MergedWithPrevious) after a normalizer
+        // that has already replaced every space by "\xE2\x96\x81": it splits nothing.
+        if (preparation.escapesSpaces && doc_.optionalString(pattern, patternField, "String") == " " &&
+            !doc_.optionalBool(step, field, "invert", false))
+            return;
         const Json* regex = doc_.find(pattern, patternField, "Regex");
         if (!regex)
             doc_.fail(patternField, "must be a {\"Regex\": ...} (string patterns are not supported)", Error::StsNotImplemented);
