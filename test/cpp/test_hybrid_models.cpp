@@ -284,4 +284,59 @@ TEST(HybridModels, recurrentStateCheckpoints)
     EXPECT_EQ(cache->getBytesInUse(), 0u);
 }
 
+// A sequence saved to a file carries its recurrent state: loaded into another Net of the same
+// model, it continues with the logits of the original; the file of another model is refused.
+TEST(HybridModels, savedSequencesCarryTheirState)
+{
+    const std::string path = modelPath("hybrid_qwen35_F32.gguf");
+    const std::string file = cv::tempfile(".kvseq");
+    const std::vector<int> prompt = {1, 403, 407, 261, 378, 365, 280, 296, 278};
+    Net net = readNet(path);
+    forwardIds(net, prompt);
+    forwardIds(net, {52});
+    getLLMKVCache(net)->saveSequence(0, file, {});
+    const Mat expected = forwardIds(net, {61});
+
+    Net other = readNet(path);
+    std::vector<int> tokens;
+    EXPECT_EQ(getLLMKVCache(other)->loadSequence(file, 0, tokens), 10);
+    EXPECT_EQ(norm(forwardIds(other, {61}), expected, NORM_INF), 0.0);
+    EXPECT_EQ(getLLMKVCache(other)->getResumableLength(0, 5), 0) << "a loaded sequence has no checkpoints";
+
+    Net lfm2 = readNet(modelPath("hybrid_lfm2_F32.gguf"));
+    EXPECT_THROW(getLLMKVCache(lfm2)->loadSequence(file, 0, tokens), cv::Exception);
+    std::remove(file.c_str());
+}
+
+// Chat turns continue the conversation from the recurrent state's checkpoint at the previous
+// turn's prompt (or its current state): the replies equal those of a model that keeps no
+// checkpoints and so computes every turn's prompt from the start; a saved session continues the
+// conversation as the original does.
+TEST(HybridModels, chatTurnsAndSessionsContinueTheState)
+{
+    for (const char* arch : kArchitectures)
+    {
+        const std::string path = modelPath(format("hybrid_%s_F32.gguf", arch));
+        SCOPED_TRACE(path);
+        GenerationConfig config;
+        config.maxNewTokens = 12;
+        config.ignoreEndOfGeneration = true;
+        TextGenerationModel reusing(path), recomputing(path);
+        Net recomputingNet = recomputing.getNetwork();
+        getLLMKVCache(recomputingNet)->setRecurrentCheckpoints(0, 0);
+        for (TextGenerationModel* m : {&reusing, &recomputing})
+            m->setChatTemplate("chatml");
+        for (const char* message : {"Once upon a time", "there was a little cat", "who liked fish"})
+            EXPECT_EQ(reusing.chat(message, config), recomputing.chat(message, config)) << message;
+
+        const std::string file = cv::tempfile(".session");
+        reusing.saveSession(file);
+        TextGenerationModel restored(path);
+        restored.setChatTemplate("chatml");
+        restored.loadSession(file);
+        EXPECT_EQ(restored.chat("and a big dog", config), reusing.chat("and a big dog", config));
+        std::remove(file.c_str());
+    }
+}
+
 } // namespace

@@ -282,9 +282,9 @@ TEST(KVSession, damagedFilesAreRefused)
     writeBytes(damaged.path, longer, longer.size());
     expectRefused(net, damaged.path, "after its end");
     std::vector<char> newer = bytes;
-    newer[8] = 2;  // the version, after the 8-byte magic
+    newer[8] = 3;  // the version, after the 8-byte magic
     writeBytes(damaged.path, newer, newer.size());
-    expectRefused(net, damaged.path, "format version 2");
+    expectRefused(net, damaged.path, "format version 3");
     expectRefused(net, damaged.path + ".missing", "cannot be opened");
     // The undamaged file still loads.
     EXPECT_EQ(getLLMKVCache(net)->loadSequence(file.path, 2, tokens), (int)promptIds().size());

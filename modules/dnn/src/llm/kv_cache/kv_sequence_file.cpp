@@ -164,7 +164,7 @@ KVSequenceFile parseKVSequenceFile(std::vector<uchar>&& data, const std::string&
     ByteReader r(b.data(), b.size(), what, truncatedMessage);
     r.bytes(sizeof(kMagic), "the magic");  // checked above
     f.version = r.u32("the format version");
-    if (f.version != kKVSequenceFileVersion)
+    if (f.version != kKVSequenceFileVersion && f.version != 1)
         CV_Error(Error::StsNotImplemented, format("KV sequence file '%s' has format version %u; this build reads version %u",
                                                   what.c_str(), f.version, kKVSequenceFileVersion));
     const uint32_t flags = readBounded(r, what, "the flags", 0, kFlagTokens);
@@ -213,6 +213,17 @@ KVSequenceFile parseKVSequenceFile(std::vector<uchar>&& data, const std::string&
     f.payloadOffset = r.position();
     f.payloadBytes = (size_t)payloadBytes;
     r.bytes(payloadBytes, "the keys and values");
+    if (f.version >= 2)
+    {
+        const uint64 stateFloats = r.u64("the recurrent state's size");
+        if (stateFloats > r.remaining() / sizeof(float))
+            CV_Error(Error::StsParseError, format("KV sequence file '%s' is truncated or corrupted: a recurrent state of "
+                                                  "%llu floats, %zu bytes left", what.c_str(),
+                                                  (unsigned long long)stateFloats, r.remaining()));
+        f.stateFloats = (size_t)stateFloats;
+        f.stateOffset = r.position();
+        r.bytes(stateFloats * sizeof(float), "the recurrent state");
+    }
     const size_t checked = r.position();
     const uint64 checksum = r.u64("the checksum");
     if (r.remaining() != 0)
@@ -309,6 +320,11 @@ void PagedKVCache::saveSequence(int sequenceId, const String& path, const std::v
                     p += n;
                 }
     }
+    // The recurrent layers' state after the sequence's last token (its checkpoints are not saved).
+    const size_t stateFloats = recurrent_.has(sequenceId) ? recurrent_.floats() : 0;
+    w.u64(stateFloats);
+    if (stateFloats > 0)
+        w.bytes(recurrent_.state(sequenceId), stateFloats * sizeof(float));
     w.u64(kvChecksum(w.out.data(), w.out.size()));
     writeFileAtomically(path, w.out);
 }
@@ -346,6 +362,10 @@ void PagedKVCache::loadSequence(const KVSequenceFile& f, const std::string& path
             "KVCache::loadSequence: '%s' was saved from another model with the same layers but other weights "
             "(the file's model: %s, weights hash %016llx; this one: %016llx)", p, f.identity.description.c_str(),
             (unsigned long long)f.identity.weights, (unsigned long long)identity_.weights));
+    if (f.stateFloats != (f.length > 0 ? recurrent_.floats() : f.stateFloats))
+        CV_Error(Error::StsBadArg, format(
+            "KVCache::loadSequence: '%s' holds a recurrent state of %zu floats; this model's recurrent layers keep %zu",
+            p, f.stateFloats, recurrent_.floats()));
     if (f.length > maxSequenceLength_)
         CV_Error(Error::StsOutOfRange, format("KVCache::loadSequence: '%s' holds %d tokens; the context holds %d",
                                               p, f.length, maxSequenceLength_));
@@ -357,6 +377,8 @@ void PagedKVCache::loadSequence(const KVSequenceFile& f, const std::string& path
     size_t needed = 0, freed = 0;
     for (size_t g = 0; g < groups_.size(); g++)
         needed += (size_t)(pagesFor(f.length) - firstPage[g]) * groups_[g].pageBytes;
+    if (recurrent_.enabled())
+        needed += recurrent_.bytesPerState();
     const auto old = sequences_.find(sequenceId);
     if (old != sequences_.end())
         for (size_t g = 0; g < groups_.size(); g++)
@@ -409,6 +431,12 @@ void PagedKVCache::loadSequence(const KVSequenceFile& f, const std::string& path
     }
     CV_Assert(src == f.bytes.data() + f.payloadOffset + f.payloadBytes);
     sequences_[sequenceId] = std::move(s);
+    if (recurrent_.enabled())
+    {
+        recurrent_.create(sequenceId);
+        if (f.stateFloats == recurrent_.floats())
+            std::memcpy(recurrent_.state(sequenceId), f.bytes.data() + f.stateOffset, f.stateFloats * sizeof(float));
+    }
 }
 
 }}} // namespace cv::dnn::llm

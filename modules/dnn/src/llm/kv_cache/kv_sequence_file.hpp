@@ -8,7 +8,7 @@
 // format is described in doc/design.md ("Sessions on disk").
 //
 // All numbers are little-endian. The file:
-//   magic "OCVKVSEQ" (8 bytes), u32 version (1), u32 flags (bit 0: tokens present)
+//   magic "OCVKVSEQ" (8 bytes), u32 version (2; 1 is read too), u32 flags (bit 0: tokens present)
 //   u64 layout hash, u64 weights hash, u32 description bytes, description (UTF-8)
 //   u32 layers, u32 KV heads, u32 head size, u32 storage type (0 f32, 1 f16, 2 8-bit), u32 row bytes
 //   u32 window of each layer (0: the whole context)
@@ -17,6 +17,8 @@
 //   u64 payload bytes, payload: for each layer, keys then values, for each KV head the rows of
 //       positions [first, length) (first: 0, or the first position a sliding-window layer still
 //       attends to), row bytes each
+//   (version 2) u64 recurrent-state floats (0 for a model without recurrent layers), then the
+//       sequence's state block (recurrent_state_store.hpp) as float32
 //   u64 checksum (kvChecksum) of every byte before it
 // The header's numbers are written byte by byte; the rows are the cache's bytes as they lie
 // (little-endian floats, halves and scales on every platform this code targets).
@@ -46,7 +48,7 @@ struct KVModelIdentity
 //! A 64-bit hash (multiply-rotate over 8-byte words, then a final mix); not cryptographic.
 CV_EXPORTS uint64 kvChecksum(const void* data, size_t bytes, uint64 seed = 0);
 
-static const uint32_t kKVSequenceFileVersion = 1;
+static const uint32_t kKVSequenceFileVersion = 2;
 
 //! A parsed, checked sequence file (sizes checked against the file, checksum verified).
 struct KVSequenceFile
@@ -64,6 +66,8 @@ struct KVSequenceFile
     std::vector<uchar> bytes;    //!< the whole file
     size_t payloadOffset = 0;    //!< into `bytes`
     size_t payloadBytes = 0;
+    size_t stateOffset = 0;      //!< into `bytes`: the recurrent state (stateFloats float32)
+    size_t stateFloats = 0;
 
     //! The first position a layer's rows are saved for (see the format above).
     int firstSaved(int layer) const
