@@ -58,7 +58,7 @@ struct SelectiveScanInputs
     or the state.
 
     Rounding: the vector builds (baseline / AVX2 / AVX-512, CV_CPU_DISPATCH) use fused
-    multiply-adds and sum the N products in an order fixed per build (two accumulators of a
+    multiply-adds and sum the N products in an order fixed per build (one accumulator of a
     vector's lanes, then across lanes), so they differ from ggml and from each other by float
     rounding only; delta and dA are the same scalar expressions (libm's expf / logf) in every
     build, and a token's arithmetic does not depend on where a call starts.
