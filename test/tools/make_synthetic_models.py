@@ -6,7 +6,7 @@ Usage: make_synthetic_models.py OUTPUT_DIR
 Each oracle file records the exact tools/gguf/make_synthetic_model.py command and the sha256 of
 the model llama.cpp was run on; the model is made again here and must have the same bytes, so
 the stored llama.cpp outputs apply to it. The same for test/data/oracle/rope_*.nlc.json (RoPE
-scaling), swa_*.nlc.json (sliding windows), context_*.nlc.json (a chosen context length) and
+scaling), swa_*.nlc.json (sliding windows), context_*.nlc.json (a chosen context length), gemma4_*.nlc.json and
 hybrid_*.nlc.json (lfm2 / qwen35 / granitehybrid; a *_prompt400 file shares its model with the
 short-prompt file of its type), and the model without scaling / window that each
 of those records under "unscaled". Also writes
@@ -46,6 +46,7 @@ def main():
                      glob.glob(os.path.join(oracle_dir, "rope_*.nlc.json")) +
                      glob.glob(os.path.join(oracle_dir, "swa_*.nlc.json")) +
                      glob.glob(os.path.join(oracle_dir, "context_*.nlc.json")) +
+                     glob.glob(os.path.join(oracle_dir, "gemma4_*.nlc.json")) +
                      glob.glob(os.path.join(oracle_dir, "hybrid_*.nlc.json")))
     for oracle in oracles:
         with open(oracle) as f:

@@ -136,6 +136,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quants  # noqa: E402
+import synthetic_gemma4  # noqa: E402
 import synthetic_hybrid  # noqa: E402
 from gguf_writer import GGMLType, GGUFWriter, ValueType, copy_kv, read_gguf, BLOCK_LAYOUT  # noqa: E402
 
@@ -185,6 +186,8 @@ ARCH_DEFAULTS = {
 # on even layers, a biased router whose softmax is taken over the chosen experts, clamped SwiGLU
 ARCH_DEFAULTS["gpt-oss"] = dict(rope_base=150000.0, rms_eps=1e-5, qkv_bias=True, qk_norm=False, moe=True)
 ARCH_DEFAULTS.update(synthetic_hybrid.ARCH_DEFAULTS)  # lfm2, qwen35, granitehybrid (written there)
+# Gemma 4 (llama.cpp's gemma4.cpp): written by synthetic_gemma4.py
+ARCH_DEFAULTS["gemma4"] = dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True, post_norms=True)
 LAYERNORM_ARCHS = ("gpt2", "gptneox", "phi2", "stablelm")
 PARTIAL_ROTARY_ARCHS = ("phi3", "gptneox", "phi2", "stablelm")
 # llama_ftype values written as general.file_type
@@ -620,6 +623,9 @@ def build(args):
         shape["n_ctx"] = args.context_length
     if args.layers:
         shape["n_layer"] = args.layers
+    if arch == "gemma4":
+        hist, tok = synthetic_gemma4.build_gemma4(args, w, shape, sys.modules[__name__])
+        return w, hist, tok
     if arch in ("gptneox", "phi2"):  # multi-head attention, as Pythia and Phi-2 have
         shape["n_head_kv"] = shape["n_head"]
     moe_defaults = shape.pop("moe", (8, 2, 256))  # the shape's expert count, used count, width
@@ -778,6 +784,7 @@ def main(argv=None):
                     help="GGUF whose tokenizer.* keys are copied; the vocab size becomes its token count "
                          "(default: stories260K.gguf's for the 512-token shapes, else a synthetic vocab)")
     synthetic_hybrid.add_arguments(ap)
+    synthetic_gemma4.add_gemma4_options(ap)
     ap.add_argument("--out", required=True)
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -793,7 +800,7 @@ def main(argv=None):
         ap.error("--qk-norm and --parallel-residual are stablelm options")
     if args.arch in LAYERNORM_ARCHS and args.rope_scaling != "none":
         ap.error("no rope scaling for " + args.arch)
-    windowed = ("phi3", "gemma2", "gemma3", "olmo2", "gpt-oss")
+    windowed = ("phi3", "gemma2", "gemma3", "olmo2", "gpt-oss", "gemma4")
     if args.arch not in windowed and args.sliding_window is not None:
         ap.error("--sliding-window is an option of " + ", ".join(windowed))
     if args.arch not in windowed[1:4] and (args.swa_pattern is not None or args.rope_base_swa is not None or
@@ -823,6 +830,7 @@ def main(argv=None):
     if moe and not 0 < (args.experts_used or moe_defaults[1]) <= (args.experts or moe_defaults[0]):
         ap.error("--experts-used must be in 1..--experts")
     synthetic_hybrid.check_arguments(ap, args)
+    synthetic_gemma4.check_gemma4_options(ap, args)
     t0 = time.time()
     w, hist, tok = build(args)
     tmp = args.out + ".tmp"

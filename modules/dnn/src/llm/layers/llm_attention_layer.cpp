@@ -55,7 +55,20 @@ public:
         CV_CheckEQ(heads_ % kvHeads_, 0, "LLMAttention: num_heads must be a multiple of num_kv_heads");
         CV_CheckGT(headDim_, 0, "LLMAttention: head_dim must be positive");
         CV_CheckGT(maxContext_, 0, "LLMAttention: max_context must be positive");
-        scale_ = params.get<float>("scale", 1.f / std::sqrt((float)headDim_));
+        // Layers smaller than the Net's KV cache rows (gemma4's local layers beside its global
+        // ones): q, k and v come with heads of input_head_dim, zero-padded to head_dim here (the
+        // padding adds nothing to a score, and output_head_dim drops it from the output), and
+        // with input_kv_heads KV heads, each stored num_kv_heads / input_kv_heads times (query
+        // head h still meets the KV head it would have: h / (num_heads / input_kv_heads)).
+        inHeadDim_ = params.get<int>("input_head_dim", headDim_);
+        CV_Check(inHeadDim_, inHeadDim_ > 0 && inHeadDim_ <= headDim_, "LLMAttention: input_head_dim must be in [1, head_dim]");
+        inKVHeads_ = params.get<int>("input_kv_heads", kvHeads_);
+        CV_Check(inKVHeads_, inKVHeads_ > 0 && kvHeads_ % inKVHeads_ == 0,
+                 "LLMAttention: num_kv_heads must be a multiple of input_kv_heads");
+        // gemma4's KV sharing: the layer takes q only and reads the keys and values another
+        // attention layer stored (attachState names that layer's KV-cache layer).
+        kvShared_ = params.get<bool>("kv_shared", false);
+        scale_ = params.get<float>("scale", 1.f / std::sqrt((float)inHeadDim_));
         CV_Check(scale_, scale_ > 0.f && std::isfinite(scale_), "LLMAttention: scale must be positive");
         // Gemma 2: scores soft-capped, c * tanh(s / c); sliding-window layers attend to their
         // last `sliding_window` positions (the token itself included).
@@ -76,7 +89,7 @@ public:
         // The first output_head_dim values of each head's output: an ONNX graph that padded its
         // heads for the attention operator slices the padding off after it (the importer folds
         // that Slice in here; the cache keeps the padded head size).
-        outputHeadDim_ = params.get<int>("output_head_dim", headDim_);
+        outputHeadDim_ = params.get<int>("output_head_dim", inHeadDim_);
         CV_Check(outputHeadDim_, outputHeadDim_ > 0 && outputHeadDim_ <= headDim_,
                  "LLMAttention: output_head_dim must be in [1, head_dim]");
         // llama.cpp's attn_factor (ggml_rope_ext's mscale): cos and sin are multiplied by it, so
@@ -106,7 +119,7 @@ public:
         else if (ropeMode == "formula")
         {
             const int ropeDim = params.get<int>("rope_dim", headDim_);
-            CV_CheckLE(ropeDim, headDim_, "LLMAttention: rope_dim exceeds head_dim");
+            CV_CheckLE(ropeDim, inHeadDim_, "LLMAttention: rope_dim exceeds the head size");
             std::vector<float> freqFactors;
             if (!blobs.empty())
             {
@@ -131,13 +144,21 @@ public:
     bool getMemoryShapes(const std::vector<MatShape>& inputs, const int,
                          std::vector<MatShape>& outputs, std::vector<MatShape>&) const CV_OVERRIDE
     {
-        CV_Check(inputs.size(), inputs.size() == 3 || inputs.size() == 1,
-                 "LLMAttention: expects q, k and v, or one packed q|k|v input");
+        CV_Check(inputs.size(), kvShared_ ? inputs.size() == 1 : (inputs.size() == 3 || inputs.size() == 1),
+                 "LLMAttention: expects q, k and v, or one packed q|k|v input (with kv_shared: q only)");
         for (const MatShape& s : inputs)
             CV_CheckEQ((int)s.size(), 2, "LLMAttention: inputs must be 2-D (tokens x features)");
-        const int qWidth = heads_ * headDim_, kvWidth = kvHeads_ * headDim_;
+        const int qWidth = heads_ * inHeadDim_, kvWidth = inKVHeads_ * inHeadDim_;
+        if (kvShared_)
+        {
+            CV_CheckEQ(inputs[0][1], qWidth, "LLMAttention: q width != num_heads * head size");
+            outputs.assign(1, MatShape{inputs[0][0], heads_ * outputHeadDim_});
+            return false;
+        }
         if (inputs.size() == 1)
         {
+            CV_Check(inHeadDim_, inHeadDim_ == headDim_ && inKVHeads_ == kvHeads_,
+                     "LLMAttention: a packed q|k|v input cannot be padded (input_head_dim, input_kv_heads)");
             CV_CheckEQ(inputs[0][1], qWidth + 2 * kvWidth, "LLMAttention: packed q|k|v width != (num_heads + 2 * num_kv_heads) * head_dim");
             outputs.assign(1, MatShape{inputs[0][0], heads_ * outputHeadDim_});
             return false;
@@ -160,7 +181,8 @@ public:
                    "LLMAttention: the KV cache layer has another sliding window");
         state_ = state;
         layerIndex_ = layerIndex;
-        state_->cache().setKeyPositionShift(layerIndex_, makePtr<RotaryKeyShift>(rope_, headDim_));
+        if (!kvShared_)  // (the layer that stores the keys turns them)
+            state_->cache().setKeyPositionShift(layerIndex_, makePtr<RotaryKeyShift>(rope_, headDim_));
     }
 
     int kvHeads() const CV_OVERRIDE { return kvHeads_; }
@@ -172,9 +194,9 @@ public:
     {
         CV_TRACE_FUNCTION();
         CV_TRACE_ARG_VALUE(name, "name", name.c_str());
-        const bool packed = inputs_arr.size().area() == 1;
+        const bool packed = inputs_arr.size().area() == 1 && !kvShared_;
         const Mat q = inputs_arr.getMat(0);
-        const Mat k = packed ? q : inputs_arr.getMat(1), v = packed ? q : inputs_arr.getMat(2);
+        const Mat k = packed || kvShared_ ? q : inputs_arr.getMat(1), v = packed || kvShared_ ? q : inputs_arr.getMat(2);
         Mat& out = outputs_arr.getMatRef(0);
         CV_CheckTypeEQ(q.type(), CV_32F, "LLMAttention: float32 inputs only");
         CV_CheckTypeEQ(k.type(), CV_32F, "LLMAttention: float32 inputs only");
@@ -193,28 +215,36 @@ public:
         const size_t vStride = v.step[0] / sizeof(float);
         const float* kData = k.ptr<float>() + (packed ? qWidth : 0);
         const float* vData = v.ptr<float>() + (packed ? qWidth + kvWidth : 0);
+        const bool padded = inHeadDim_ != headDim_ || inKVHeads_ != kvHeads_;
         query_.resize((size_t)tokens * qWidth);
-        keys_.resize((size_t)tokens * kvWidth);
+        keys_.resize(kvShared_ ? 0 : (size_t)tokens * kvWidth);
+        values_.resize(padded && !kvShared_ ? (size_t)tokens * kvWidth : 0);
         for (int t = 0; t < tokens; t++)
         {
-            std::copy_n(q.ptr<float>() + t * qStride, qWidth, query_.data() + (size_t)t * qWidth);
-            std::copy_n(kData + t * kStride, kvWidth, keys_.data() + (size_t)t * kvWidth);
+            padHeads(q.ptr<float>() + t * qStride, heads_, 1, query_.data() + (size_t)t * qWidth);
+            if (kvShared_)
+                continue;
+            padHeads(kData + t * kStride, inKVHeads_, kvHeads_ / inKVHeads_, keys_.data() + (size_t)t * kvWidth);
+            if (padded)
+                padHeads(vData + t * vStride, inKVHeads_, kvHeads_ / inKVHeads_, values_.data() + (size_t)t * kvWidth);
         }
         angles_.resize((size_t)tokens * rope_.ropeDim());
         rope_.angles(plan.position.data(), tokens, angles_.data());
         rope_.rotate(query_.data(), tokens, qWidth, heads_, headDim_, angles_.data());
-        rope_.rotate(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, angles_.data());
+        if (!kvShared_)
+            rope_.rotate(keys_.data(), tokens, kvWidth, kvHeads_, headDim_, angles_.data());
         if (ropeAttnFactor_ != 1.f)
         {
             scaleRotated(query_.data(), (size_t)tokens * heads_);
-            scaleRotated(keys_.data(), (size_t)tokens * kvHeads_);
+            if (!kvShared_)
+                scaleRotated(keys_.data(), (size_t)tokens * kvHeads_);
         }
         if (temperatureScale_ != 0.f)
             scaleByTemperature(query_.data(), tokens, plan.position.data());
         const auto& pageTables = plan.pageTables[cache.layerGroup(layerIndex_)];
-        for (int t = 0; t < tokens; t++)
-            cache.store(layerIndex_, *pageTables[plan.batchSequence[t]], plan.position[t],
-                        keys_.data() + (size_t)t * kvWidth, vData + t * vStride);
+        for (int t = 0; !kvShared_ && t < tokens; t++)
+            cache.store(layerIndex_, *pageTables[plan.batchSequence[t]], plan.position[t], keys_.data() + (size_t)t * kvWidth,
+                        padded ? values_.data() + (size_t)t * kvWidth : vData + t * vStride);
 
         if (outputHeadDim_ == headDim_)
         {
@@ -230,6 +260,23 @@ public:
     }
 
 private:
+    // `heads` heads of inHeadDim_ from `in` to `out` as heads of headDim_ (zeros after the input's
+    // elements), each written `repeat` times in a row.
+    void padHeads(const float* in, int heads, int repeat, float* out) const
+    {
+        if (inHeadDim_ == headDim_ && repeat == 1)
+        {
+            std::copy_n(in, (size_t)heads * headDim_, out);
+            return;
+        }
+        for (int h = 0; h < heads; h++)
+            for (int r = 0; r < repeat; r++, out += headDim_)
+            {
+                std::copy_n(in + (size_t)h * inHeadDim_, inHeadDim_, out);
+                std::fill(out + inHeadDim_, out + headDim_, 0.f);
+            }
+    }
+
     // The first ropeDim elements of each of `heads` consecutive heads times ropeAttnFactor_
     // (stored keys are scaled once: a later key shift only turns them).
     void scaleRotated(float* x, size_t heads) const
@@ -255,6 +302,8 @@ private:
     }
 
     int heads_, kvHeads_, headDim_, maxContext_, window_ = 0, outputHeadDim_ = 0;
+    int inHeadDim_ = 0, inKVHeads_ = 0;  // of the inputs' heads (padded to headDim_ / repeated to kvHeads_)
+    bool kvShared_ = false;              // reads another layer's keys and values (layerIndex_ is that layer's)
     float scale_, softCap_ = 0.f, ropeAttnFactor_ = 1.f;
     float temperatureScale_ = 0.f;  // 0: none
     int temperatureLength_ = 0;
@@ -265,6 +314,7 @@ private:
     std::vector<float> sinks_;  // gpt-oss's attention sinks: one logit per query head (empty: none)
     const float* sinksOrNull() const { return sinks_.empty() ? nullptr : sinks_.data(); }
     std::vector<float> query_, keys_;  // rotated copies, kept to avoid allocating per step
+    std::vector<float> values_;        // padded copies (input_head_dim, input_kv_heads)
     std::vector<float> paddedOut_;     // whole heads when only the first outputHeadDim_ of each are output
     std::vector<float> angles_;        // the rotary angles of the step's positions (queries and keys)
 };
