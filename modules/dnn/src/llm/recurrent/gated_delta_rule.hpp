@@ -33,8 +33,10 @@ struct GatedDeltaRuleOutputRows
 /** The inputs of one sequence's tokens, in order. q, k: keyHeads heads of keyDim, each
     l2-normalized by the caller and NOT scaled (the rule scales q by 1 / sqrt(keyDim) itself, as
     ggml's gated_delta_net does). v: valueHeads heads of valueDim. g: one float per value head (at
-    head * headStride): the log decay, the state is multiplied by exp(g). beta: one float per value
-    head, already through the sigmoid. */
+    head * headStride): the log decay, the state is multiplied by exp(g); g <= 0 as Qwen3.5 makes
+    it (-exp(A_log) softplus(alpha + dt_bias)); the chunked form takes exp of sums of g within a
+    chunk, so positive g beyond ~88 / chunk length would overflow there. beta: one float per
+    value head, already through the sigmoid. */
 struct GatedDeltaRuleInputs
 {
     GatedDeltaRuleRows q, k, v, g, beta;
