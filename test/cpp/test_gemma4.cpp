@@ -13,6 +13,7 @@
 #include <opencv2/dnn/gguf.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
 #include <opencv2/dnn/llm.hpp>
+#include <opencv2/dnn/text_generation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -65,7 +66,8 @@ TEST(Gemma4, matchesLlamaCpp)
 {
     const std::vector<String> files = oracles("gemma4_*.nlc.json");
     ASSERT_EQ(files.size(), 5u);
-    std::printf("%-22s %12s %12s %12s %10s %10s\n", "model", "max|dp| F32", "steps|dp|", "max|dp| q", "top1 ours", "top1 l.cpp");
+    std::printf("%-22s %12s %12s %12s %12s %10s %10s\n", "model", "max|dp| F32", "steps|dp|", "F16 KV|dp|", "max|dp| q",
+                "top1 ours", "top1 l.cpp");
     for (const String& path : files)
     {
         FileStorage fs(path, FileStorage::READ | FileStorage::FORMAT_JSON);
@@ -100,6 +102,16 @@ TEST(Gemma4, matchesLlamaCpp)
             ids.push_back(argmax(p));
         }
         EXPECT_EQ(ids, exactGreedy) << "exact path";
+        // A half-precision KV cache (the local layers' padded rows included) against llama.cpp's
+        // F16 KV run of the F32 model.
+        double halfDiff = 0;
+        if (twin.empty() && !fs["alt_kv"].empty())
+        {
+            Net half = loadModel(model, true);
+            getLLMKVCache(half)->setStorageType(CV_16F);
+            halfDiff = llm_test::maxDifference(forwardIds(half, prompt), fs["alt_kv"]["top_k"]);
+            EXPECT_LE(halfDiff, 5e-4) << "F16 KV cache";
+        }
 
         // The default path: llama.cpp rounds activations to 8 bits in its quantized matmuls (so
         // do we, where it does); within 0.08 of exact math and 0.12 of llama.cpp's run, the same
@@ -117,8 +129,8 @@ TEST(Gemma4, matchesLlamaCpp)
                            std::log((double)steps[(int)s]["top5"][0]["p"] / (double)steps[(int)s]["top5"][1]["p"]) >= 0.5; s++)
             defaultIds.push_back(argmax(forwardIds(net, {defaultIds.back()})));
         EXPECT_EQ(defaultIds, std::vector<int>(greedy.begin(), greedy.begin() + defaultIds.size())) << "default path";
-        std::printf("%-22s %12.2e %12.2e %12.2e %10.4f %10.4f\n", file.substr(0, file.size() - 5).c_str(), exactDiff,
-                    stepsDiff, quantDiff, p[(int)topK[0]["id"]], (double)topK[0]["p"]);
+        std::printf("%-22s %12.2e %12.2e %12.2e %12.2e %10.4f %10.4f\n", file.substr(0, file.size() - 5).c_str(), exactDiff,
+                    stepsDiff, halfDiff, quantDiff, p[(int)topK[0]["id"]], (double)topK[0]["p"]);
     }
 }
 
@@ -216,6 +228,45 @@ TEST(Gemma4, batchEqualsAlone)
             EXPECT_EQ(norm(logits[i], alone[i][s], NORM_INF), 0.0) << "prompt " << i << " step " << s;
         }
     }
+}
+
+// TextGenerationModel on the windowed model: a session saved and restored in another model
+// continues as the original (the sharing layers have no cache layer of their own: the file holds
+// their sources'), a fresh model gives the same text, and context shifting (700 tokens in a
+// 512-token context) turns the kept keys of the source layers, which the sharing layers read.
+TEST(Gemma4, textGenerationSessionsAndContextShift)
+{
+    const std::string model = llm_test::testModel("synthetic/gemma4_F32_window40.gguf");
+    GenerationConfig config;
+    config.maxNewTokens = 20;
+    config.ignoreEndOfGeneration = true;
+    const String prompt = "Once upon a time, there was a little girl named Lily.";
+    TextGenerationModel original(model);
+    const String first = original.generate(prompt, config);
+    const std::string path = cv::tempfile("gemma4_session.bin");
+    original.saveSession(path);
+    TextGenerationModel restored(model);
+    EXPECT_GT(restored.loadSession(path), 20);
+    std::remove(path.c_str());
+    const String longer = prompt + first + " One day";
+    const String expected = original.generate(longer, config);
+    EXPECT_EQ(restored.generate(longer, config), expected);
+    EXPECT_EQ(restored.getLastPrefillTokenCount(), original.getLastPrefillTokenCount());
+    TextGenerationModel fresh(model);
+    EXPECT_EQ(fresh.generate(longer, config), expected);
+
+    config.maxNewTokens = 700;
+    config.contextShift = true;
+    fresh.start(prompt, config);
+    Net net = fresh.getNetwork();
+    int maxLength = 0;
+    while (!fresh.isDone())
+    {
+        fresh.next();
+        maxLength = std::max(maxLength, getLLMSequenceLength(net));
+    }
+    EXPECT_EQ(fresh.getGeneratedTokenIds().size(), 700u);
+    EXPECT_LE(maxLength, 512);
 }
 
 // Files llama.cpp would not run as a gemma4 model are refused by name: KV sharing whose source
