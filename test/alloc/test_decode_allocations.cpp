@@ -240,6 +240,7 @@ INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
     llm_test::testModel("synthetic/synthetic_qwen3moe_Q4_K_M.gguf"),  // experts (their buffers grow, then stay)
     llm_test::testModel("synthetic/synthetic_mixtral_Q8_0.gguf"),
     llm_test::testModel("synthetic/synthetic_gpt-oss_MXFP4_MOE.gguf"),   // sinks, window, expert biases
+    llm_test::testModel("synthetic/gemma4_Q4_K_M.gguf"),  // padded local heads, shared KV, per-layer inputs
     llm_test::testModel("synthetic/hybrid_lfm2_Q4_K_M.gguf"),            // short convolutions' state
     llm_test::testModel("synthetic/hybrid_qwen35_Q4_K_M.gguf"),          // gated delta nets' state
     llm_test::testModel("synthetic/hybrid_granitehybrid_Q4_K_M.gguf")));  // Mamba-2 scans' state
