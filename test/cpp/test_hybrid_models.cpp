@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
+#include <opencv2/dnn/generation_engine.hpp>
 #include <opencv2/dnn/kv_cache.hpp>
 #include <opencv2/dnn/llm.hpp>
 #include <opencv2/dnn/text_generation.hpp>
@@ -355,6 +356,63 @@ TEST(HybridModels, chatTurnsAndSessionsContinueTheState)
         EXPECT_EQ(restored.chat("and a big dog", config), reusing.chat("and a big dog", config));
         std::remove(file.c_str());
     }
+}
+
+// Requests over time on a hybrid model (GenerationEngine): concurrent requests give their lone
+// runs' tokens; a later request sharing a 300-token prefix resumes from the recurrent state's
+// checkpoint at position 256 (an interval checkpoint on a page boundary); the same prompt again
+// comes whole from the cache.
+TEST(HybridModels, engineRequestsEqualLoneRunsAndReuseCheckpoints)
+{
+    const std::string path = modelPath("hybrid_qwen35_Q4_K_M.gguf");
+    RNG rng(5);
+    std::vector<int> prefix(300);
+    for (int& id : prefix)
+        id = 3 + rng.uniform(0, 500);
+    std::vector<std::vector<int>> prompts;
+    for (int i = 0; i < 3; i++)
+    {
+        std::vector<int> p = prefix;
+        p.push_back(10 + i);
+        p.push_back(20 + i);
+        prompts.push_back(p);
+    }
+    prompts.push_back({1, 403, 407, 261, 378});
+    GenerationConfig c;
+    c.maxNewTokens = 6;
+    c.ignoreEndOfGeneration = true;
+    auto alone = [&](const std::vector<int>& prompt) {
+        TextGenerationModel fresh(path);
+        fresh.startWithTokenIds(prompt, c);
+        while (!fresh.isDone())
+            fresh.next();
+        return fresh.getGeneratedTokenIds();
+    };
+    TextGenerationModel model(path);
+    Ptr<GenerationEngine> engine = GenerationEngine::create(model);
+    GenerationRequest r;
+    r.config = c;
+    r.promptTokenIds = prompts[0];
+    const GenerationResult first = engine->wait(engine->submit(r));
+    EXPECT_EQ(first.tokenIds, alone(prompts[0]));
+    std::vector<int> ids;
+    for (size_t i = 1; i < prompts.size(); i++)
+    {
+        r.promptTokenIds = prompts[i];
+        ids.push_back(engine->submit(r));
+    }
+    for (size_t i = 1; i < prompts.size(); i++)
+    {
+        const GenerationResult result = engine->wait(ids[i - 1]);
+        SCOPED_TRACE(i);
+        EXPECT_EQ(result.tokenIds, alone(prompts[i]));
+        if (i < 3)
+            EXPECT_EQ(result.cachedPromptTokens, 256);
+    }
+    r.promptTokenIds = prompts[1];
+    const GenerationResult again = engine->wait(engine->submit(r));
+    EXPECT_EQ(again.cachedPromptTokens, (int)prompts[1].size());
+    EXPECT_EQ(again.tokenIds, alone(prompts[1]));
 }
 
 } // namespace
