@@ -243,6 +243,7 @@ INSTANTIATE_TEST_CASE_P(Models, DecodeAllocations, ::testing::Values(
     llm_test::testModel("synthetic/gemma4_Q4_K_M.gguf"),  // padded local heads, shared KV, per-layer inputs
     llm_test::testModel("synthetic/hybrid_lfm2_Q4_K_M.gguf"),            // short convolutions' state
     llm_test::testModel("synthetic/hybrid_qwen35_Q4_K_M.gguf"),          // gated delta nets' state
+    llm_test::testModel("synthetic/hybrid_qwen35moe_Q4_K_M.gguf"),       // experts with a gated shared expert
     llm_test::testModel("synthetic/hybrid_granitehybrid_Q4_K_M.gguf")));  // Mamba-2 scans' state
 
 } // namespace

@@ -2,7 +2,7 @@
 // qwen35 (gated delta nets, gated attention), granitehybrid (Mamba-2) end to end against
 // llama.cpp: tiny random-weight models made by test/tools/make_synthetic_models.py from the
 // commands stored with llama.cpp's outputs in test/data/oracle/hybrid_*.nlc.json. Then what the
-// recurrent state must do in the Net-level cache: 400-token prompts fed in pieces (chunked and
+// recurrent state must do in the Net-level cache (qwen35moe: qwen35 with routed and shared experts): 400-token prompts fed in pieces (chunked and
 // token-by-token forms agree), batches bit-identical to lone runs, checkpoints for rewinding,
 // forks, refusals.
 
@@ -24,7 +24,7 @@ using namespace cv::dnn;
 
 namespace {
 
-const char* const kArchitectures[] = {"lfm2", "qwen35", "granitehybrid"};
+const char* const kArchitectures[] = {"lfm2", "qwen35", "qwen35moe", "granitehybrid"};
 
 std::string modelPath(const std::string& file)
 {
@@ -138,6 +138,8 @@ TEST(HybridModels, longPromptInPiecesMatchesLlamaCpp)
     for (const char* arch : kArchitectures)
         for (const char* type : {"F32", "Q4_K_M"})
         {
+            if (std::string(arch) == "qwen35moe" && std::string(type) == "Q4_K_M")
+                continue;  // (its F32 file only: the expert layer's long prompts are issue 41's)
             const std::string name = format("hybrid_%s_%s_prompt400", arch, type);
             FileStorage fs(llm_test::projectRoot() + "/test/data/oracle/" + name + ".nlc.json",
                            FileStorage::READ | FileStorage::FORMAT_JSON);

@@ -59,7 +59,8 @@ public:
 };
 
 /** @brief Reads a GGUF language model (architectures `llama`, `qwen2`, `qwen3`, `qwen3moe`, `gpt-oss`, `gpt2`, `phi3`,
-`gemma2`, `gemma3`, `gemma4`, `olmo2`, `granite`, `smollm3`, `mistral3`, `gptneox`, `phi2`, `stablelm`) into a
+`gemma2`, `gemma3`, `gemma4`, `olmo2`, `granite`, `smollm3`, `mistral3`, `gptneox`, `phi2`, `stablelm`, `lfm2`,
+`qwen35`, `qwen35moe`, `granitehybrid`) into a
 Net.
 
 The Net's input is a 1 x T matrix of token ids (as float); its output the logits of the last

@@ -45,6 +45,7 @@ struct GGUFHyperParameters
     float temperatureScale = 0.f;   //!< mistral3: attention.temperature_scale (0: none)
     int temperatureLength = 0;
     int nExpert = 0, nExpertUsed = 0, nFFExpert = 0;  //!< mixture of experts (nExpert 0: dense)
+    int nFFShared = 0;              //!< qwen35moe: the shared expert's size (expert_shared_feed_forward_length)
     std::string expertGating = "softmax";  //!< LLMExperts' gating (build_moe_ffn's gating_op)
     bool expertWeightsNorm = true;         //!< the chosen experts' weights divided by their sum
     float expertWeightsScale = 0.f;        //!< 0: not scaled

@@ -142,7 +142,13 @@ public:
         const size_t expected = binary_ && blobs.empty() ? 2 : 1;
         CV_CheckEQ(inputs.size(), expected, "LLMElementwise: wrong number of inputs");
         if (expected == 2)
-            CV_Check(inputs[1].size(), inputs[0] == inputs[1], "LLMElementwise: inputs must have the same shape");
+        {
+            // b: a's shape, or (2-D a) one value per row, broadcast over it (a per-token gate).
+            const bool perRow = inputs[0].size() == 2 && inputs[1].size() == 2 && inputs[1][0] == inputs[0][0] &&
+                                inputs[1][1] == 1 && op_ != ElementwiseOp::SwiGLU && op_ != ElementwiseOp::GeGLUF16;
+            CV_Check(inputs[1].size(), inputs[0] == inputs[1] || perRow,
+                     "LLMElementwise: inputs must have the same shape, or the second one value per row");
+        }
         if (binary_ && !blobs.empty())
         {
             const size_t n = blobs[0].total();
@@ -166,6 +172,18 @@ public:
             const Mat b = inputs_arr.getMat(1);
             CV_CheckTypeEQ(b.type(), CV_32F, "LLMElementwise: float32 only");
             pb = b.ptr<float>();
+            if (b.total() != a.total())
+            {
+                // One value of b per row of a (small: a per-token gate of one projection's rows).
+                for (int r = 0; r < a.rows; r++)
+                {
+                    const float* ar = a.ptr<float>(r);
+                    float* yr = y.ptr<float>(r);
+                    for (int c = 0; c < a.cols; c++)
+                        yr[c] = binaryOp(op_, ar[c], pb[r]);
+                }
+                return;
+            }
         }
         float* py = y.ptr<float>();
         const int n = (int)a.total();

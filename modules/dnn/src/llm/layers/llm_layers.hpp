@@ -133,7 +133,8 @@ public:
 /** Element-wise operation. Parameter `operation`: binary "add" (a transformer block's residual
     connections), "sub", "mul", "div", "swiglu" (silu(a) * b: the gated part of a SwiGLU MLP),
     "geglu_f16" (gelu_tanh_f16(a) * b: Gemma's gated MLP, as ggml_geglu;
-    two inputs of the same shape, or one input and a constant blobs[0] that is a scalar or has
+    two inputs of the same shape, a 2-D input and one value per row (T x 1, not for the gated
+    ones: a per-token gate), or one input and a constant blobs[0] that is a scalar or has
     one value per feature; `constant_first` puts the constant on the left) or unary "sigmoid",
     "silu", "relu", "tanh", "neg", "gelu_tanh" (GELU's tanh approximation,
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))), "gelu_tanh_f16" (the same as ggml_gelu

@@ -72,6 +72,9 @@ constexpr GGUFArchitecture kArchitectures[] = {
     // norms, every full_attention_interval-th layer
     GGUFArchitecture("qwen35").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentLayers()
         .readingKeys(readQwen35HyperParameters).withBlock(qwen35Block),
+    // Qwen3.5 MoE: qwen35's layers, experts in every block beside a sigmoid-gated shared expert
+    GGUFArchitecture("qwen35moe").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentLayers()
+        .withExperts(Experts::Required).readingKeys(readQwen35HyperParameters).withBlock(qwen35Block),
     // Granite 4 hybrids: Mamba-2 where attention.head_count_kv is 0, granite's scales
     GGUFArchitecture("granitehybrid").requiringFullRope().withRecurrentLayers()
         .readingKeys(readGraniteHybridHyperParameters).withBlock(graniteHybridBlock),

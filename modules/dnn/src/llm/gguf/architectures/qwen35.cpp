@@ -51,6 +51,8 @@ void readQwen35HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters&
     if (h.ssmDtRank % h.ssmGroups != 0)
         r.fail(format("ssm.time_step_rank %d (value heads) is not a multiple of ssm.group_count %d (key heads)",
                       h.ssmDtRank, h.ssmGroups));
+    if (h.nExpert > 0)  // qwen35moe's shared expert: default feed_forward_length, as llama.cpp
+        h.nFFShared = r.hparam("expert_shared_feed_forward_length", h.nFF);
     if (r.has("nextn_predict_layers") && f.getInt(r.key("nextn_predict_layers")) > 0)
         r.fail("metadata key '" + r.key("nextn_predict_layers") + "' (multi-token-prediction layers) is not supported");
     h.recurrent.assign(h.nLayer, false);
@@ -89,13 +91,43 @@ void readQwen35HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters&
     }
 }
 
+namespace {
+
+/* qwen35moe's feed-forward (build_layer_ffn): the routed experts (softmax over all, top k,
+   weights normalized) plus the shared expert, a SwiGLU of ffn_{gate,up,down}_shexp times
+   sigmoid(ffn_gate_inp_shexp . h), one value per token. */
+LayerPin qwen35MoeFeedForward(GGUFGraphBuilder& g, const std::string& p, LayerPin h)
+{
+    const GGUFHyperParameters& hp = g.hp();
+    const int d = hp.nEmbd, ff = hp.nFFShared;
+    const LayerPin routed = g.expertFeedForward(p, h);
+    std::vector<LLMMatMulWeight> weights;
+    for (const char* name : {"ffn_gate_shexp", "ffn_up_shexp"})
+    {
+        const std::string w = p + name + ".weight";
+        weights.push_back(LLMMatMulWeight{(int)g.tensor(w).type, g.weight(w, d, ff), Mat(), w, 0});
+    }
+    // The gate's weight is a vector of n_embd: a one-row float32 weight.
+    const Mat gateRow = g.vectorF32(p + "ffn_gate_inp_shexp.weight", d);
+    weights.push_back(LLMMatMulWeight{(int)GGML_F32, Mat(1, d * (int)sizeof(float), CV_8U, (void*)gateRow.data).clone(), Mat()});
+    const std::vector<LayerPin> proj = g.projections(p + "ffn_shexp_in", weights, d, h);
+    const LayerPin act = g.elementwise(p + "ffn_shexp_swiglu", "swiglu", {proj[0], proj[1]});
+    const LayerPin shared = g.matmul(p + "ffn_down_shexp", ff, d, act);
+    const LayerPin gate = g.elementwise(p + "ffn_shexp_gate_sigmoid", "sigmoid", {proj[2]});
+    const LayerPin gated = g.elementwise(p + "ffn_shexp_gated", "mul", {shared, gate});
+    return g.elementwise(p + "ffn_moe_shexp", "add", {routed, gated});
+}
+
+} // namespace
+
 /* Qwen3.5's block (build_layer_attn / build_layer_attn_linear):
      x += op(attn_norm(x)); x += ffn(post_attention_norm(x))
    Full attention: attn_q gives each head's query then its gate (rows interleaved per head);
    per-head Q/K norms, rotary, attention, times sigmoid(gate), attn_output.
    Linear attention: attn_qkv -> q | k | v (rows in that order), attn_gate -> z, ssm_beta -> b,
    ssm_alpha -> a; q | k | v through the causal convolution ssm_conv1d and SiLU; the gated delta
-   net (LLMGatedDeltaNet) -> o; RMSNorm of each head of o with ssm_norm times silu(z); ssm_out. */
+   net (LLMGatedDeltaNet) -> o; RMSNorm of each head of o with ssm_norm times silu(z); ssm_out.
+   The feed-forward: SwiGLU (qwen35), or routed and shared experts (qwen35moe). */
 LayerPin qwen35Block(GGUFGraphBuilder& g, int i, LayerPin x)
 {
     const GGUFHyperParameters& hp = g.hp();
@@ -169,7 +201,8 @@ LayerPin qwen35Block(GGUFGraphBuilder& g, int i, LayerPin x)
     x = g.residual(p + "attn_residual", x, o);
 
     h = g.rmsNorm(p + "post_attention_norm", x);
-    return g.residual(p + "ffn_residual", x, g.gatedFeedForward(p, h));
+    const LayerPin f = hp.nExpert > 0 ? qwen35MoeFeedForward(g, p, h) : g.gatedFeedForward(p, h);
+    return g.residual(p + "ffn_residual", x, f);
 }
 
 }}} // namespace cv::dnn::llm
