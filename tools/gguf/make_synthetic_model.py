@@ -114,9 +114,10 @@ only when given) and --logit-scale (granite.logit_scale, required by llama.cpp).
 key of its own: llama.cpp leaves out the rotary of every fourth layer (layers 3, 7, ...), so give
 it --layers 4 or more. mistral3: --attn-temperature-scale writes attention.temperature_scale
 (llama.cpp then scales q by 1 + scale * ln(1 + floor(pos / original_context_length))).
-lfm2, qwen35, granitehybrid (hybrid recurrent models: short convolution, gated delta net, Mamba-2
-layers beside attention layers): see tools/gguf/synthetic_hybrid.py (--layer-types,
---full-attention-interval; granitehybrid takes granite's scale options).
+lfm2, qwen35, qwen35moe, granitehybrid (hybrid recurrent models: short convolution, gated delta net,
+Mamba-2 layers beside attention layers): see tools/gguf/synthetic_hybrid.py (--layer-types,
+--full-attention-interval; granitehybrid takes granite's scale options; qwen35moe --experts,
+--experts-used, --expert-ff, default 8, 2, 128).
 Vocab 512 copies the tokenizer from stories260K.gguf; other sizes get a synthetic
 SentencePiece-style vocab. --vocab-from FILE copies the tokenizer of any GGUF (e.g.
 ggml-vocab-gpt-2.gguf) and makes the vocabulary that size.
@@ -160,6 +161,7 @@ SHAPES = {
     "qwen3-30b-a3b": dict(n_embd=2048, n_layer=48, n_head=32, n_head_kv=4, n_ff=6144, n_vocab=151936,
                           n_ctx=40960, head_dim=128, moe=(128, 8, 768)),
 }
+SHAPES.update(synthetic_hybrid.SHAPES)  # qwen3.5-0.8b (--arch qwen35; written there)
 ARCH_DEFAULTS = {
     "llama": dict(rope_base=10000.0, rms_eps=1e-5, qkv_bias=False, qk_norm=False),
     "qwen2": dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=True, qk_norm=False),
@@ -185,7 +187,7 @@ ARCH_DEFAULTS = {
 # gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE): biases everywhere, attention sinks, sliding window
 # on even layers, a biased router whose softmax is taken over the chosen experts, clamped SwiGLU
 ARCH_DEFAULTS["gpt-oss"] = dict(rope_base=150000.0, rms_eps=1e-5, qkv_bias=True, qk_norm=False, moe=True)
-ARCH_DEFAULTS.update(synthetic_hybrid.ARCH_DEFAULTS)  # lfm2, qwen35, granitehybrid (written there)
+ARCH_DEFAULTS.update(synthetic_hybrid.ARCH_DEFAULTS)  # lfm2, qwen35, qwen35moe, granitehybrid (written there)
 # Gemma 4 (llama.cpp's gemma4.cpp): written by synthetic_gemma4.py
 ARCH_DEFAULTS["gemma4"] = dict(rope_base=1000000.0, rms_eps=1e-6, qkv_bias=False, qk_norm=True, post_norms=True)
 LAYERNORM_ARCHS = ("gpt2", "gptneox", "phi2", "stablelm")
@@ -825,7 +827,7 @@ def main(argv=None):
     if args.type == "MXFP4_MOE" and not moe:
         ap.error("--type MXFP4_MOE is for mixture-of-experts models")
     if not moe and (args.experts or args.experts_used or args.expert_ff):
-        ap.error("--experts, --experts-used and --expert-ff are options of qwen3moe and llama (Mixtral)")
+        ap.error("--experts, --experts-used and --expert-ff are options of qwen3moe, qwen35moe and llama (Mixtral)")
     moe_defaults = SHAPES[args.shape].get("moe", (8, 2, 256))
     if moe and not 0 < (args.experts_used or moe_defaults[1]) <= (args.experts or moe_defaults[0]):
         ap.error("--experts-used must be in 1..--experts")

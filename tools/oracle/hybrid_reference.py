@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Float64 NumPy forward pass of the hybrid recurrent GGUF models (lfm2, qwen35, granitehybrid),
+"""Float64 NumPy forward pass of the hybrid recurrent GGUF models (lfm2, qwen35, qwen35moe, granitehybrid),
 written from llama.cpp's graphs, to check that tools/gguf/make_synthetic_model.py writes what
 llama.cpp reads (and as the reading guide to the math of those graphs).
 
@@ -20,7 +20,8 @@ outputs):
       <arch>.attention.layer_norm_rms_epsilon everywhere, also inside the recurrent blocks);
   l2_norm(x) = x / max(sqrt(sum(x^2)), eps) (ggml_l2_norm: eps clamps the norm, it is not added);
   softplus(x) = log(1 + exp(x)), x itself when x > 20 (ggml);  silu(x) = x * sigmoid(x);
-  SwiGLU FFN: W_down @ (silu(W_gate @ h) * (W_up @ h)) in every layer of the three archs;
+  SwiGLU FFN: W_down @ (silu(W_gate @ h) * (W_up @ h)) in every layer of lfm2, qwen35, granitehybrid;
+  qwen35moe's FFN (llama.cpp's build_moe_ffn + qwen35moe.cpp build_layer_ffn): see moe_ffn;
   attention: softmax(q . k * scale) over positions 0..t (causal), query head h reads KV head
       h // (n_head / n_head_kv) (ggml broadcasts the KV heads in blocks).
 """
@@ -48,6 +49,8 @@ MISTAKES = {
     "gdn_gate_norm_skipped": "qwen35: no RMSNorm (ssm_norm) before the silu(z) gate",
     "qwen35_attn_gate_skipped": "qwen35: full attention without the sigmoid(gate)",
     "qwen35_rope_whole_head": "qwen35: rotary over the whole head instead of rope.dimension_count dims",
+    "moe_weights_unnormalized": "qwen35moe: the top-k softmax weights not divided by their sum",
+    "moe_shexp_ungated": "qwen35moe: the shared expert added without its sigmoid gate",
     "mamba_groups_tiled": "granitehybrid: head j reads group j % G instead of j // (H/G)",
     "mamba_d_skipped": "granitehybrid: no D skip term",
     "mamba_norm_ungrouped": "granitehybrid: one RMSNorm over all of d_inner instead of per group",
@@ -140,6 +143,31 @@ def ffn(t, p, h):
     return t[p + "ffn_down.weight"] @ (silu(t[p + "ffn_gate.weight"] @ h) * (t[p + "ffn_up.weight"] @ h))
 
 
+def moe_ffn(t, p, h, n_used, stats=None):
+    """qwen35moe: probs = softmax(W_gate_inp @ h) over all experts; the n_used largest (ggml_argsort_top_k);
+    weights = those probs / max(their sum, 6.103515625e-5) (norm_w is fixed true, no scale);
+    routed = sum_e weight_e * SwiGLU_e(h); shared = SwiGLU_shexp(h) * sigmoid(ffn_gate_inp_shexp . h);
+    out = routed + shared. stats (a list) gets the gap p_k - p_(k+1) between the last chosen and the
+    first unchosen expert: a small one can flip the choice between llama.cpp's runs."""
+    pr = probs(t[p + "ffn_gate_inp.weight"] @ h)
+    order = np.argsort(-pr, kind="stable")
+    sel = order[:n_used]
+    if stats is not None:
+        stats.append(pr[order[n_used - 1]] - pr[order[n_used]])
+    wts = pr[sel]
+    if "moe_weights_unnormalized" not in MISTAKE:
+        wts = wts / max(wts.sum(), 6.103515625e-5)
+    out = np.zeros_like(h)
+    for e, wt in zip(sel, wts):
+        out += wt * (t[p + "ffn_down_exps.weight"][e] @
+                     (silu(t[p + "ffn_gate_exps.weight"][e] @ h) * (t[p + "ffn_up_exps.weight"][e] @ h)))
+    shared = t[p + "ffn_down_shexp.weight"] @ (silu(t[p + "ffn_gate_shexp.weight"] @ h) *
+                                              (t[p + "ffn_up_shexp.weight"] @ h))
+    if "moe_shexp_ungated" not in MISTAKE:
+        shared = shared * sigmoid(t[p + "ffn_gate_inp_shexp.weight"] @ h)
+    return out + shared
+
+
 class Model:
     def __init__(self, path):
         self.kv, self.t = load(path)
@@ -153,7 +181,9 @@ class Model:
         self.head_dim = self.kv.get(a + ".attention.key_length", self.n_embd // self.n_head)
         self.eps = self.kv[a + ".attention.layer_norm_rms_epsilon"]
         self.rope_base = self.kv.get(a + ".rope.freq_base", 10000.0)
-        if a == "qwen35":
+        self.n_expert_used = self.kv.get(a + ".expert_used_count", 0)
+        self.router_gaps = []  # qwen35moe: see moe_ffn
+        if a in ("qwen35", "qwen35moe"):
             interval = self.kv.get(a + ".full_attention_interval", 4)
             self.recurrent = [(i + 1) % interval != 0 for i in range(self.n_layer)]
             self.n_rot = self.kv[a + ".rope.dimension_count"]
@@ -379,14 +409,16 @@ class Model:
             h = rms_norm(x, t[p + "attn_norm.weight"], eps)
             if a == "lfm2":
                 out = self.lfm2_shortconv(i, h) if self.recurrent[i] else self.lfm2_attention(i, h)
-            elif a == "qwen35":
+            elif a in ("qwen35", "qwen35moe"):
                 out = self.qwen35_linear(i, h) if self.recurrent[i] else self.qwen35_attention(i, h)
             else:
                 out = self.mamba2(i, h) if self.recurrent[i] else self.granite_attention(i, h)
             x = x + res_scale * out
             # the FFN's input norm: ffn_norm, qwen35's post_attention_norm
-            norm = t[p + ("post_attention_norm.weight" if a == "qwen35" else "ffn_norm.weight")]
-            x = x + res_scale * ffn(t, p, rms_norm(x, norm, eps))
+            norm = t[p + ("post_attention_norm.weight" if a in ("qwen35", "qwen35moe") else "ffn_norm.weight")]
+            h = rms_norm(x, norm, eps)
+            x = x + res_scale * (moe_ffn(t, p, h, self.n_expert_used, self.router_gaps) if a == "qwen35moe"
+                                 else ffn(t, p, h))
             layers_out.append(x)
         # lfm2's final norm is stored as token_embd_norm.weight
         x = rms_norm(x, t["token_embd_norm.weight" if a == "lfm2" else "output_norm.weight"], eps)
@@ -470,6 +502,8 @@ def main():
     print("first-step top1-top2 logit gap %.3f; greedy ids %s; min gap over steps %.3f"
           % (lg[order[0]] - lg[order[1]], " ".join(map(str, ids)),
              min(np.sort(d)[-1] - np.sort(d)[-2] for d in dists)))
+    if model.router_gaps:
+        print("smallest router gap p_k - p_(k+1) over all layers and tokens %.2e" % min(model.router_gaps))
 
 
 if __name__ == "__main__":
