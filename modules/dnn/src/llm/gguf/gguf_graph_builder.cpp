@@ -184,6 +184,24 @@ std::vector<LayerPin> GGUFGraphBuilder::projections(const std::string& name, con
     return pins;
 }
 
+std::vector<LLMMatMulWeight> GGUFGraphBuilder::rowParts(const std::string& tensor, int in,
+                                                       const std::vector<int>& rows) const
+{
+    int total = 0;
+    for (int r : rows)
+        total += r;
+    const Mat all = weight(tensor, in, total);
+    const int type = (int)this->tensor(tensor).type;
+    std::vector<LLMMatMulWeight> parts;
+    int first = 0;
+    for (int r : rows)
+    {
+        parts.push_back(LLMMatMulWeight{type, all.rowRange(first, first + r), Mat(), tensor, first});
+        first += r;
+    }
+    return parts;
+}
+
 std::vector<LayerPin> GGUFGraphBuilder::matmuls(const std::string& name, const std::vector<std::string>& prefixes,
                                                 const std::vector<int>& outs, int in, Pin x)
 {

@@ -76,6 +76,9 @@ public:
     std::vector<Pin> matmuls(const std::string& name, const std::vector<std::string>& prefixes,
                              const std::vector<int>& outs, int in, Pin x);
     std::vector<Pin> projections(const std::string& name, const std::vector<LLMMatMulWeight>& weights, int in, Pin x);
+    //! The weight `tensor` (rows of `in` elements) cut into consecutive parts of `rows[i]` rows
+    //! each (a fused projection: LFM2's b|c|x, Qwen3.5's q|k|v, Mamba-2's z|x|B|C|dt), as mapped.
+    std::vector<LLMMatMulWeight> rowParts(const std::string& tensor, int in, const std::vector<int>& rows) const;
 
     /** Block `layer`'s attention over `inputs` (q, k, v, or one packed q|k|v), with the
         architecture's rotary embedding and the layer's sliding window and shape (hp().shapeOf);

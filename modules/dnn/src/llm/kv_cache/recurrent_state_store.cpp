@@ -204,27 +204,33 @@ bool RecurrentStateStore::wantsSnapshot(int length, int count, int position, boo
     return logit && after != length + count;  // a verified draft that may be rejected
 }
 
+template <typename F>
+void RecurrentStateStore::forEachSnapshot(const BatchPlan& p, int b, int length, bool namedLogits, F f) const
+{
+    // The sequence's tokens ascend in the batch, and so do the logit tokens.
+    size_t logit = 0;
+    for (int i = p.sequenceTokenStart[b]; i < p.sequenceTokenStart[b + 1]; i++)
+    {
+        const int t = p.sequenceTokens[i];
+        while (logit < p.logitTokens.size() && p.logitTokens[logit] < t)
+            logit++;
+        const bool isLogit = namedLogits && logit < p.logitTokens.size() && p.logitTokens[logit] == t;
+        bool transient = false;
+        if (wantsSnapshot(length, p.newTokens[b], p.position[t], isLogit, &transient))
+            f(t, transient);
+    }
+}
+
 size_t RecurrentStateStore::snapshotBytes(const BatchPlan& p, const std::vector<int>& lengths, bool namedLogits) const
 {
     if (!enabled())
         return 0;
     size_t blocks = 0;
-    size_t logit = 0;
     for (int b = 0; b < p.sequences(); b++)
     {
         int durable = 0;
-        for (int i = p.sequenceTokenStart[b]; i < p.sequenceTokenStart[b + 1]; i++)
-        {
-            const int t = p.sequenceTokens[i];
-            while (logit < p.logitTokens.size() && p.logitTokens[logit] < t)
-                logit++;
-            const bool isLogit = namedLogits && logit < p.logitTokens.size() && p.logitTokens[logit] == t;
-            bool transient = false;
-            if (wantsSnapshot(lengths[b], p.newTokens[b], p.position[t], isLogit, &transient))
-                transient ? blocks++ : durable++;
-        }
+        forEachSnapshot(p, b, lengths[b], namedLogits, [&](int, bool transient) { transient ? blocks++ : durable++; });
         blocks += std::min(durable, maxDurable_);
-        logit = 0;
         if (!sequences_.count(p.sequenceIds[b]))
             blocks++;  // its state
     }
@@ -255,20 +261,11 @@ void RecurrentStateStore::plan(BatchPlan& p, const std::vector<int>& lengths, bo
         // This forward's checkpoints; of its durable ones only the last maxDurable_ are kept.
         const size_t first = p.snapshots.size();
         int durable = 0;
-        size_t logit = 0;
-        for (int i = p.sequenceTokenStart[b]; i < p.sequenceTokenStart[b + 1]; i++)
-        {
-            const int t = p.sequenceTokens[i];
-            while (logit < p.logitTokens.size() && p.logitTokens[logit] < t)
-                logit++;
-            const bool isLogit = namedLogits && logit < p.logitTokens.size() && p.logitTokens[logit] == t;
-            bool transient = false;
-            if (!wantsSnapshot(lengths[b], p.newTokens[b], p.position[t], isLogit, &transient))
-                continue;
+        forEachSnapshot(p, b, lengths[b], namedLogits, [&](int t, bool transient) {
             durable += !transient;
             p.snapshots.push_back(BatchPlan::StateSnapshot{b, t, nullptr});
             snapshotTransient_.push_back(transient);
-        }
+        });
         int skip = std::max(0, durable - maxDurable_);
         size_t out = first;
         for (size_t i = first; i < p.snapshots.size(); i++)

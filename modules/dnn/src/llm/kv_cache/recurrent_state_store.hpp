@@ -97,6 +97,9 @@ private:
     //! Whether the token at `position` of a forward appending `count` tokens to a sequence of
     //! `length` gets a checkpoint (`logit`: the batch named it for logits), and of which kind.
     bool wantsSnapshot(int length, int count, int position, bool logit, bool* transient) const;
+    //! Calls f(token, transient) for each checkpoint a forward takes after one of sequence b's tokens.
+    template <typename F>
+    void forEachSnapshot(const BatchPlan& p, int b, int length, bool namedLogits, F f) const;
     std::vector<float> takeBuffer();
     void giveBack(std::vector<float>& buffer);
     const Slot& slot(int id) const;

@@ -10,10 +10,10 @@
 #include "../../precomp.hpp"
 #include "llm_layers.hpp"
 #include "../net/llm_net_state.hpp"
+#include "recurrent_runs.hpp"
 #include "../recurrent/gated_delta_rule.hpp"
 
 #include <cmath>
-#include <cstring>
 
 namespace cv {
 namespace dnn {
@@ -87,38 +87,17 @@ public:
         prepare(q, k, a, b);
         const llm::RecurrentStateStore& store = state_->cache().recurrentStates();
         const size_t offset = store.layerOffset(index_), floats = store.layerFloats(index_);
-        size_t snap = 0;
-        for (int s = 0; s < plan.sequences(); s++)
-        {
-            float* state = plan.recurrentState[s] + offset;
-            const int first = plan.sequenceTokenStart[s], last = plan.sequenceTokenStart[s + 1];
-            while (snap < plan.snapshots.size() && plan.snapshots[snap].sequence < s)
-                snap++;
-            // Runs of consecutive batch rows, ending at each checkpoint the plan takes.
-            for (int i = first; i < last;)
-            {
-                int j = i + 1;
-                while (j < last && plan.sequenceTokens[j] == plan.sequenceTokens[j - 1] + 1 &&
-                       !(snap < plan.snapshots.size() && plan.snapshots[snap].sequence == s &&
-                         plan.snapshots[snap].token == plan.sequenceTokens[j - 1]))
-                    j++;
-                const int t0 = plan.sequenceTokens[i];
-                llm::GatedDeltaRuleInputs in;
-                in.q = rows(qn_, t0, dk_);
-                in.k = rows(kn_, t0, dk_);
-                in.v = rows(v, t0, dv_);
-                in.g = rows(g_, t0, 1);
-                in.beta = rows(beta_, t0, 1);
-                in.tokens = j - i;
-                llm::GatedDeltaRuleOutputRows o{out.ptr<float>(t0), (size_t)out.cols, (size_t)dv_};
-                rule_.run(in, state, o);
-                const int lastToken = plan.sequenceTokens[j - 1];
-                for (; snap < plan.snapshots.size() && plan.snapshots[snap].sequence == s &&
-                       plan.snapshots[snap].token == lastToken; snap++)
-                    std::memcpy(plan.snapshots[snap].state + offset, state, floats * sizeof(float));
-                i = j;
-            }
-        }
+        llm::forEachRecurrentRun(plan, offset, floats, [&](float* state, int t0, int count) {
+            llm::GatedDeltaRuleInputs in;
+            in.q = rows(qn_, t0, dk_);
+            in.k = rows(kn_, t0, dk_);
+            in.v = rows(v, t0, dv_);
+            in.g = rows(g_, t0, 1);
+            in.beta = rows(beta_, t0, 1);
+            in.tokens = count;
+            llm::GatedDeltaRuleOutputRows o{out.ptr<float>(t0), (size_t)out.cols, (size_t)dv_};
+            rule_.run(in, state, o);
+        });
     }
 
 private:

@@ -9,9 +9,9 @@
 #include "../../precomp.hpp"
 #include "llm_layers.hpp"
 #include "../net/llm_net_state.hpp"
+#include "recurrent_runs.hpp"
 #include "../recurrent/selective_scan.hpp"
 
-#include <cstring>
 
 namespace cv {
 namespace dnn {
@@ -85,47 +85,26 @@ public:
         CV_CheckEQ(plan.recurrentState.size(), (size_t)plan.sequences(), "LLMSelectiveScan: the plan holds no recurrent states");
         const llm::RecurrentStateStore& store = state_->cache().recurrentStates();
         const size_t offset = store.layerOffset(index_), floats = store.layerFloats(index_);
-        size_t snap = 0;
-        for (int s = 0; s < plan.sequences(); s++)
-        {
-            float* state = plan.recurrentState[s] + offset;
-            const int first = plan.sequenceTokenStart[s], last = plan.sequenceTokenStart[s + 1];
-            while (snap < plan.snapshots.size() && plan.snapshots[snap].sequence < s)
-                snap++;
-            // Runs of consecutive batch rows, ending at each checkpoint the plan takes.
-            for (int i = first; i < last;)
-            {
-                int j = i + 1;
-                while (j < last && plan.sequenceTokens[j] == plan.sequenceTokens[j - 1] + 1 &&
-                       !(snap < plan.snapshots.size() && plan.snapshots[snap].sequence == s &&
-                         plan.snapshots[snap].token == plan.sequenceTokens[j - 1]))
-                    j++;
-                const int t0 = plan.sequenceTokens[i];
-                llm::SelectiveScanInputs in;
-                in.tokens = j - i;
-                in.heads = H_;
-                in.headDim = P_;
-                in.groups = G_;
-                in.stateSize = N_;
-                in.x = x.ptr<float>(t0);
-                in.xTokenStride = x.cols;
-                in.dt = dt.ptr<float>(t0);
-                in.dtTokenStride = dt.cols;
-                in.B = B.ptr<float>(t0);
-                in.bTokenStride = B.cols;
-                in.C = C.ptr<float>(t0);
-                in.cTokenStride = C.cols;
-                in.dtBias = blobs[0].ptr<float>();
-                in.A = blobs[1].ptr<float>();
-                in.D = blobs[2].ptr<float>();
-                llm::selectiveScan(in, state, y.ptr<float>(t0), y.cols);
-                const int lastToken = plan.sequenceTokens[j - 1];
-                for (; snap < plan.snapshots.size() && plan.snapshots[snap].sequence == s &&
-                       plan.snapshots[snap].token == lastToken; snap++)
-                    std::memcpy(plan.snapshots[snap].state + offset, state, floats * sizeof(float));
-                i = j;
-            }
-        }
+        llm::forEachRecurrentRun(plan, offset, floats, [&](float* state, int t0, int count) {
+            llm::SelectiveScanInputs in;
+            in.tokens = count;
+            in.heads = H_;
+            in.headDim = P_;
+            in.groups = G_;
+            in.stateSize = N_;
+            in.x = x.ptr<float>(t0);
+            in.xTokenStride = x.cols;
+            in.dt = dt.ptr<float>(t0);
+            in.dtTokenStride = dt.cols;
+            in.B = B.ptr<float>(t0);
+            in.bTokenStride = B.cols;
+            in.C = C.ptr<float>(t0);
+            in.cTokenStride = C.cols;
+            in.dtBias = blobs[0].ptr<float>();
+            in.A = blobs[1].ptr<float>();
+            in.D = blobs[2].ptr<float>();
+            llm::selectiveScan(in, state, y.ptr<float>(t0), y.cols);
+        });
         // y * silu(z), RMS-normed per group, in place: the rows' order does not matter here.
         llm::gatedGroupRMSNorm(y.ptr<float>(), y.cols, z.ptr<float>(), z.cols, blobs[3].ptr<float>(), y.rows,
                                H_ * P_, G_, eps_, y.ptr<float>(), y.cols);

@@ -35,14 +35,8 @@ LayerPin mamba2(GGUFGraphBuilder& g, const std::string& p, LayerPin h)
 {
     const GGUFHyperParameters& hp = g.hp();
     const int d = hp.nEmbd, inner = hp.ssmInner, bc = hp.ssmGroups * hp.ssmState, heads = hp.ssmDtRank;
-    const std::string in = p + "ssm_in.weight";
-    const Mat rows = g.weight(in, d, 2 * inner + 2 * bc + heads);
-    const int type = (int)g.tensor(in).type;
-    const int starts[6] = {0, inner, 2 * inner, 2 * inner + bc, 2 * inner + 2 * bc, 2 * inner + 2 * bc + heads};
-    std::vector<LLMMatMulWeight> weights;
-    for (int i = 0; i < 5; i++)
-        weights.push_back(LLMMatMulWeight{type, rows.rowRange(starts[i], starts[i + 1]), Mat(), in, starts[i]});
-    const std::vector<LayerPin> zxbcdt = g.projections(p + "ssm_in", weights, d, h);
+    const std::vector<LayerPin> zxbcdt =
+        g.projections(p + "ssm_in", g.rowParts(p + "ssm_in.weight", d, {inner, inner, bc, bc, heads}), d, h);
     const std::vector<LayerPin> xbc = g.shortConvolution(p + "ssm_conv1d", hp.shortConvKernel, {inner, bc, bc},
                                                          {zxbcdt[1], zxbcdt[2], zxbcdt[3]}, true);
     LayerParams lp = GGUFGraphBuilder::params(p + "ssm_scan", "LLMSelectiveScan");

@@ -39,13 +39,8 @@ LayerPin lfm2Block(GGUFGraphBuilder& g, int i, LayerPin x)
     LayerPin o;
     if (hp.isRecurrent(i))
     {
-        const std::string in = p + "shortconv.in_proj.weight";
-        const Mat rows = g.weight(in, d, 3 * d);
-        const int type = (int)g.tensor(in).type;
         const std::vector<LayerPin> bcx = g.projections(p + "shortconv.in_proj",
-            {LLMMatMulWeight{type, rows.rowRange(0, d), Mat(), in, 0},
-             LLMMatMulWeight{type, rows.rowRange(d, 2 * d), Mat(), in, d},
-             LLMMatMulWeight{type, rows.rowRange(2 * d, 3 * d), Mat(), in, 2 * d}}, d, h);
+                                                        g.rowParts(p + "shortconv.in_proj.weight", d, {d, d, d}), d, h);
         const LayerPin bx = g.elementwise(p + "shortconv.bx", "mul", {bcx[0], bcx[2]});
         const LayerPin conv = g.shortConvolution(p + "shortconv.conv", hp.shortConvKernel, {d}, {bx}, false)[0];
         const LayerPin y = g.elementwise(p + "shortconv.cy", "mul", {bcx[1], conv});

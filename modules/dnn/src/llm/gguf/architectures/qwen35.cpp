@@ -139,13 +139,7 @@ LayerPin qwen35Block(GGUFGraphBuilder& g, int i, LayerPin x)
     if (hp.isRecurrent(i))
     {
         const int keyWidth = hp.ssmGroups * hp.ssmState, valueWidth = hp.ssmDtRank * hp.ssmState;
-        const std::string qkvName = p + "attn_qkv.weight";
-        const Mat qkv = g.weight(qkvName, d, 2 * keyWidth + valueWidth);
-        const int qkvType = (int)g.tensor(qkvName).type;
-        std::vector<LLMMatMulWeight> weights = {
-            LLMMatMulWeight{qkvType, qkv.rowRange(0, keyWidth), Mat(), qkvName, 0},
-            LLMMatMulWeight{qkvType, qkv.rowRange(keyWidth, 2 * keyWidth), Mat(), qkvName, keyWidth},
-            LLMMatMulWeight{qkvType, qkv.rowRange(2 * keyWidth, 2 * keyWidth + valueWidth), Mat(), qkvName, 2 * keyWidth}};
+        std::vector<LLMMatMulWeight> weights = g.rowParts(p + "attn_qkv.weight", d, {keyWidth, keyWidth, valueWidth});
         const std::pair<const char*, int> others[3] = {{"attn_gate", valueWidth}, {"ssm_beta", hp.ssmDtRank},
                                                        {"ssm_alpha", hp.ssmDtRank}};
         for (const auto& w : others)
