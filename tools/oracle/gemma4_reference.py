@@ -39,9 +39,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gguf"))
-import quants  # noqa: E402
-from gguf_writer import read_gguf  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_math import load, probs, rms_norm, rope_neox  # noqa: E402
 
 MISTAKES = {
     "v_norm_skipped": "values not RMS-normalized",
@@ -57,42 +56,12 @@ MISTAKES = {
 MISTAKE = set()
 
 
-def load(path):
-    f = read_gguf(path)
-    kv = {k.key: f.kv(k.key) for k in f.kvs if not k.key.startswith("tokenizer.")}
-    t = {}
-    for ti in f.tensors:
-        x = quants.dequantize(f.tensor_bytes(ti.name), ti.gtype, int(np.prod(ti.dims)))
-        t[ti.name] = np.asarray(x, dtype=np.float64).reshape(list(reversed(ti.dims)))
-    return kv, t
-
-
-def rms_norm(x, w, eps):
-    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
-    return y if w is None else y * w
-
-
 def gelu(x, exact):
     if exact:
         return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * x * (1.0 + 0.044715 * x * x)))
     h = x.astype(np.float16).astype(np.float64)
     y = (0.5 * h * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * h * (1.0 + 0.044715 * h * h)))).astype(np.float16)
     return np.where(x <= -10.0, 0.0, np.where(x >= 10.0, x, y.astype(np.float64)))
-
-
-def rope_neox(x, pos, n_rot, base, factors):
-    """x: (heads, d); pairs (i, i + n_rot/2) of the first n_rot dims turn by pos * base^(-2i/n_rot) / f_i."""
-    half = n_rot // 2
-    i = np.arange(half, dtype=np.float64)
-    theta = pos * base ** (-2.0 * i / n_rot)
-    if factors is not None:
-        theta = theta / factors[:half]
-    c, s = np.cos(theta), np.sin(theta)
-    y = x.copy()
-    a, b = x[:, :half], x[:, half:n_rot]
-    y[:, :half] = a * c - b * s
-    y[:, half:n_rot] = a * s + b * c
-    return y
 
 
 def per_layer(kv, key, n, default=None):
@@ -197,11 +166,6 @@ class Gemma4:
         if self.cap:
             logits = self.cap * np.tanh(logits / self.cap)
         return logits
-
-
-def probs(logits):
-    e = np.exp(logits - logits.max())
-    return e / e.sum()
 
 
 def main():

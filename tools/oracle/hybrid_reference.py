@@ -33,9 +33,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gguf"))
-import quants  # noqa: E402
-from gguf_writer import read_gguf  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_math import load, probs, rms_norm, rope_neox  # noqa: E402
 
 # --mistake: deliberate errors, to measure how far each piece of the math moves the outputs
 MISTAKES = {
@@ -59,20 +58,6 @@ MISTAKES = {
 MISTAKE = set()
 
 
-def load(path):
-    f = read_gguf(path)
-    kv = {k.key: f.kv(k.key) for k in f.kvs if not k.key.startswith("tokenizer.")}
-    t = {}
-    for ti in f.tensors:
-        x = quants.dequantize(f.tensor_bytes(ti.name), ti.gtype, int(np.prod(ti.dims)))
-        t[ti.name] = np.asarray(x, dtype=np.float64).reshape(list(reversed(ti.dims)))
-    return kv, t
-
-
-def rms_norm(x, w, eps):
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
-
-
 def l2_norm(x, eps):
     return x / np.maximum(np.sqrt(np.sum(x * x, axis=-1, keepdims=True)), eps)
 
@@ -87,20 +72,6 @@ def sigmoid(x):
 
 def silu(x):
     return x * sigmoid(x)
-
-
-def rope_neox(x, pos, n_rot, base):
-    """NEOX rotary of the first n_rot dims of each row of x ([heads, head_dim]): pair i (< n_rot/2)
-    is (x[i], x[i + n_rot/2]) turned by pos * base^(-2i/n_rot); dims from n_rot on pass through.
-    (qwen35's IMROPE is this for text: all its rotated pairs take the token's position.)"""
-    half = n_rot // 2
-    theta = pos * base ** (-2.0 * np.arange(half) / n_rot)
-    c, s = np.cos(theta), np.sin(theta)
-    y = x.copy()
-    a, b = x[:, :half], x[:, half:n_rot]
-    y[:, :half] = a * c - b * s
-    y[:, half:n_rot] = a * s + b * c
-    return y
 
 
 def causal_conv_step(state, x_t, w, bias=None):
@@ -429,11 +400,6 @@ class Model:
         self.logits_trace.append(logits)
         self.pos += 1
         return logits
-
-
-def probs(logits):
-    e = np.exp(logits - logits.max())
-    return e / e.sum()
 
 
 def run(model, prompt, forced=None, n=8):
