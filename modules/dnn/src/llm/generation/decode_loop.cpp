@@ -288,13 +288,25 @@ void DecodeLoop::enqueue(const LoopRequest& request)
     waiting_.push_back(request);
 }
 
+int DecodeLoop::recurrentPages(int drafts) const
+{
+    const size_t state = cache_.getRecurrentStateBytes();
+    if (state == 0)
+        return 0;
+    const size_t blocks = 1 + (size_t)cache_.recurrentStates().maxDurableCheckpoints() + (size_t)std::max(drafts, 0);
+    const size_t page = cache_.getBytesPerToken() * cache_.getPageSize();
+    return (int)((blocks * state + page - 1) / page);
+}
+
 // Pages the running sequences may still take: what each reserved at admission less what it holds.
 int DecodeLoop::outstandingPages() const
 {
     int pages = 0;
     for (const std::shared_ptr<LoopSequence>& s : running_)
     {
-        const int held = pagesFor(cache_.getSequenceLength(s->sequenceId)) - s->sharedPages;
+        const size_t page = cache_.getBytesPerToken() * cache_.getPageSize();
+        const int held = pagesFor(cache_.getSequenceLength(s->sequenceId)) - s->sharedPages +
+                         (int)((cache_.recurrentStates().bytesHeld(s->sequenceId) + page - 1) / page);
         pages += std::max(0, s->reservedPages - held);
     }
     return pages;
@@ -323,7 +335,8 @@ bool DecodeLoop::fits(const LoopRequest& request, int& reservation)
     {
         const PrefixCache::Match match = prefixCache_.longestPrefix(request.prompt, adapters);
         // + 1: a partly filled last page shared with the source is copied when written.
-        reservation = pagesFor(longest) - match.length / page + (match.length % page ? 1 : 0);
+        reservation = pagesFor(longest) - match.length / page + (match.length % page ? 1 : 0) +
+                      recurrentPages(cfg.draftTokens);
         const int needed = reservation + outstandingPages();
         if (needed <= cache_.getPagesFree())
             return true;

@@ -156,6 +156,9 @@ private:
     void failRunning(const std::exception_ptr& failure);
     int newSequenceId();
     int pagesFor(size_t tokens) const { return (int)((tokens + cache_.getPageSize() - 1) / cache_.getPageSize()); }
+    /** Pages' worth of bytes a sequence's recurrent state may take (hybrid models; 0 otherwise):
+        the state, its durable checkpoints and a verification's transient ones for `drafts`. */
+    int recurrentPages(int drafts) const;
 
     Net& net_;
     Ptr<LLMNetState> state_;          // the Net's: each sequence's adapters are set there

@@ -52,6 +52,12 @@ public:
 
     //! State blocks held: sequences' states and their checkpoints.
     size_t bytesInUse() const;
+    //! Of those, one sequence's (its state and checkpoints; 0 when it has none).
+    size_t bytesHeld(int id) const
+    {
+        const auto it = sequences_.find(id);
+        return it == sequences_.end() ? 0 : (1 + it->second.checkpoints.size()) * bytesPerState();
+    }
     bool has(int id) const { return sequences_.count(id) != 0; }
 
     //! A zeroed state for a new sequence.
