@@ -197,7 +197,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     {
         parsed = parseKVSequenceFile(std::vector<uchar>(bytes), path);
         ok = true;
-        check(parsed.length >= 0 && parsed.payloadOffset + parsed.payloadBytes + 8 == bytes.size(), "parsed sizes");
+        // Version 2 adds the recurrent state (a count, then its floats) between the rows and the checksum.
+        const size_t stateSection = parsed.version >= 2 ? 8 + parsed.stateFloats * sizeof(float) : 0;
+        check(parsed.length >= 0 && parsed.payloadOffset + parsed.payloadBytes + stateSection + 8 == bytes.size(),
+              "parsed sizes");
+        check(parsed.version < 2 || parsed.stateOffset == parsed.payloadOffset + parsed.payloadBytes + 8, "state offset");
     }
     catch (const cv::Exception&)
     {
