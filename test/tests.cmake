@@ -67,7 +67,7 @@ gtest_discover_tests(llm_tests
 # attention and whole-model tests again with AVX2 and AVX-512 turned off in OpenCV's dispatch, so
 # that the baseline's decoders, float path and attention run on this machine too.
 add_test(NAME llm_tests_without_avx2
-         COMMAND llm_tests "--gtest_filter=WithoutAVX2.*:QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:*BatchEqualsAlone*:*AttentionMath*:GatedDeltaRule.*:SelectiveScan.*:GatedGroupRMSNorm.*:HybridModels.*:Gemma4.*")
+         COMMAND llm_tests "--gtest_filter=WithoutAVX2.*:QuantizedMatMul.*:GGMLDequantize.*:GGUFSynthetic.*:*BatchEqualsAlone*:*AttentionMath*:GatedDeltaRule.*:ShortConvolution.*:SelectiveScan.*:GatedGroupRMSNorm.*:HybridModels.*:Gemma4.*")
 set_tests_properties(llm_tests_without_avx2 PROPERTIES
   ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX,AVX2"
   FIXTURES_REQUIRED generated_test_data)
@@ -76,7 +76,7 @@ set_tests_properties(llm_tests_without_avx2 PROPERTIES
 # and attention with the AVX512_CLX (weights) and AVX512_SKX (attention, float GEMM) levels turned
 # off. On CPUs without AVX-512 both runs take AVX2.
 add_test(NAME llm_tests_without_vnni
-         COMMAND llm_tests "--gtest_filter=WithoutVNNI.*:QuantizedMatMul.*:GGUFSynthetic.*:*BatchEqualsAlone*:*AttentionMath*:GatedDeltaRule.*:SelectiveScan.*:GatedGroupRMSNorm.*:HybridModels.*:Gemma4.*")
+         COMMAND llm_tests "--gtest_filter=WithoutVNNI.*:QuantizedMatMul.*:GGUFSynthetic.*:*BatchEqualsAlone*:*AttentionMath*:GatedDeltaRule.*:ShortConvolution.*:SelectiveScan.*:GatedGroupRMSNorm.*:HybridModels.*:Gemma4.*")
 set_tests_properties(llm_tests_without_vnni PROPERTIES
   ENVIRONMENT "LLM_PROJECT_ROOT=${LLM_PROJECT_ROOT};OPENCV_CPU_DISABLE=AVX512-CLX,AVX512-SKX"
   FIXTURES_REQUIRED generated_test_data)

@@ -23,8 +23,8 @@ namespace llm {
     rows shift up, x becomes its last row). `taps`: the kernel transposed to K rows of channels
     (row j multiplies window_j: ggml's conv1d weight column j). `bias` may be null. `out` may
     not alias x or the state. */
-void shortConvolutionToken(const float* x, const float* taps, size_t tapStride, int K, const float* bias,
-                           float* state, size_t stateStride, int n, bool silu, float* out);
+CV_EXPORTS void shortConvolutionToken(const float* x, const float* taps, size_t tapStride, int K, const float* bias,
+                                      float* state, size_t stateStride, int n, bool silu, float* out);
 
 }}} // namespace cv::dnn::llm
 
