@@ -20,9 +20,16 @@ void RecurrentStateStore::setLayers(const std::vector<size_t>& floatsPerLayer)
     offsets_.clear();
     sizes_ = floatsPerLayer;
     floats_ = 0;
+    // A sequence's block is allocated whole: a bound well above real models' (Qwen3.5-27B-sized
+    // delta nets take ~150 MB) keeps a hostile file's sizes from asking for terabytes.
+    const size_t kMaxFloats = (size_t)1 << 31;
     for (size_t n : floatsPerLayer)
     {
         CV_CheckGT(n, (size_t)0, "KVCache: a recurrent layer's state must not be empty");
+        if (n > kMaxFloats - floats_)
+            CV_Error(Error::StsOutOfRange, format("KVCache: the recurrent layers' state would take more than %zu bytes "
+                                                  "per sequence; the model's recurrent sizes are implausible",
+                                                  kMaxFloats * sizeof(float)));
         offsets_.push_back(floats_);
         floats_ += n;
     }
