@@ -82,7 +82,10 @@ std::vector<float> RecurrentStateStore::takeBuffer()
 
 void RecurrentStateStore::giveBack(std::vector<float>& buffer)
 {
-    if (buffer.size() == floats_ && spare_.size() < 64)  // a bounded pool: no allocation in steady decoding
+    // A bounded pool, so that steady decoding (checkpoints replaced, drafts' transient ones
+    // dropped and retaken) allocates nothing: up to 64 blocks or 256 MB, at least 4 blocks.
+    const size_t keep = std::max<size_t>(4, std::min<size_t>(64, ((size_t)256 << 20) / std::max<size_t>(1, bytesPerState())));
+    if (buffer.size() == floats_ && spare_.size() < keep)
     {
         spare_.emplace_back();
         spare_.back().swap(buffer);
