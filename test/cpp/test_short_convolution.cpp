@@ -19,8 +19,7 @@ struct Case
     bool bias, silu;
 };
 
-// Runs T tokens through the kernel (the state carried), `split` tokens at a time per "forward"
-// (one token a call either way: the split only checks that the state carries across).
+// Runs T tokens through the kernel, one call per token, the state carried.
 std::vector<float> runKernel(const Case& c, const std::vector<float>& x, const std::vector<float>& taps,
                              const std::vector<float>& bias, std::vector<float>& state)
 {
@@ -32,6 +31,20 @@ std::vector<float> runKernel(const Case& c, const std::vector<float>& x, const s
     return out;
 }
 
+// Inputs, taps and bias of a case, uniform in [-2, 2), [-1, 1), [-0.5, 0.5).
+void randomInputs(const Case& c, cv::RNG& rng, std::vector<float>& x, std::vector<float>& taps, std::vector<float>& bias)
+{
+    x.resize((size_t)c.T * c.n);
+    taps.resize((size_t)c.K * c.n);
+    bias.resize(c.n);
+    for (float& v : x)
+        v = rng.uniform(-2.f, 2.f);
+    for (float& v : taps)
+        v = rng.uniform(-1.f, 1.f);
+    for (float& v : bias)
+        v = rng.uniform(-0.5f, 0.5f);
+}
+
 TEST(ShortConvolution, matchesItsDefinition)
 {
     const Case cases[] = {{2, 5, 7, false, false}, {3, 256, 40, false, false}, {4, 515, 33, true, true},
@@ -40,13 +53,8 @@ TEST(ShortConvolution, matchesItsDefinition)
     for (const Case& c : cases)
     {
         SCOPED_TRACE(cv::format("K %d, n %d, T %d, bias %d, silu %d", c.K, c.n, c.T, c.bias, c.silu));
-        std::vector<float> x((size_t)c.T * c.n), taps((size_t)c.K * c.n), bias(c.n);
-        for (float& v : x)
-            v = rng.uniform(-2.f, 2.f);
-        for (float& v : taps)
-            v = rng.uniform(-1.f, 1.f);
-        for (float& v : bias)
-            v = rng.uniform(-0.5f, 0.5f);
+        std::vector<float> x, taps, bias;
+        randomInputs(c, rng, x, taps, bias);
         std::vector<float> state((size_t)(c.K - 1) * c.n, 0.f);
         const std::vector<float> out = runKernel(c, x, taps, bias, state);
         double worst = 0, scale = 0;
@@ -81,13 +89,8 @@ TEST(ShortConvolution, stateCarriesAcrossCalls)
 {
     const Case c{4, 300, 50, true, true};
     cv::RNG rng(9);
-    std::vector<float> x((size_t)c.T * c.n), taps((size_t)c.K * c.n), bias(c.n);
-    for (float& v : x)
-        v = rng.uniform(-2.f, 2.f);
-    for (float& v : taps)
-        v = rng.uniform(-1.f, 1.f);
-    for (float& v : bias)
-        v = rng.uniform(-0.5f, 0.5f);
+    std::vector<float> x, taps, bias;
+    randomInputs(c, rng, x, taps, bias);
     std::vector<float> whole((size_t)(c.K - 1) * c.n, 0.f);
     const std::vector<float> expected = runKernel(c, x, taps, bias, whole);
 
@@ -98,8 +101,7 @@ TEST(ShortConvolution, stateCarriesAcrossCalls)
     {
         const Case part{c.K, c.n, n, c.bias, c.silu};
         const std::vector<float> piece(x.begin() + at * c.n, x.begin() + (at + n) * c.n);
-        const std::vector<float> saved = state;  // a checkpoint's copy serves as well as the live state
-        std::vector<float> copy = saved;
+        std::vector<float> copy = state;  // a checkpoint's copy serves as well as the live state
         const std::vector<float> o = runKernel(part, piece, taps, bias, copy);
         out.insert(out.end(), o.begin(), o.end());
         state = copy;
