@@ -81,6 +81,9 @@ struct SlidingWindowDefaults
 using HyperParameterHook = void (*)(const GGUFMetadataReader& reader, GGUFHyperParameters& h);
 //! Adds block `layer` on the residual stream x to the Net; returns the new stream.
 using BlockFunction = LayerPin (*)(GGUFGraphBuilder& g, int layer, LayerPin x);
+//! What a hybrid model's recurrent layers compute in place of attention, on the normed input h of
+//! block prefix "blk.N." (llamaBlock calls it on the layers the hyper-parameters mark recurrent).
+using RecurrentMixer = LayerPin (*)(GGUFGraphBuilder& g, const std::string& prefix, LayerPin h);
 
 //! The block of llama and of the architectures that differ from it only by the row's switches.
 LayerPin llamaBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
@@ -112,6 +115,7 @@ struct GGUFArchitecture
     //! Some layers are recurrent (hybrid models): attention.head_count_kv may be per layer, 0 on
     //! those layers (llama.cpp's is_recr for lfm2, granitehybrid), or the hook says which.
     bool recurrentLayers = false;
+    RecurrentMixer recurrentMixer = nullptr;  //!< llamaBlock's sub-layer on recurrent layers (lfm2, granitehybrid)
     const char* outputNorm = "output_norm";  //!< the final norm's tensor (lfm2: token_embd_norm)
     HyperParameterHook readHyperParameters = nullptr;
     BlockFunction block = llamaBlock;
@@ -137,6 +141,13 @@ struct GGUFArchitecture
     constexpr GGUFArchitecture withAttentionSinks() const { GGUFArchitecture a = *this; a.attentionSinks = true; return a; }
     constexpr GGUFArchitecture withOutputNorm(const char* tensor) const { GGUFArchitecture a = *this; a.outputNorm = tensor; return a; }
     constexpr GGUFArchitecture withRecurrentLayers() const { GGUFArchitecture a = *this; a.recurrentLayers = true; return a; }
+    constexpr GGUFArchitecture withRecurrentMixer(RecurrentMixer m) const
+    {
+        GGUFArchitecture a = *this;
+        a.recurrentLayers = true;
+        a.recurrentMixer = m;
+        return a;
+    }
     constexpr GGUFArchitecture withExperts(Experts e) const { GGUFArchitecture a = *this; a.experts = e; return a; }
     constexpr GGUFArchitecture readingKeys(HyperParameterHook hook) const { GGUFArchitecture a = *this; a.readHyperParameters = hook; return a; }
     constexpr GGUFArchitecture withBlock(BlockFunction f) const { GGUFArchitecture a = *this; a.block = f; return a; }

@@ -174,7 +174,7 @@ std::vector<int> RecurrentStateStore::checkpointLengths(int id) const
 void RecurrentStateStore::rewind(int id, int currentLength, int length)
 {
     CV_Assert(canRewind(id, currentLength, length));
-    Slot& s = sequences_[id];
+    Slot& s = sequences_.at(id);
     if (length == 0)
         std::fill(s.state.begin(), s.state.end(), 0.f);
     for (size_t i = 0; i < s.checkpoints.size();)
@@ -194,7 +194,9 @@ void RecurrentStateStore::rewind(int id, int currentLength, int length)
 
 float* RecurrentStateStore::state(int id)
 {
-    return sequences_[id].state.data();
+    const auto it = sequences_.find(id);
+    CV_Assert(it != sequences_.end());
+    return it->second.state.data();
 }
 
 const float* RecurrentStateStore::state(int id) const

@@ -66,8 +66,8 @@ constexpr GGUFArchitecture kArchitectures[] = {
         .readingKeys(readStableLMHyperParameters).withBlock(stableLMBlock),
     // Hybrid models: recurrent layers beside attention layers, their state in the Net's KV cache.
     // LFM2: short convolutions where attention.head_count_kv is 0, per-head Q/K norms
-    GGUFArchitecture("lfm2").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentLayers()
-        .withOutputNorm("token_embd_norm").readingKeys(readLFM2HyperParameters).withBlock(lfm2Block),
+    GGUFArchitecture("lfm2").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentMixer(lfm2ShortConvolution)
+        .withOutputNorm("token_embd_norm").readingKeys(readLFM2HyperParameters),
     // Qwen3.5: gated delta nets (linear attention) and gated full attention with per-head Q/K
     // norms, every full_attention_interval-th layer
     GGUFArchitecture("qwen35").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentLayers()
@@ -76,8 +76,8 @@ constexpr GGUFArchitecture kArchitectures[] = {
     GGUFArchitecture("qwen35moe").neoxRope().withQKNorm(QKNorm::PerHead).withRecurrentLayers()
         .withExperts(Experts::Required).readingKeys(readQwen35HyperParameters).withBlock(qwen35Block),
     // Granite 4 hybrids: Mamba-2 where attention.head_count_kv is 0, granite's scales
-    GGUFArchitecture("granitehybrid").requiringFullRope().withRecurrentLayers()
-        .readingKeys(readGraniteHybridHyperParameters).withBlock(graniteHybridBlock),
+    GGUFArchitecture("granitehybrid").requiringFullRope().withRecurrentMixer(mamba2Mixer)
+        .readingKeys(readGraniteHybridHyperParameters),
 };
 
 } // namespace

@@ -41,10 +41,10 @@ void readGraniteHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters
 void readGraniteScales(const GGUFMetadataReader& r, GGUFHyperParameters& h, bool logitScaleRequired);
 // granite_hybrid.cpp
 void readGraniteHybridHyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
-LayerPin graniteHybridBlock(GGUFGraphBuilder& g, int layer, LayerPin x);
+LayerPin mamba2Mixer(GGUFGraphBuilder& g, const std::string& prefix, LayerPin h);
 // lfm2.cpp
 void readLFM2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
-LayerPin lfm2Block(GGUFGraphBuilder& g, int layer, LayerPin x);
+LayerPin lfm2ShortConvolution(GGUFGraphBuilder& g, const std::string& prefix, LayerPin h);
 // mistral3.cpp
 void readMistral3HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h);
 // phi2.cpp

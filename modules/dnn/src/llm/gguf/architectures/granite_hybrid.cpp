@@ -25,13 +25,12 @@ void readGraniteHybridHyperParameters(const GGUFMetadataReader& r, GGUFHyperPara
         r.fail("metadata key '" + r.key("expert_shared_feed_forward_length") + "' (shared experts) is not supported");
 }
 
-namespace {
-
-/* Mamba-2 (build_mamba2_layer): ssm_in -> z | x | B | C | dt (rows in that order: d_inner,
+/* Granite 4 hybrid's block is llamaBlock (granite's residual scale on both branches) with
+   Mamba-2 in place of attention on the recurrent layers (build_mamba2_layer): ssm_in -> z | x | B | C | dt (rows in that order: d_inner,
    d_inner, groups x d_state twice, heads); x | B | C through the causal convolution ssm_conv1d
    (+ bias) and SiLU; the selective scan with dt's bias, A, the D skip; y * silu(z) RMS-normed
    per group with ssm_norm; ssm_out. */
-LayerPin mamba2(GGUFGraphBuilder& g, const std::string& p, LayerPin h)
+LayerPin mamba2Mixer(GGUFGraphBuilder& g, const std::string& p, LayerPin h)
 {
     const GGUFHyperParameters& hp = g.hp();
     const int d = hp.nEmbd, inner = hp.ssmInner, bc = hp.ssmGroups * hp.ssmState, heads = hp.ssmDtRank;
@@ -51,27 +50,6 @@ LayerPin mamba2(GGUFGraphBuilder& g, const std::string& p, LayerPin h)
     lp.blobs.push_back(g.matrixF32(p + "ssm_norm.weight", inner / hp.ssmGroups, hp.ssmGroups));
     const LayerPin y = g.add(lp, {xbc[0], xbc[1], xbc[2], zxbcdt[4], zxbcdt[0]});
     return g.matmul(p + "ssm_out", inner, d, y);
-}
-
-} // namespace
-
-/* Granite 4 hybrid's block: llama's (granite's residual scale on both branches) with Mamba-2
-   in place of attention on the recurrent layers:
-     x += residual_scale * op(attn_norm(x));  x += residual_scale * ffn(ffn_norm(x)) */
-LayerPin graniteHybridBlock(GGUFGraphBuilder& g, int i, LayerPin x)
-{
-    const GGUFHyperParameters& hp = g.hp();
-    const std::string p = format("blk.%d.", i);
-    LayerPin h = g.rmsNorm(p + "attn_norm", x);
-    LayerPin o = hp.isRecurrent(i) ? mamba2(g, p, h) : g.selfAttention(p, i, h);
-    if (hp.residualScale != 0.f)
-        o = g.scaleBy(p + "attn_residual_scale", hp.residualScale, o);
-    x = g.residual(p + "attn_residual", x, o);
-    h = g.rmsNorm(p + "ffn_norm", x);
-    LayerPin f = g.feedForward(p, h);
-    if (hp.residualScale != 0.f)
-        f = g.scaleBy(p + "ffn_residual_scale", hp.residualScale, f);
-    return g.residual(p + "ffn_residual", x, f);
 }
 
 }}} // namespace cv::dnn::llm

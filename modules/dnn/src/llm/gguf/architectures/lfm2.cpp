@@ -23,35 +23,22 @@ void readLFM2HyperParameters(const GGUFMetadataReader& r, GGUFHyperParameters& h
         r.fail("metadata key '" + r.key("attention.sliding_window") + "' (LFM2's sliding-window attention) is not supported");
 }
 
-/* LFM2's block: x += op(norm(x)), x += ffn(ffn_norm(x)), where op is llama's attention with
-   per-head Q/K norms, or the short convolution (build_shortconv_block):
+/* LFM2's block is llamaBlock (attention with per-head Q/K norms, SwiGLU feed-forward) with this
+   short convolution in place of attention on the recurrent layers (build_shortconv_block):
      b | c | xs = in_proj(h)    (the projection's rows in thirds, in that order)
      y = out_proj(c * conv(b * xs))
    conv: each channel's last shortconv.l_cache values of b * xs (the earlier ones kept per
    sequence), no bias, no activation. */
-LayerPin lfm2Block(GGUFGraphBuilder& g, int i, LayerPin x)
+LayerPin lfm2ShortConvolution(GGUFGraphBuilder& g, const std::string& p, LayerPin h)
 {
     const GGUFHyperParameters& hp = g.hp();
-    const std::string p = format("blk.%d.", i);
     const int d = hp.nEmbd;
-
-    LayerPin h = g.rmsNorm(p + "attn_norm", x);
-    LayerPin o;
-    if (hp.isRecurrent(i))
-    {
-        const std::vector<LayerPin> bcx = g.projections(p + "shortconv.in_proj",
-                                                        g.rowParts(p + "shortconv.in_proj.weight", d, {d, d, d}), d, h);
-        const LayerPin bx = g.elementwise(p + "shortconv.bx", "mul", {bcx[0], bcx[2]});
-        const LayerPin conv = g.shortConvolution(p + "shortconv.conv", hp.shortConvKernel, {d}, {bx}, false)[0];
-        const LayerPin y = g.elementwise(p + "shortconv.cy", "mul", {bcx[1], conv});
-        o = g.matmul(p + "shortconv.out_proj", d, d, y);
-    }
-    else
-        o = g.selfAttention(p, i, h);
-    x = g.residual(p + "attn_residual", x, o);
-
-    h = g.rmsNorm(p + "ffn_norm", x);
-    return g.residual(p + "ffn_residual", x, g.gatedFeedForward(p, h));
+    const std::vector<LayerPin> bcx = g.projections(p + "shortconv.in_proj",
+                                                    g.rowParts(p + "shortconv.in_proj.weight", d, {d, d, d}), d, h);
+    const LayerPin bx = g.elementwise(p + "shortconv.bx", "mul", {bcx[0], bcx[2]});
+    const LayerPin conv = g.shortConvolution(p + "shortconv.conv", hp.shortConvKernel, {d}, {bx}, false)[0];
+    const LayerPin y = g.elementwise(p + "shortconv.cy", "mul", {bcx[1], conv});
+    return g.matmul(p + "shortconv.out_proj", d, d, y);
 }
 
 }}} // namespace cv::dnn::llm

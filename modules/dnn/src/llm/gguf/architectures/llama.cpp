@@ -14,7 +14,9 @@ namespace llm {
      x += residual_scale * post_norm(selfAttention(norm(x)))
      x += residual_scale * post_norm(gatedFeedForward(norm(x)))
    where norm is absent for olmo2, post_norm only in gemma2/3 and olmo2, residual_scale only in
-   granite; the feed-forward a mixture of experts where the file has them (Mixtral, qwen3moe). */
+   granite(hybrid); the feed-forward a mixture of experts where the file has them (Mixtral,
+   qwen3moe). Hybrid rows (lfm2, granitehybrid) put their recurrent mixer in place of
+   selfAttention on the layers the hyper-parameters mark recurrent. */
 LayerPin llamaBlock(GGUFGraphBuilder& g, int i, LayerPin x)
 {
     const std::string p = format("blk.%d.", i);
@@ -22,7 +24,9 @@ LayerPin llamaBlock(GGUFGraphBuilder& g, int i, LayerPin x)
     const float residualScale = g.hp().residualScale;
 
     LayerPin h = arch.preNorms ? g.rmsNorm(p + "attn_norm", x) : x;
-    LayerPin o = g.selfAttention(p, i, h);
+    const bool recurrent = g.hp().isRecurrent(i);
+    CV_Assert(!recurrent || arch.recurrentMixer);  // a hybrid row with llamaBlock names its mixer
+    LayerPin o = recurrent ? arch.recurrentMixer(g, p, h) : g.selfAttention(p, i, h);
     if (arch.postNorms)
         o = g.rmsNorm(p + "post_attention_norm", o);
     if (residualScale != 0.f)
